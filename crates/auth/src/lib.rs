@@ -1,0 +1,13 @@
+//! Berth's secrets: password hashing, signed tokens, key comparison and the
+//! credential cache that keeps slow hashes off the hot path.
+//!
+//! This crate is built with `opt-level = 3` even in test builds (see the
+//! workspace `Cargo.toml`): hashing code is instantiated here.
+
+pub mod cache;
+pub mod password;
+pub mod secret;
+pub mod token;
+
+pub use cache::CredentialCache;
+pub use token::{TokenError, TokenKeys};

@@ -1,0 +1,47 @@
+//! The error every layer below the HTTP edge speaks.
+
+/// A rule of the domain was broken; the server maps each variant to a status once.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DomainError {
+    /// The addressed entity does not exist (or is not visible to the caller).
+    #[error("{0}")]
+    NotFound(String),
+    /// The write collides with an existing entity (a unique key).
+    #[error("{0}")]
+    Conflict(String),
+    /// The input is malformed; `field` names the offending input when one does.
+    #[error("{message}")]
+    Invalid {
+        /// The parameter or body field at fault, if any.
+        field: Option<String>,
+        /// A human-readable reason.
+        message: String,
+    },
+    /// A login is required and missing or wrong.
+    #[error("{0}")]
+    Unauthorized(String),
+    /// The caller is known but lacks the permission.
+    #[error("{0}")]
+    Forbidden(String),
+    /// The state of the entity forbids the operation (Harbor's 412).
+    #[error("{0}")]
+    Precondition(String),
+}
+
+impl DomainError {
+    /// An `Invalid` error about a named field.
+    pub fn invalid(field: impl Into<String>, message: impl Into<String>) -> Self {
+        Self::Invalid {
+            field: Some(field.into()),
+            message: message.into(),
+        }
+    }
+
+    /// An `Invalid` error that names no field.
+    pub fn bad_request(message: impl Into<String>) -> Self {
+        Self::Invalid {
+            field: None,
+            message: message.into(),
+        }
+    }
+}

@@ -1,0 +1,10 @@
+//! Berth's pure types and rules: models, validation and query grammars.
+//!
+//! Nothing here does I/O: no tokio, axum or sqlx. The store and the server both
+//! depend on this crate, never the other way round.
+
+pub mod error;
+pub mod model;
+pub mod time;
+
+pub use error::DomainError;

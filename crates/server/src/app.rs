@@ -1,0 +1,120 @@
+//! The whole HTTP application: the three surfaces and the layers around them.
+
+use std::time::Duration;
+
+use axum::Router;
+use axum::extract::Request;
+use axum::http::header::{AUTHORIZATION, COOKIE, PROXY_AUTHORIZATION};
+use axum::http::{HeaderName, Uri};
+use tower::ServiceBuilder;
+use tower::util::MapRequest;
+use tower_http::catch_panic::CatchPanicLayer;
+use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, RequestId, SetRequestIdLayer};
+use tower_http::sensitive_headers::SetSensitiveRequestHeadersLayer;
+use tower_http::trace::{DefaultOnResponse, TraceLayer};
+use tracing::Level;
+
+use crate::error::{ApiError, HarborError};
+use crate::harbor;
+use crate::state::AppState;
+
+/// The application as a service: the router behind path normalization.
+pub type App = MapRequest<Router, fn(Request) -> Request>;
+
+const X_REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
+
+/// Builds the application for `state`.
+pub fn build(state: AppState) -> App {
+    let router = Router::new()
+        .nest("/api/v2.0", harbor::router())
+        .fallback(not_found)
+        .with_state(state)
+        .layer(
+            ServiceBuilder::new()
+                .layer(SetSensitiveRequestHeadersLayer::new([AUTHORIZATION, PROXY_AUTHORIZATION, COOKIE]))
+                .layer(SetRequestIdLayer::new(X_REQUEST_ID, MakeRequestUuid))
+                .layer(
+                    TraceLayer::new_for_http()
+                        .make_span_with(|request: &Request| {
+                            let request_id = request
+                                .extensions()
+                                .get::<RequestId>()
+                                .and_then(|id| id.header_value().to_str().ok())
+                                .unwrap_or("");
+                            // The path only: query strings may carry access tokens.
+                            tracing::info_span!(
+                                "request",
+                                method = %request.method(),
+                                path = %request.uri().path(),
+                                request_id,
+                            )
+                        })
+                        .on_request(())
+                        .on_response(DefaultOnResponse::new().level(Level::INFO)),
+                )
+                .layer(PropagateRequestIdLayer::new(X_REQUEST_ID))
+                .layer(CatchPanicLayer::custom(|_| {
+                    axum::response::IntoResponse::into_response(HarborError(ApiError::internal("handler panicked")))
+                })),
+        );
+    ServiceBuilder::new()
+        .map_request(normalize_path as fn(Request) -> Request)
+        .service(router)
+}
+
+/// Paths outside every surface: a JSON 404, never an HTML page.
+async fn not_found(uri: Uri) -> HarborError {
+    HarborError(ApiError::not_found(format!("path {} was not found", uri.path())))
+}
+
+/// Collapses repeated slashes and drops a trailing slash before routing, as
+/// Harbor's router does (`/projects/1/metadatas/` is `/projects/1/metadatas`).
+fn normalize_path(mut request: Request) -> Request {
+    let path = request.uri().path();
+    let needs_work = path.len() > 1 && (path.ends_with('/') || path.contains("//"));
+    if !needs_work {
+        return request;
+    }
+    let mut clean = String::with_capacity(path.len());
+    for ch in path.chars() {
+        if !(ch == '/' && clean.ends_with('/')) {
+            clean.push(ch);
+        }
+    }
+    while clean.len() > 1 && clean.ends_with('/') {
+        clean.pop();
+    }
+    if let Some(query) = request.uri().query() {
+        clean.push('?');
+        clean.push_str(query);
+    }
+    let mut parts = request.uri().clone().into_parts();
+    if let Ok(path_and_query) = clean.parse() {
+        parts.path_and_query = Some(path_and_query);
+        if let Ok(uri) = Uri::from_parts(parts) {
+            *request.uri_mut() = uri;
+        }
+    }
+    request
+}
+
+/// How long in-flight requests may run after a shutdown signal.
+pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(30);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn path_of(uri: &str) -> String {
+        let request = Request::builder().uri(uri).body(axum::body::Body::empty()).unwrap();
+        normalize_path(request).uri().to_string()
+    }
+
+    #[test]
+    fn paths_are_normalized() {
+        assert_eq!(path_of("/api/v2.0/projects/1/metadatas/"), "/api/v2.0/projects/1/metadatas");
+        assert_eq!(path_of("//api//v2.0/health?x=1"), "/api/v2.0/health?x=1");
+        assert_eq!(path_of("/"), "/");
+        assert_eq!(path_of("/v2/"), "/v2");
+    }
+}

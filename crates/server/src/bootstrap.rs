@@ -1,0 +1,99 @@
+//! Opening a data directory: secrets, database, migrations and the built-in admin.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::Context;
+use berth_auth::secret::{SecretKey, random_alphanumeric};
+use berth_auth::{CredentialCache, TokenKeys, password};
+use berth_domain::model::ADMIN_USER_ID;
+use berth_store::Store;
+
+use crate::config::Settings;
+use crate::secrets;
+use crate::state::{AppState, Inner};
+
+/// How long a verified Basic credential is trusted without re-hashing.
+const CREDENTIAL_TTL: Duration = Duration::from_secs(60);
+/// How many verified credentials are kept at most.
+const CREDENTIAL_CAPACITY: usize = 10_000;
+
+/// Connects to the database named by the settings and migrates it.
+pub async fn open_store(settings: &Settings) -> anyhow::Result<Store> {
+    std::fs::create_dir_all(&settings.data_dir)
+        .with_context(|| format!("creating data directory {}", settings.data_dir.display()))?;
+    let url = settings.database_url();
+    let store = Store::connect(&url)
+        .await
+        .context("connecting to the database (check --database-url / DATABASE_URL)")?;
+    store.migrate().await.context("migrating the database")?;
+    Ok(store)
+}
+
+/// Opens the data directory and the database, creating what a first start needs.
+pub async fn open(settings: &Settings) -> anyhow::Result<AppState> {
+    let store = open_store(settings).await?;
+    let secrets = secrets::load_or_create(&settings.data_dir)?;
+    let blob_dir = blob_dir(&settings.data_dir);
+    std::fs::create_dir_all(&blob_dir)
+        .with_context(|| format!("creating blob directory {}", blob_dir.display()))?;
+    ensure_admin_password(&store).await?;
+    if secrets.master_key_generated {
+        println!("Generated master key (kept in {}): {}", settings.data_dir.join("secrets.json").display(), secrets.master_key);
+    }
+    Ok(build_state(
+        store,
+        SecretKey::new(secrets.master_key),
+        secrets.jwt_secret.as_bytes(),
+        settings.jwt_expires_in,
+        blob_dir,
+        settings.external_url(),
+    ))
+}
+
+/// Gives the built-in `admin` a password on first start: `HARBOR_ADMIN_PASSWORD`,
+/// or a random one that is printed once.
+async fn ensure_admin_password(store: &Store) -> anyhow::Result<()> {
+    let admin = store.users().find_by_id(ADMIN_USER_ID).await?;
+    if admin.is_none_or(|a| a.password_hash.is_some()) {
+        return Ok(());
+    }
+    let given = std::env::var("HARBOR_ADMIN_PASSWORD").ok().filter(|p| !p.is_empty());
+    let chosen = given.clone().unwrap_or_else(|| random_alphanumeric(16));
+    let hash = {
+        let chosen = chosen.clone();
+        tokio::task::spawn_blocking(move || password::hash_password(&chosen)).await?
+    };
+    if store.users().set_password_if_unset(ADMIN_USER_ID, &hash).await? && given.is_none() {
+        println!("Generated password of the system administrator `admin`: {chosen}");
+    }
+    Ok(())
+}
+
+/// Assembles the application state from its parts (also used by the tests).
+pub fn build_state(
+    store: Store,
+    master_key: SecretKey,
+    jwt_secret: &[u8],
+    jwt_expires_in: i64,
+    blob_dir: PathBuf,
+    external_url: String,
+) -> AppState {
+    AppState::new(Inner {
+        store,
+        tokens: TokenKeys::new(jwt_secret, jwt_expires_in),
+        credentials: CredentialCache::new(
+            berth_auth::secret::random_bytes(32),
+            CREDENTIAL_TTL,
+            CREDENTIAL_CAPACITY,
+        ),
+        master_key,
+        blob_dir,
+        external_url,
+    })
+}
+
+/// The default blob directory of a data directory.
+pub fn blob_dir(data_dir: &Path) -> PathBuf {
+    data_dir.join("blobs")
+}

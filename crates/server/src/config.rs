@@ -1,0 +1,166 @@
+//! Command line and environment: every setting is a flag with an environment
+//! fallback, and the flag wins.
+
+use std::net::IpAddr;
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+/// Berth: one binary serving Harbor's management API, the OCI distribution API
+/// and a generator-rest users/auth/articles API over one user store.
+#[derive(Debug, Parser)]
+#[command(name = "berth", version, about)]
+pub struct Cli {
+    /// Settings shared by every subcommand.
+    #[command(flatten)]
+    pub settings: Settings,
+    /// What to do; `serve` when omitted.
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run the server (the default).
+    Serve,
+    /// Bring the database schema up to date and exit.
+    Migrate,
+    /// Exit 0 when a running server answers healthy, 1 otherwise.
+    Healthcheck {
+        /// The health URL to ask; defaults to this instance's `--ip`/`--port`.
+        #[arg(long)]
+        url: Option<String>,
+    },
+    /// Manage users from the command line (operators).
+    #[command(subcommand)]
+    User(UserCommand),
+}
+
+/// `berth user ...`
+#[derive(Debug, Subcommand)]
+pub enum UserCommand {
+    /// Create a local user; the password is read from the first line of standard input.
+    Create {
+        /// Login name.
+        #[arg(long)]
+        username: String,
+        /// E-mail address.
+        #[arg(long)]
+        email: String,
+        /// Real name (defaults to the username).
+        #[arg(long)]
+        realname: Option<String>,
+        /// Make the user a system administrator.
+        #[arg(long)]
+        admin: bool,
+    },
+    /// Replace a user's password with the first line of standard input.
+    SetPassword {
+        /// Login name or e-mail address.
+        #[arg(long)]
+        username: String,
+    },
+}
+
+/// Log output format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum LogFormat {
+    /// Human-readable lines.
+    Text,
+    /// One JSON object per line.
+    Json,
+}
+
+/// Settings shared by every subcommand.
+#[derive(Debug, Clone, Args)]
+pub struct Settings {
+    /// Address to listen on.
+    #[arg(long, env = "IP", default_value = "0.0.0.0", global = true)]
+    pub ip: IpAddr,
+    /// Port to listen on.
+    #[arg(long, env = "PORT", default_value_t = 9000, global = true)]
+    pub port: u16,
+    /// Directory for the SQLite database, blobs and generated secrets.
+    #[arg(long, env = "BERTH_DATA_DIR", default_value = "data", global = true)]
+    pub data_dir: PathBuf,
+    /// `sqlite://...` or `postgres://...`; defaults to `<data-dir>/berth.db`.
+    #[arg(long, env = "DATABASE_URL", global = true)]
+    pub database_url: Option<String>,
+    /// The URL clients reach this server at (Harbor's `external_url`).
+    #[arg(long, env = "EXTERNAL_URL", global = true)]
+    pub external_url: Option<String>,
+    /// How long issued user tokens live: seconds, or with a unit (`30m`, `12h`, `7d`); `0` never expires.
+    #[arg(long, env = "JWT_EXPIRES_IN", default_value = "7d", value_parser = parse_duration_secs, global = true)]
+    pub jwt_expires_in: i64,
+    /// Log filter (`info`, `debug`, `berth=debug,tower_http=info` ...).
+    #[arg(long, env = "BERTH_LOG", default_value = "info", global = true)]
+    pub log: String,
+    /// Log format.
+    #[arg(long, env = "BERTH_LOG_FORMAT", value_enum, default_value = "text", global = true)]
+    pub log_format: LogFormat,
+}
+
+impl Settings {
+    /// The database URL in effect.
+    pub fn database_url(&self) -> String {
+        match &self.database_url {
+            Some(url) => url.clone(),
+            None => format!("sqlite://{}?mode=rwc", self.data_dir.join("berth.db").display()),
+        }
+    }
+
+    /// The external URL in effect: the configured one, else this listener's address.
+    pub fn external_url(&self) -> String {
+        match &self.external_url {
+            Some(url) => url.trim_end_matches('/').to_string(),
+            None => {
+                let host = if self.ip.is_unspecified() {
+                    "127.0.0.1".to_string()
+                } else {
+                    match self.ip {
+                        IpAddr::V6(v6) => format!("[{v6}]"),
+                        IpAddr::V4(v4) => v4.to_string(),
+                    }
+                };
+                format!("http://{host}:{}", self.port)
+            }
+        }
+    }
+}
+
+/// Parses `3600`, `90s`, `30m`, `12h` or `7d` into seconds.
+pub fn parse_duration_secs(text: &str) -> Result<i64, String> {
+    let text = text.trim();
+    let (digits, unit) = match text.char_indices().find(|(_, c)| !c.is_ascii_digit()) {
+        Some((at, _)) => text.split_at(at),
+        None => (text, ""),
+    };
+    let value: i64 = digits
+        .parse()
+        .map_err(|_| format!("`{text}` is not a duration like 3600, 30m, 12h or 7d"))?;
+    let scale = match unit {
+        "" | "s" => 1,
+        "m" => 60,
+        "h" => 3600,
+        "d" => 86_400,
+        _ => return Err(format!("`{text}` has an unknown unit (use s, m, h or d)")),
+    };
+    value
+        .checked_mul(scale)
+        .ok_or_else(|| format!("`{text}` is too long"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration_secs("3600"), Ok(3600));
+        assert_eq!(parse_duration_secs("7d"), Ok(604_800));
+        assert_eq!(parse_duration_secs("30m"), Ok(1800));
+        assert!(parse_duration_secs("7w").is_err());
+        assert!(parse_duration_secs("").is_err());
+    }
+}

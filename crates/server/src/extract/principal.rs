@@ -1,0 +1,77 @@
+//! The caller of a Harbor (`/api/v2.0`) operation.
+
+use std::sync::Arc;
+
+use axum::extract::FromRequestParts;
+use axum::http::header::AUTHORIZATION;
+use axum::http::request::Parts;
+use berth_domain::model::User;
+
+use crate::error::{ApiError, HarborError};
+use crate::identity::{self, BasicCredentials};
+use crate::state::AppState;
+
+/// Who is calling. Wrong credentials are refused with 401 instead of being
+/// treated as anonymous (Harbor's behaviour; see docs/compatibility.md).
+#[derive(Debug, Clone)]
+pub enum Principal {
+    /// No credentials.
+    Anonymous,
+    /// A signed-in user.
+    User(Arc<User>),
+}
+
+impl Principal {
+    /// The signed-in user, if any.
+    pub fn user(&self) -> Option<&User> {
+        match self {
+            Self::Anonymous => None,
+            Self::User(user) => Some(user),
+        }
+    }
+
+    /// The signed-in user, or 401.
+    pub fn require_user(&self) -> Result<&User, ApiError> {
+        self.user().ok_or_else(ApiError::unauthorized)
+    }
+
+    /// Whether the caller is a system administrator.
+    pub fn is_sysadmin(&self) -> bool {
+        self.user().is_some_and(|u| u.sysadmin)
+    }
+
+    /// Passes system administrators; anonymous callers get 401, others 403
+    /// with their username as the message (as Harbor's system RBAC answers).
+    pub fn require_sysadmin(&self) -> Result<&User, ApiError> {
+        let user = self.require_user()?;
+        if user.sysadmin {
+            Ok(user)
+        } else {
+            Err(ApiError::forbidden(user.username.clone()))
+        }
+    }
+}
+
+impl FromRequestParts<AppState> for Principal {
+    type Rejection = HarborError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Self::Rejection> {
+        if let Some(principal) = parts.extensions.get::<Principal>() {
+            return Ok(principal.clone());
+        }
+        let Some(value) = parts.headers.get(AUTHORIZATION) else {
+            return Ok(Self::Anonymous);
+        };
+        let value = value.to_str().map_err(|_| ApiError::unauthorized())?;
+        let user = if let Some(creds) = BasicCredentials::parse(value) {
+            identity::verify_password(state, &creds.login, &creds.password).await?
+        } else if let Some(token) = identity::bearer_token(value) {
+            identity::verify_user_token(state, token).await?
+        } else {
+            None
+        };
+        let principal = Self::User(user.ok_or_else(ApiError::unauthorized)?);
+        parts.extensions.insert(principal.clone());
+        Ok(principal)
+    }
+}

@@ -1,0 +1,74 @@
+//! `GET /health`: Harbor's OverallHealthStatus.
+
+use std::time::Duration;
+
+use axum::extract::State;
+use axum::routing::get;
+use axum::{Json, Router};
+use serde::Serialize;
+
+use crate::state::AppState;
+
+/// How long one component may take to answer before it counts as unhealthy.
+const CHECK_TIMEOUT: Duration = Duration::from_secs(3);
+
+/// The health of one component.
+#[derive(Debug, Serialize)]
+pub struct ComponentHealthStatus {
+    name: &'static str,
+    status: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<String>,
+}
+
+/// The overall health: healthy only if every component is.
+#[derive(Debug, Serialize)]
+pub struct OverallHealthStatus {
+    status: &'static str,
+    components: Vec<ComponentHealthStatus>,
+}
+
+pub(super) fn router() -> Router<AppState> {
+    Router::new().route("/health", get(get_health))
+}
+
+fn component(name: &'static str, result: Result<(), String>) -> ComponentHealthStatus {
+    match result {
+        Ok(()) => ComponentHealthStatus { name, status: "healthy", error: None },
+        Err(error) => ComponentHealthStatus { name, status: "unhealthy", error: Some(error) },
+    }
+}
+
+async fn check_database(state: &AppState) -> Result<(), String> {
+    match tokio::time::timeout(CHECK_TIMEOUT, state.store.ping()).await {
+        Ok(Ok(())) => Ok(()),
+        Ok(Err(err)) => {
+            tracing::warn!(error = %err, "database health check failed");
+            Err("failed to check the health status: database unreachable".into())
+        }
+        Err(_) => Err("failed to check the health status: timeout".into()),
+    }
+}
+
+async fn check_storage(state: &AppState) -> Result<(), String> {
+    match tokio::fs::metadata(&state.blob_dir).await {
+        Ok(meta) if meta.is_dir() && !meta.permissions().readonly() => Ok(()),
+        Ok(_) => Err("blob storage is not a writable directory".into()),
+        Err(_) => Err("blob storage directory is missing".into()),
+    }
+}
+
+/// Reports the health of core, the database and blob storage. Always 200, as Harbor.
+pub async fn get_health(State(state): State<AppState>) -> Json<OverallHealthStatus> {
+    let (database, storage) = tokio::join!(check_database(&state), check_storage(&state));
+    let components = vec![
+        component("core", Ok(())),
+        component("database", database),
+        component("storage", storage),
+    ];
+    let healthy = components.iter().all(|c| c.status == "healthy");
+    Json(OverallHealthStatus {
+        status: if healthy { "healthy" } else { "unhealthy" },
+        components,
+    })
+}

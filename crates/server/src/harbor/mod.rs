@@ -1,0 +1,35 @@
+//! Harbor's management API, mounted at `/api/v2.0`.
+
+mod health;
+mod systeminfo;
+mod users;
+
+use axum::Router;
+use axum::extract::OriginalUri;
+use axum::http::Method;
+
+use crate::error::{ApiError, ErrorKind, HarborError};
+use crate::state::AppState;
+
+/// The `/api/v2.0` router.
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .merge(health::router())
+        .merge(systeminfo::router())
+        .merge(users::router())
+        .method_not_allowed_fallback(method_not_allowed)
+        .fallback(not_found)
+}
+
+/// Unknown paths under `/api/v2.0` answer Harbor's 404 body.
+async fn not_found(OriginalUri(uri): OriginalUri) -> HarborError {
+    HarborError(ApiError::not_found(format!("path {} was not found", uri.path())))
+}
+
+/// A known path with the wrong method.
+async fn method_not_allowed(method: Method, OriginalUri(uri): OriginalUri) -> HarborError {
+    HarborError(ApiError::new(
+        ErrorKind::MethodNotAllowed,
+        format!("method {method} is not allowed for path {}", uri.path()),
+    ))
+}

@@ -1,0 +1,74 @@
+//! `GET /systeminfo`: Harbor's GeneralInfo.
+
+use axum::extract::State;
+use axum::routing::get;
+use axum::{Json, Router};
+use serde::Serialize;
+
+use crate::error::HarborResult;
+use crate::extract::Principal;
+use crate::state::AppState;
+
+/// What Berth reports as `harbor_version`: the Harbor API generation it speaks, and its own version.
+const HARBOR_VERSION: &str = concat!("v2.16.0-berth-", env!("CARGO_PKG_VERSION"));
+
+/// Harbor's GeneralInfo. Anonymous callers get the first five fields only.
+#[derive(Debug, Serialize)]
+pub struct GeneralInfo {
+    auth_mode: String,
+    primary_auth_mode: bool,
+    self_registration: bool,
+    banner_message: String,
+    oidc_provider_name: String,
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    detail: Option<GeneralInfoDetail>,
+}
+
+/// The fields only signed-in callers see.
+#[derive(Debug, Serialize)]
+pub struct GeneralInfoDetail {
+    current_time: String,
+    registry_url: String,
+    external_url: String,
+    project_creation_restriction: String,
+    has_ca_root: bool,
+    harbor_version: &'static str,
+    registry_storage_provider_name: &'static str,
+    read_only: bool,
+    notification_enable: bool,
+}
+
+pub(super) fn router() -> Router<AppState> {
+    Router::new().route("/systeminfo", get(get_system_info))
+}
+
+/// Reports the general settings of the system.
+pub async fn get_system_info(
+    State(state): State<AppState>,
+    principal: Principal,
+) -> HarborResult<Json<GeneralInfo>> {
+    let config = state.store.configurations().load().await?;
+    let detail = principal.user().map(|_| GeneralInfoDetail {
+        current_time: berth_domain::time::now(),
+        registry_url: state
+            .external_url
+            .split_once("://")
+            .map_or(state.external_url.as_str(), |(_, rest)| rest)
+            .to_string(),
+        external_url: state.external_url.clone(),
+        project_creation_restriction: config.string("project_creation_restriction").to_string(),
+        has_ca_root: false,
+        harbor_version: HARBOR_VERSION,
+        registry_storage_provider_name: "filesystem",
+        read_only: config.flag("read_only"),
+        notification_enable: config.flag("notification_enable"),
+    });
+    Ok(Json(GeneralInfo {
+        auth_mode: config.string("auth_mode").to_string(),
+        primary_auth_mode: config.flag("primary_auth_mode"),
+        self_registration: config.flag("self_registration"),
+        banner_message: config.string("banner_message").to_string(),
+        oidc_provider_name: config.string("oidc_name").to_string(),
+        detail,
+    }))
+}

@@ -1,0 +1,135 @@
+//! Who is calling: credentials in, a stored user out. Shared by all three surfaces.
+
+use std::sync::Arc;
+
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD;
+use berth_auth::cache::CachedCredential;
+use berth_auth::password;
+use berth_domain::model::User;
+
+use crate::error::ApiError;
+use crate::state::AppState;
+
+/// HTTP Basic credentials as sent.
+#[derive(Clone)]
+pub struct BasicCredentials {
+    /// Username or e-mail address.
+    pub login: String,
+    /// The password, as sent.
+    pub password: String,
+}
+
+impl std::fmt::Debug for BasicCredentials {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BasicCredentials")
+            .field("login", &self.login)
+            .finish_non_exhaustive()
+    }
+}
+
+impl BasicCredentials {
+    /// Parses the value of an `Authorization: Basic ...` header. The password is
+    /// everything after the first `:` (Harbor and docker keep colons in passwords).
+    pub fn parse(header_value: &str) -> Option<Self> {
+        let (scheme, encoded) = header_value.trim().split_once(' ')?;
+        if !scheme.eq_ignore_ascii_case("basic") {
+            return None;
+        }
+        let decoded = STANDARD.decode(encoded.trim()).ok()?;
+        let decoded = String::from_utf8(decoded).ok()?;
+        let (login, password) = decoded.split_once(':')?;
+        Some(Self {
+            login: login.to_string(),
+            password: password.to_string(),
+        })
+    }
+}
+
+/// The token of an `Authorization: Bearer ...` header value.
+pub fn bearer_token(header_value: &str) -> Option<&str> {
+    let (scheme, token) = header_value.trim().split_once(char::is_whitespace)?;
+    scheme
+        .eq_ignore_ascii_case("bearer")
+        .then(|| token.trim())
+        .filter(|t| !t.is_empty())
+}
+
+/// Verifies a login and password; `None` when they do not name a user with that
+/// password. A recent successful verification is answered from the credential
+/// cache, after checking that the user's `auth_version` has not moved.
+pub async fn verify_password(
+    state: &AppState,
+    login: &str,
+    password: &str,
+) -> Result<Option<Arc<User>>, ApiError> {
+    if let Some(hit) = state.credentials.get(login, password) {
+        if let Some(user) = state.store.users().find_by_id(hit.user_id).await? {
+            if user.auth_version == hit.auth_version {
+                return Ok(Some(Arc::new(user)));
+            }
+        }
+        state.credentials.remove(login, password);
+    }
+    let Some(user) = state.store.users().find_by_login(login).await? else {
+        return Ok(None);
+    };
+    let Some(stored) = user.password_hash.clone() else {
+        return Ok(None);
+    };
+    let candidate = password.to_string();
+    let matches = tokio::task::spawn_blocking(move || password::verify_password(&candidate, &stored))
+        .await
+        .map_err(ApiError::internal)?;
+    if !matches {
+        return Ok(None);
+    }
+    state.credentials.put(
+        login,
+        password,
+        CachedCredential {
+            user_id: user.id,
+            auth_version: user.auth_version,
+        },
+    );
+    Ok(Some(Arc::new(user)))
+}
+
+/// Hashes a password off the async workers.
+pub async fn hash_password(password: &str) -> Result<String, ApiError> {
+    let password = password.to_string();
+    tokio::task::spawn_blocking(move || password::hash_password(&password))
+        .await
+        .map_err(ApiError::internal)
+}
+
+/// The user a user token names, if the token is valid and the user still exists.
+pub async fn verify_user_token(state: &AppState, token: &str) -> Result<Option<Arc<User>>, ApiError> {
+    let Ok(id) = state.tokens.verify_user(token) else {
+        return Ok(None);
+    };
+    Ok(state.store.users().find_by_id(id).await?.map(Arc::new))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn basic_keeps_colons_in_the_password() {
+        let value = format!("Basic {}", STANDARD.encode("alice:pa:ss"));
+        let creds = BasicCredentials::parse(&value).unwrap();
+        assert_eq!(creds.login, "alice");
+        assert_eq!(creds.password, "pa:ss");
+        assert!(BasicCredentials::parse("Bearer x").is_none());
+        assert!(BasicCredentials::parse("Basic !!!").is_none());
+    }
+
+    #[test]
+    fn bearer_tokens() {
+        assert_eq!(bearer_token("Bearer abc"), Some("abc"));
+        assert_eq!(bearer_token("bearer   abc "), Some("abc"));
+        assert_eq!(bearer_token("Basic abc"), None);
+        assert_eq!(bearer_token("Bearer "), None);
+    }
+}

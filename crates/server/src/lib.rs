@@ -1,0 +1,14 @@
+//! Berth's HTTP edge: the three surfaces over one store and one identity.
+//!
+//! `main.rs` is a thin command line over this library, so the integration
+//! tests build exactly the application the binary serves.
+
+pub mod app;
+pub mod bootstrap;
+pub mod config;
+pub mod error;
+pub mod extract;
+pub mod harbor;
+pub mod identity;
+pub mod secrets;
+pub mod state;

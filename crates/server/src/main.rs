@@ -1,0 +1,165 @@
+//! The `berth` command: `serve` (the default), `migrate`, `healthcheck`, `user`.
+
+use std::io::BufRead;
+use std::net::SocketAddr;
+use std::process::ExitCode;
+
+use anyhow::{Context, bail};
+use berth::config::{Cli, Command, LogFormat, Settings, UserCommand};
+use berth::{app, bootstrap, identity};
+use berth_domain::model::NewUser;
+use clap::Parser;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tracing_subscriber::EnvFilter;
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    init_logging(&cli.settings);
+    let runtime = match tokio::runtime::Runtime::new() {
+        Ok(rt) => rt,
+        Err(err) => {
+            eprintln!("berth: cannot start the async runtime: {err}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let result = runtime.block_on(async {
+        match cli.command.unwrap_or(Command::Serve) {
+            Command::Serve => serve(&cli.settings).await,
+            Command::Migrate => migrate(&cli.settings).await,
+            Command::Healthcheck { url } => healthcheck(&cli.settings, url).await,
+            Command::User(command) => user(&cli.settings, command).await,
+        }
+    });
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("berth: {err:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn init_logging(settings: &Settings) {
+    let filter = EnvFilter::try_new(&settings.log).unwrap_or_else(|_| EnvFilter::new("info"));
+    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    match settings.log_format {
+        LogFormat::Json => builder.json().init(),
+        LogFormat::Text => builder.init(),
+    }
+}
+
+async fn serve(settings: &Settings) -> anyhow::Result<()> {
+    let state = bootstrap::open(settings).await?;
+    let addr = SocketAddr::new(settings.ip, settings.port);
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .with_context(|| format!("listening on {addr}"))?;
+    tracing::info!(%addr, backend = ?state.store.backend(), "berth is listening");
+    let service = axum::ServiceExt::<axum::extract::Request>::into_make_service(app::build(state.clone()));
+    axum::serve(listener, service)
+        .with_graceful_shutdown(shutdown_signal())
+        .await
+        .context("serving")?;
+    state.store.close().await;
+    tracing::info!("berth stopped");
+    Ok(())
+}
+
+/// Resolves on SIGINT or SIGTERM; in-flight requests then finish.
+async fn shutdown_signal() {
+    let interrupt = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut signal) => {
+                signal.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! {
+        () = interrupt => {},
+        () = terminate => {},
+    }
+    tracing::info!("shutting down: finishing in-flight requests");
+}
+
+async fn migrate(settings: &Settings) -> anyhow::Result<()> {
+    bootstrap::open_store(settings).await?;
+    println!("database is up to date");
+    Ok(())
+}
+
+/// Asks `/api/v2.0/health` over plain HTTP/1.1; succeeds only on a healthy answer.
+async fn healthcheck(settings: &Settings, url: Option<String>) -> anyhow::Result<()> {
+    let url = url.unwrap_or_else(|| {
+        let host = if settings.ip.is_unspecified() { "127.0.0.1".to_string() } else { settings.ip.to_string() };
+        format!("http://{host}:{}/api/v2.0/health", settings.port)
+    });
+    let rest = url.strip_prefix("http://").context("healthcheck supports http:// URLs only")?;
+    let (authority, path) = rest.split_once('/').map_or((rest, "/".to_string()), |(a, p)| (a, format!("/{p}")));
+    let exchange = async {
+        let mut stream = tokio::net::TcpStream::connect(authority).await?;
+        let request = format!("GET {path} HTTP/1.1\r\nHost: {authority}\r\nConnection: close\r\n\r\n");
+        stream.write_all(request.as_bytes()).await?;
+        let mut response = Vec::new();
+        stream.read_to_end(&mut response).await?;
+        anyhow::Ok(String::from_utf8_lossy(&response).into_owned())
+    };
+    let response = tokio::time::timeout(std::time::Duration::from_secs(5), exchange)
+        .await
+        .context("timed out")??;
+    let status_ok = response.starts_with("HTTP/1.1 200");
+    let body = response.split_once("\r\n\r\n").map_or("", |(_, b)| b);
+    let healthy = body.contains("\"status\":\"healthy\"") && !body.contains("\"unhealthy\"");
+    if status_ok && healthy {
+        println!("healthy");
+        Ok(())
+    } else {
+        bail!("not healthy: {}", body.trim())
+    }
+}
+
+fn read_password_from_stdin() -> anyhow::Result<String> {
+    let mut line = String::new();
+    std::io::stdin().lock().read_line(&mut line).context("reading the password from standard input")?;
+    let password = line.trim_end_matches(['\r', '\n']).to_string();
+    if password.is_empty() {
+        bail!("no password on standard input");
+    }
+    Ok(password)
+}
+
+async fn user(settings: &Settings, command: UserCommand) -> anyhow::Result<()> {
+    let store = bootstrap::open_store(settings).await?;
+    match command {
+        UserCommand::Create { username, email, realname, admin } => {
+            let password = read_password_from_stdin()?;
+            let hash = identity::hash_password(&password).await.map_err(|e| anyhow::anyhow!(e.message))?;
+            let user = store
+                .users()
+                .create(&NewUser {
+                    realname: Some(realname.unwrap_or_else(|| username.clone())),
+                    username,
+                    email: Some(email.trim().to_lowercase()),
+                    password_hash: Some(hash),
+                    sysadmin: admin,
+                    ..NewUser::default()
+                })
+                .await?;
+            println!("created user {} (id {})", user.username, user.id);
+        }
+        UserCommand::SetPassword { username } => {
+            let password = read_password_from_stdin()?;
+            let user = store.users().find_by_login(&username).await?.with_context(|| format!("no user {username}"))?;
+            let hash = identity::hash_password(&password).await.map_err(|e| anyhow::anyhow!(e.message))?;
+            store.users().set_password(user.id, &hash).await?;
+            println!("password of {} changed", user.username);
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,45 @@
+//! What every handler shares.
+
+use std::ops::Deref;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use berth_auth::secret::SecretKey;
+use berth_auth::{CredentialCache, TokenKeys};
+use berth_store::Store;
+
+/// The application state: cheap to clone, one `Arc` inside.
+#[derive(Clone, Debug)]
+pub struct AppState(Arc<Inner>);
+
+/// The shared parts.
+#[derive(Debug)]
+pub struct Inner {
+    /// The database.
+    pub store: Store,
+    /// Signs and verifies user tokens.
+    pub tokens: TokenKeys,
+    /// Recently verified Basic credentials.
+    pub credentials: CredentialCache,
+    /// The generator-rest master key.
+    pub master_key: SecretKey,
+    /// Where blobs live.
+    pub blob_dir: PathBuf,
+    /// The URL clients reach this server at, without a trailing slash.
+    pub external_url: String,
+}
+
+impl AppState {
+    /// Wraps the shared parts.
+    pub fn new(inner: Inner) -> Self {
+        Self(Arc::new(inner))
+    }
+}
+
+impl Deref for AppState {
+    type Target = Inner;
+
+    fn deref(&self) -> &Inner {
+        &self.0
+    }
+}

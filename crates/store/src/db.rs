@@ -1,0 +1,91 @@
+//! The connection pool and schema migrations.
+
+use std::time::Duration;
+
+use sqlx::any::{AnyConnectOptions, AnyPoolOptions};
+use sqlx::{AnyPool, Executor};
+
+use crate::error::StoreResult;
+
+/// Which database the pool talks to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    /// Embedded SQLite (the zero-setup default).
+    Sqlite,
+    /// PostgreSQL, for several instances sharing one database.
+    Postgres,
+}
+
+impl Backend {
+    /// The backend a database URL names, if it names a supported one.
+    pub fn from_url(url: &str) -> Option<Self> {
+        if url.starts_with("sqlite:") {
+            Some(Self::Sqlite)
+        } else if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+            Some(Self::Postgres)
+        } else {
+            None
+        }
+    }
+}
+
+/// The handle every repository function takes: a pool plus the backend it serves.
+#[derive(Debug, Clone)]
+pub struct Store {
+    pub(crate) pool: AnyPool,
+    backend: Backend,
+}
+
+impl Store {
+    /// Connects to `url` (`sqlite://...` or `postgres://...`) without migrating.
+    pub async fn connect(url: &str) -> StoreResult<Self> {
+        sqlx::any::install_default_drivers();
+        let backend = Backend::from_url(url).ok_or_else(|| {
+            sqlx::Error::Configuration(format!("unsupported database URL scheme: {url}").into())
+        })?;
+        let options: AnyConnectOptions = url.parse()?;
+        let pool = AnyPoolOptions::new()
+            .max_connections(match backend {
+                Backend::Sqlite => 8,
+                Backend::Postgres => 16,
+            })
+            .acquire_timeout(Duration::from_secs(5))
+            .after_connect(move |conn, _meta| {
+                Box::pin(async move {
+                    if backend == Backend::Sqlite {
+                        conn.execute("PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON; PRAGMA busy_timeout = 5000;")
+                            .await?;
+                    }
+                    Ok(())
+                })
+            })
+            .connect_with(options)
+            .await?;
+        Ok(Self { pool, backend })
+    }
+
+    /// Brings the schema up to date.
+    pub async fn migrate(&self) -> StoreResult<()> {
+        match self.backend {
+            Backend::Sqlite => sqlx::migrate!("migrations/sqlite").run(&self.pool).await?,
+            Backend::Postgres => sqlx::migrate!("migrations/postgres").run(&self.pool).await?,
+        }
+        Ok(())
+    }
+
+    /// The backend behind this store.
+    pub fn backend(&self) -> Backend {
+        self.backend
+    }
+
+    /// A trivial round trip, for health checks.
+    pub async fn ping(&self) -> StoreResult<()> {
+        sqlx::query("SELECT 1").execute(&self.pool).await?;
+        Ok(())
+    }
+
+    /// Closes every connection; later calls fail.
+    pub async fn close(&self) {
+        self.pool.close().await;
+    }
+}

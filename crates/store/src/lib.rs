@@ -1,0 +1,12 @@
+//! Berth's persistence.
+//!
+//! One SQL text serves SQLite and PostgreSQL through sqlx's `Any` driver; the
+//! portable-schema rules are in `migrations/`. SQL lives in `repo/` and nowhere
+//! else in the workspace.
+
+mod db;
+mod error;
+pub mod repo;
+
+pub use db::{Backend, Store};
+pub use error::StoreError;

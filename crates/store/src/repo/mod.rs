@@ -1,0 +1,9 @@
+//! One module per table family. Every query text here runs unchanged on SQLite and PostgreSQL.
+
+pub mod configurations;
+pub mod users;
+
+/// Reads a 0/1 flag column.
+pub(crate) fn flag(value: i64) -> bool {
+    value != 0
+}

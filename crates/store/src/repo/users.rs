@@ -1,0 +1,159 @@
+//! The `users` table: every principal of all three surfaces.
+
+use berth_domain::model::{NewUser, User, UserOrigin};
+use berth_domain::time;
+
+use crate::error::{StoreResult, conflict_on_unique};
+use crate::repo::flag;
+use crate::Store;
+
+const USER_COLUMNS: &str = "id, username, email, realname, picture, comment, password_hash, \
+    auth_version, sysadmin, origin, ldap_dn, created_at, updated_at";
+
+#[derive(sqlx::FromRow)]
+struct UserRow {
+    id: i64,
+    username: String,
+    email: Option<String>,
+    realname: Option<String>,
+    picture: Option<String>,
+    comment: Option<String>,
+    password_hash: Option<String>,
+    auth_version: i64,
+    sysadmin: i64,
+    origin: String,
+    ldap_dn: Option<String>,
+    created_at: String,
+    updated_at: String,
+}
+
+impl From<UserRow> for User {
+    fn from(row: UserRow) -> Self {
+        User {
+            id: row.id,
+            username: row.username,
+            email: row.email,
+            realname: row.realname,
+            picture: row.picture,
+            comment: row.comment,
+            password_hash: row.password_hash,
+            auth_version: row.auth_version,
+            sysadmin: flag(row.sysadmin),
+            origin: UserOrigin::parse(&row.origin),
+            ldap_dn: row.ldap_dn,
+            created_at: row.created_at,
+            updated_at: row.updated_at,
+        }
+    }
+}
+
+/// Access to the `users` table.
+pub struct Users<'a>(&'a Store);
+
+impl Store {
+    /// The users repository.
+    pub fn users(&self) -> Users<'_> {
+        Users(self)
+    }
+}
+
+impl Users<'_> {
+    /// The non-deleted user with this id.
+    pub async fn find_by_id(&self, id: i64) -> StoreResult<Option<User>> {
+        let sql = format!("SELECT {USER_COLUMNS} FROM users WHERE id = $1 AND deleted = 0");
+        let row: Option<UserRow> = sqlx::query_as(sqlx::AssertSqlSafe(sql))
+            .bind(id)
+            .fetch_optional(&self.0.pool)
+            .await?;
+        Ok(row.map(User::from))
+    }
+
+    /// The non-deleted user whose username is `login`, else whose e-mail is `login`
+    /// (case-insensitively): how Basic credentials name a user on every surface.
+    pub async fn find_by_login(&self, login: &str) -> StoreResult<Option<User>> {
+        let sql = format!(
+            "SELECT {USER_COLUMNS} FROM users \
+             WHERE deleted = 0 AND (username = $1 OR LOWER(email) = LOWER($1)) \
+             ORDER BY CASE WHEN username = $1 THEN 0 ELSE 1 END LIMIT 1"
+        );
+        let row: Option<UserRow> = sqlx::query_as(sqlx::AssertSqlSafe(sql))
+            .bind(login)
+            .fetch_optional(&self.0.pool)
+            .await?;
+        Ok(row.map(User::from))
+    }
+
+    /// The non-deleted user with this e-mail address (case-insensitive).
+    pub async fn find_by_email(&self, email: &str) -> StoreResult<Option<User>> {
+        let sql = format!(
+            "SELECT {USER_COLUMNS} FROM users WHERE deleted = 0 AND LOWER(email) = LOWER($1)"
+        );
+        let row: Option<UserRow> = sqlx::query_as(sqlx::AssertSqlSafe(sql))
+            .bind(email)
+            .fetch_optional(&self.0.pool)
+            .await?;
+        Ok(row.map(User::from))
+    }
+
+    /// Creates a local user. A taken username or e-mail is a `Conflict`.
+    pub async fn create(&self, new: &NewUser) -> StoreResult<User> {
+        let now = time::now();
+        let sql = format!(
+            "INSERT INTO users (username, email, realname, picture, comment, password_hash, \
+             sysadmin, keywords, created_at, updated_at) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9) RETURNING {USER_COLUMNS}"
+        );
+        let row: UserRow = sqlx::query_as(sqlx::AssertSqlSafe(sql))
+            .bind(&new.username)
+            .bind(&new.email)
+            .bind(&new.realname)
+            .bind(&new.picture)
+            .bind(&new.comment)
+            .bind(&new.password_hash)
+            .bind(i64::from(new.sysadmin))
+            .bind(&new.keywords)
+            .bind(&now)
+            .fetch_one(&self.0.pool)
+            .await
+            .map_err(|err| {
+                conflict_on_unique(err, || {
+                    format!(
+                        "user {} or email {} already exists",
+                        new.username,
+                        new.email.as_deref().unwrap_or("")
+                    )
+                })
+            })?;
+        Ok(row.into())
+    }
+
+    /// Replaces the password hash and bumps `auth_version`, which invalidates
+    /// every cached credential of the user on every instance.
+    pub async fn set_password(&self, id: i64, password_hash: &str) -> StoreResult<bool> {
+        let done = sqlx::query(
+            "UPDATE users SET password_hash = $1, auth_version = auth_version + 1, updated_at = $2 \
+             WHERE id = $3 AND deleted = 0",
+        )
+        .bind(password_hash)
+        .bind(time::now())
+        .bind(id)
+        .execute(&self.0.pool)
+        .await?;
+        Ok(done.rows_affected() == 1)
+    }
+
+    /// Sets the password only when the user has none yet (the built-in admin at first start).
+    /// Returns whether it was set.
+    pub async fn set_password_if_unset(&self, id: i64, password_hash: &str) -> StoreResult<bool> {
+        let done = sqlx::query(
+            "UPDATE users SET password_hash = $1, auth_version = auth_version + 1, updated_at = $2 \
+             WHERE id = $3 AND deleted = 0 AND password_hash IS NULL",
+        )
+        .bind(password_hash)
+        .bind(time::now())
+        .bind(id)
+        .execute(&self.0.pool)
+        .await?;
+        Ok(done.rows_affected() == 1)
+    }
+}
