@@ -53,7 +53,8 @@ impl CredentialCache {
     }
 
     fn key(&self, login: &str, password: &str) -> Key {
-        let mut mac = Hmac::<Sha256>::new_from_slice(&self.secret).expect("HMAC takes any key length");
+        let mut mac =
+            Hmac::<Sha256>::new_from_slice(&self.secret).expect("HMAC takes any key length");
         mac.update(login.as_bytes());
         mac.update(&[0]);
         mac.update(password.as_bytes());
@@ -111,7 +112,10 @@ mod tests {
     use super::*;
 
     fn cred(user_id: i64) -> CachedCredential {
-        CachedCredential { user_id, auth_version: 1 }
+        CachedCredential {
+            user_id,
+            auth_version: 1,
+        }
     }
 
     #[test]

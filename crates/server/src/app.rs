@@ -9,7 +9,9 @@ use axum::http::{HeaderName, Uri};
 use tower::ServiceBuilder;
 use tower::util::MapRequest;
 use tower_http::catch_panic::CatchPanicLayer;
-use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, RequestId, SetRequestIdLayer};
+use tower_http::request_id::{
+    MakeRequestUuid, PropagateRequestIdLayer, RequestId, SetRequestIdLayer,
+};
 use tower_http::sensitive_headers::SetSensitiveRequestHeadersLayer;
 use tower_http::trace::{DefaultOnResponse, TraceLayer};
 use tracing::Level;
@@ -31,7 +33,11 @@ pub fn build(state: AppState) -> App {
         .with_state(state)
         .layer(
             ServiceBuilder::new()
-                .layer(SetSensitiveRequestHeadersLayer::new([AUTHORIZATION, PROXY_AUTHORIZATION, COOKIE]))
+                .layer(SetSensitiveRequestHeadersLayer::new([
+                    AUTHORIZATION,
+                    PROXY_AUTHORIZATION,
+                    COOKIE,
+                ]))
                 .layer(SetRequestIdLayer::new(X_REQUEST_ID, MakeRequestUuid))
                 .layer(
                     TraceLayer::new_for_http()
@@ -54,7 +60,9 @@ pub fn build(state: AppState) -> App {
                 )
                 .layer(PropagateRequestIdLayer::new(X_REQUEST_ID))
                 .layer(CatchPanicLayer::custom(|_| {
-                    axum::response::IntoResponse::into_response(HarborError(ApiError::internal("handler panicked")))
+                    axum::response::IntoResponse::into_response(HarborError(ApiError::internal(
+                        "handler panicked",
+                    )))
                 })),
         );
     ServiceBuilder::new()
@@ -64,7 +72,10 @@ pub fn build(state: AppState) -> App {
 
 /// Paths outside every surface: a JSON 404, never an HTML page.
 async fn not_found(uri: Uri) -> HarborError {
-    HarborError(ApiError::not_found(format!("path {} was not found", uri.path())))
+    HarborError(ApiError::not_found(format!(
+        "path {} was not found",
+        uri.path()
+    )))
 }
 
 /// Collapses repeated slashes and drops a trailing slash before routing, as
@@ -106,13 +117,19 @@ mod tests {
     use super::*;
 
     fn path_of(uri: &str) -> String {
-        let request = Request::builder().uri(uri).body(axum::body::Body::empty()).unwrap();
+        let request = Request::builder()
+            .uri(uri)
+            .body(axum::body::Body::empty())
+            .unwrap();
         normalize_path(request).uri().to_string()
     }
 
     #[test]
     fn paths_are_normalized() {
-        assert_eq!(path_of("/api/v2.0/projects/1/metadatas/"), "/api/v2.0/projects/1/metadatas");
+        assert_eq!(
+            path_of("/api/v2.0/projects/1/metadatas/"),
+            "/api/v2.0/projects/1/metadatas"
+        );
         assert_eq!(path_of("//api//v2.0/health?x=1"), "/api/v2.0/health?x=1");
         assert_eq!(path_of("/"), "/");
         assert_eq!(path_of("/v2/"), "/v2");

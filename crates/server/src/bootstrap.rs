@@ -39,7 +39,11 @@ pub async fn open(settings: &Settings) -> anyhow::Result<AppState> {
         .with_context(|| format!("creating blob directory {}", blob_dir.display()))?;
     ensure_admin_password(&store).await?;
     if secrets.master_key_generated {
-        println!("Generated master key (kept in {}): {}", settings.data_dir.join("secrets.json").display(), secrets.master_key);
+        println!(
+            "Generated master key (kept in {}): {}",
+            settings.data_dir.join("secrets.json").display(),
+            secrets.master_key
+        );
     }
     Ok(build_state(
         store,
@@ -58,13 +62,20 @@ async fn ensure_admin_password(store: &Store) -> anyhow::Result<()> {
     if admin.is_none_or(|a| a.password_hash.is_some()) {
         return Ok(());
     }
-    let given = std::env::var("HARBOR_ADMIN_PASSWORD").ok().filter(|p| !p.is_empty());
+    let given = std::env::var("HARBOR_ADMIN_PASSWORD")
+        .ok()
+        .filter(|p| !p.is_empty());
     let chosen = given.clone().unwrap_or_else(|| random_alphanumeric(16));
     let hash = {
         let chosen = chosen.clone();
         tokio::task::spawn_blocking(move || password::hash_password(&chosen)).await?
     };
-    if store.users().set_password_if_unset(ADMIN_USER_ID, &hash).await? && given.is_none() {
+    if store
+        .users()
+        .set_password_if_unset(ADMIN_USER_ID, &hash)
+        .await?
+        && given.is_none()
+    {
         println!("Generated password of the system administrator `admin`: {chosen}");
     }
     Ok(())

@@ -97,7 +97,13 @@ pub struct Settings {
     #[arg(long, env = "BERTH_LOG", default_value = "info", global = true)]
     pub log: String,
     /// Log format.
-    #[arg(long, env = "BERTH_LOG_FORMAT", value_enum, default_value = "text", global = true)]
+    #[arg(
+        long,
+        env = "BERTH_LOG_FORMAT",
+        value_enum,
+        default_value = "text",
+        global = true
+    )]
     pub log_format: LogFormat,
 }
 
@@ -106,7 +112,10 @@ impl Settings {
     pub fn database_url(&self) -> String {
         match &self.database_url {
             Some(url) => url.clone(),
-            None => format!("sqlite://{}?mode=rwc", self.data_dir.join("berth.db").display()),
+            None => format!(
+                "sqlite://{}?mode=rwc",
+                self.data_dir.join("berth.db").display()
+            ),
         }
     }
 

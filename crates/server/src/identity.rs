@@ -64,10 +64,10 @@ pub async fn verify_password(
     password: &str,
 ) -> Result<Option<Arc<User>>, ApiError> {
     if let Some(hit) = state.credentials.get(login, password) {
-        if let Some(user) = state.store.users().find_by_id(hit.user_id).await? {
-            if user.auth_version == hit.auth_version {
-                return Ok(Some(Arc::new(user)));
-            }
+        if let Some(user) = state.store.users().find_by_id(hit.user_id).await?
+            && user.auth_version == hit.auth_version
+        {
+            return Ok(Some(Arc::new(user)));
         }
         state.credentials.remove(login, password);
     }
@@ -78,9 +78,10 @@ pub async fn verify_password(
         return Ok(None);
     };
     let candidate = password.to_string();
-    let matches = tokio::task::spawn_blocking(move || password::verify_password(&candidate, &stored))
-        .await
-        .map_err(ApiError::internal)?;
+    let matches =
+        tokio::task::spawn_blocking(move || password::verify_password(&candidate, &stored))
+            .await
+            .map_err(ApiError::internal)?;
     if !matches {
         return Ok(None);
     }
@@ -104,7 +105,10 @@ pub async fn hash_password(password: &str) -> Result<String, ApiError> {
 }
 
 /// The user a user token names, if the token is valid and the user still exists.
-pub async fn verify_user_token(state: &AppState, token: &str) -> Result<Option<Arc<User>>, ApiError> {
+pub async fn verify_user_token(
+    state: &AppState,
+    token: &str,
+) -> Result<Option<Arc<User>>, ApiError> {
     let Ok(id) = state.tokens.verify_user(token) else {
         return Ok(None);
     };

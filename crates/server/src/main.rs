@@ -41,7 +41,9 @@ fn main() -> ExitCode {
 
 fn init_logging(settings: &Settings) {
     let filter = EnvFilter::try_new(&settings.log).unwrap_or_else(|_| EnvFilter::new("info"));
-    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
     match settings.log_format {
         LogFormat::Json => builder.json().init(),
         LogFormat::Text => builder.init(),
@@ -55,7 +57,8 @@ async fn serve(settings: &Settings) -> anyhow::Result<()> {
         .await
         .with_context(|| format!("listening on {addr}"))?;
     tracing::info!(%addr, backend = ?state.store.backend(), "berth is listening");
-    let service = axum::ServiceExt::<axum::extract::Request>::into_make_service(app::build(state.clone()));
+    let service =
+        axum::ServiceExt::<axum::extract::Request>::into_make_service(app::build(state.clone()));
     axum::serve(listener, service)
         .with_graceful_shutdown(shutdown_signal())
         .await
@@ -97,14 +100,23 @@ async fn migrate(settings: &Settings) -> anyhow::Result<()> {
 /// Asks `/api/v2.0/health` over plain HTTP/1.1; succeeds only on a healthy answer.
 async fn healthcheck(settings: &Settings, url: Option<String>) -> anyhow::Result<()> {
     let url = url.unwrap_or_else(|| {
-        let host = if settings.ip.is_unspecified() { "127.0.0.1".to_string() } else { settings.ip.to_string() };
+        let host = if settings.ip.is_unspecified() {
+            "127.0.0.1".to_string()
+        } else {
+            settings.ip.to_string()
+        };
         format!("http://{host}:{}/api/v2.0/health", settings.port)
     });
-    let rest = url.strip_prefix("http://").context("healthcheck supports http:// URLs only")?;
-    let (authority, path) = rest.split_once('/').map_or((rest, "/".to_string()), |(a, p)| (a, format!("/{p}")));
+    let rest = url
+        .strip_prefix("http://")
+        .context("healthcheck supports http:// URLs only")?;
+    let (authority, path) = rest
+        .split_once('/')
+        .map_or((rest, "/".to_string()), |(a, p)| (a, format!("/{p}")));
     let exchange = async {
         let mut stream = tokio::net::TcpStream::connect(authority).await?;
-        let request = format!("GET {path} HTTP/1.1\r\nHost: {authority}\r\nConnection: close\r\n\r\n");
+        let request =
+            format!("GET {path} HTTP/1.1\r\nHost: {authority}\r\nConnection: close\r\n\r\n");
         stream.write_all(request.as_bytes()).await?;
         let mut response = Vec::new();
         stream.read_to_end(&mut response).await?;
@@ -126,7 +138,10 @@ async fn healthcheck(settings: &Settings, url: Option<String>) -> anyhow::Result
 
 fn read_password_from_stdin() -> anyhow::Result<String> {
     let mut line = String::new();
-    std::io::stdin().lock().read_line(&mut line).context("reading the password from standard input")?;
+    std::io::stdin()
+        .lock()
+        .read_line(&mut line)
+        .context("reading the password from standard input")?;
     let password = line.trim_end_matches(['\r', '\n']).to_string();
     if password.is_empty() {
         bail!("no password on standard input");
@@ -137,9 +152,16 @@ fn read_password_from_stdin() -> anyhow::Result<String> {
 async fn user(settings: &Settings, command: UserCommand) -> anyhow::Result<()> {
     let store = bootstrap::open_store(settings).await?;
     match command {
-        UserCommand::Create { username, email, realname, admin } => {
+        UserCommand::Create {
+            username,
+            email,
+            realname,
+            admin,
+        } => {
             let password = read_password_from_stdin()?;
-            let hash = identity::hash_password(&password).await.map_err(|e| anyhow::anyhow!(e.message))?;
+            let hash = identity::hash_password(&password)
+                .await
+                .map_err(|e| anyhow::anyhow!(e.message))?;
             let user = store
                 .users()
                 .create(&NewUser {
@@ -155,8 +177,14 @@ async fn user(settings: &Settings, command: UserCommand) -> anyhow::Result<()> {
         }
         UserCommand::SetPassword { username } => {
             let password = read_password_from_stdin()?;
-            let user = store.users().find_by_login(&username).await?.with_context(|| format!("no user {username}"))?;
-            let hash = identity::hash_password(&password).await.map_err(|e| anyhow::anyhow!(e.message))?;
+            let user = store
+                .users()
+                .find_by_login(&username)
+                .await?
+                .with_context(|| format!("no user {username}"))?;
+            let hash = identity::hash_password(&password)
+                .await
+                .map_err(|e| anyhow::anyhow!(e.message))?;
             store.users().set_password(user.id, &hash).await?;
             println!("password of {} changed", user.username);
         }

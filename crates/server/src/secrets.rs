@@ -38,7 +38,8 @@ pub fn load_or_create(data_dir: &Path) -> anyhow::Result<Secrets> {
     let from_env = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
     let path = data_dir.join(FILE_NAME);
     let (stored, created) = if path.exists() {
-        let text = fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
+        let text =
+            fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
         let stored: Stored = serde_json::from_str(&text)
             .with_context(|| format!("{} is not a valid secrets file", path.display()))?;
         (stored, false)

@@ -68,7 +68,11 @@ impl Store {
     pub async fn migrate(&self) -> StoreResult<()> {
         match self.backend {
             Backend::Sqlite => sqlx::migrate!("migrations/sqlite").run(&self.pool).await?,
-            Backend::Postgres => sqlx::migrate!("migrations/postgres").run(&self.pool).await?,
+            Backend::Postgres => {
+                sqlx::migrate!("migrations/postgres")
+                    .run(&self.pool)
+                    .await?
+            }
         }
         Ok(())
     }
@@ -81,6 +85,25 @@ impl Store {
     /// A trivial round trip, for health checks.
     pub async fn ping(&self) -> StoreResult<()> {
         sqlx::query("SELECT 1").execute(&self.pool).await?;
+        Ok(())
+    }
+
+    /// Creates an empty database on this PostgreSQL server (test and operator tooling).
+    /// The name must be lower-case ASCII letters, digits and underscores.
+    pub async fn create_database(&self, name: &str) -> StoreResult<()> {
+        let valid = !name.is_empty()
+            && name
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_');
+        if !valid || self.backend != Backend::Postgres {
+            return Err(sqlx::Error::Configuration(
+                format!("cannot create database {name:?} here").into(),
+            )
+            .into());
+        }
+        sqlx::query(sqlx::AssertSqlSafe(format!("CREATE DATABASE {name}")))
+            .execute(&self.pool)
+            .await?;
         Ok(())
     }
 

@@ -65,7 +65,11 @@ pub struct ConfigKey {
 }
 
 const fn key(name: &'static str, kind: ConfigType, default: &'static str) -> ConfigKey {
-    ConfigKey { name, kind, default }
+    ConfigKey {
+        name,
+        kind,
+        default,
+    }
 }
 
 use ConfigType::{Bool, Int, Password, String as Str};
@@ -189,7 +193,9 @@ impl Configuration {
 
     /// A boolean item, or `false` when unknown.
     pub fn flag(&self, name: &str) -> bool {
-        self.get(name).and_then(ConfigValue::as_bool).unwrap_or(false)
+        self.get(name)
+            .and_then(ConfigValue::as_bool)
+            .unwrap_or(false)
     }
 
     /// An integer item, or 0 when unknown.
@@ -210,8 +216,14 @@ mod tests {
     #[test]
     fn defaults_and_overlay() {
         let config = Configuration::from_stored([
-            ("auth_mode".to_string(), ConfigValue::String("ldap_auth".into())),
-            ("ldap_scope".to_string(), ConfigValue::String("wrong type".into())),
+            (
+                "auth_mode".to_string(),
+                ConfigValue::String("ldap_auth".into()),
+            ),
+            (
+                "ldap_scope".to_string(),
+                ConfigValue::String("wrong type".into()),
+            ),
             ("unknown".to_string(), ConfigValue::Bool(true)),
         ]);
         assert_eq!(config.string("auth_mode"), "ldap_auth");

@@ -20,7 +20,11 @@ impl UserOrigin {
 
     /// Parses the store's text; anything unknown is treated as local.
     pub fn parse(text: &str) -> Self {
-        if text == "ldap" { Self::Ldap } else { Self::Local }
+        if text == "ldap" {
+            Self::Ldap
+        } else {
+            Self::Local
+        }
     }
 }
 

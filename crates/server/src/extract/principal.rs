@@ -55,7 +55,10 @@ impl Principal {
 impl FromRequestParts<AppState> for Principal {
     type Rejection = HarborError;
 
-    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Self::Rejection> {
+    async fn from_request_parts(
+        parts: &mut Parts,
+        state: &AppState,
+    ) -> Result<Self, Self::Rejection> {
         if let Some(principal) = parts.extensions.get::<Principal>() {
             return Ok(principal.clone());
         }

@@ -34,8 +34,16 @@ pub(super) fn router() -> Router<AppState> {
 
 fn component(name: &'static str, result: Result<(), String>) -> ComponentHealthStatus {
     match result {
-        Ok(()) => ComponentHealthStatus { name, status: "healthy", error: None },
-        Err(error) => ComponentHealthStatus { name, status: "unhealthy", error: Some(error) },
+        Ok(()) => ComponentHealthStatus {
+            name,
+            status: "healthy",
+            error: None,
+        },
+        Err(error) => ComponentHealthStatus {
+            name,
+            status: "unhealthy",
+            error: Some(error),
+        },
     }
 }
 

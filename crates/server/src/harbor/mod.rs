@@ -23,7 +23,10 @@ pub fn router() -> Router<AppState> {
 
 /// Unknown paths under `/api/v2.0` answer Harbor's 404 body.
 async fn not_found(OriginalUri(uri): OriginalUri) -> HarborError {
-    HarborError(ApiError::not_found(format!("path {} was not found", uri.path())))
+    HarborError(ApiError::not_found(format!(
+        "path {} was not found",
+        uri.path()
+    )))
 }
 
 /// A known path with the wrong method.

@@ -1,1 +1,13 @@
+//! Berth's one integration test binary. Every store and API test runs on SQLite
+//! and again on PostgreSQL (see `backend_test!`).
 
+#[allow(
+    dead_code,
+    unused_imports,
+    reason = "shared helpers: not every test module uses each one"
+)]
+mod util;
+
+mod cli;
+mod harbor;
+mod store;

@@ -39,10 +39,9 @@ impl Configurations<'_> {
         let rows: Vec<(String, String)> = sqlx::query_as("SELECT name, value FROM configurations")
             .fetch_all(&self.0.pool)
             .await?;
-        Ok(Configuration::from_stored(
-            rows.into_iter()
-                .filter_map(|(name, value)| decode(&value).map(|v| (name, v))),
-        ))
+        Ok(Configuration::from_stored(rows.into_iter().filter_map(
+            |(name, value)| decode(&value).map(|v| (name, v)),
+        )))
     }
 
     /// Stores every given item in one transaction.

@@ -3,9 +3,9 @@
 use berth_domain::model::{NewUser, User, UserOrigin};
 use berth_domain::time;
 
+use crate::Store;
 use crate::error::{StoreResult, conflict_on_unique};
 use crate::repo::flag;
-use crate::Store;
 
 const USER_COLUMNS: &str = "id, username, email, realname, picture, comment, password_hash, \
     auth_version, sysadmin, origin, ldap_dn, created_at, updated_at";

@@ -1,0 +1,4 @@
+//! Harbor management API (`/api/v2.0`).
+
+mod system;
+mod users;

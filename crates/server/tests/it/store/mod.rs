@@ -1,0 +1,4 @@
+//! Store functions, on both backends.
+
+mod migrations;
+mod users;

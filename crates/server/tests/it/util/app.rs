@@ -1,0 +1,100 @@
+//! `TestApp`: the real application on a private database and data directory.
+
+use berth::app::App;
+use berth::bootstrap;
+use berth::state::AppState;
+use berth_auth::secret::SecretKey;
+use berth_store::Store;
+use tempfile::TempDir;
+
+/// The password the built-in `admin` gets in tests.
+pub const ADMIN_PASSWORD: &str = "Harbor12345";
+/// The master key in tests.
+pub const MASTER_KEY: &str = "test-master-key-0123456789abcdef";
+/// The JWT secret in tests.
+pub const JWT_SECRET: &str = "test-jwt-secret";
+
+/// Which database a test runs on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    /// A SQLite file in the test's temporary directory.
+    Sqlite,
+    /// A fresh database on the PostgreSQL server named by `BERTH_TEST_POSTGRES_URL`.
+    Postgres,
+}
+
+/// A running application (in process) with its own database and data directory.
+pub struct TestApp {
+    /// The application service.
+    pub app: App,
+    /// Its state, for direct store access.
+    pub state: AppState,
+    /// Which backend it runs on.
+    pub backend: Backend,
+    dir: TempDir,
+}
+
+impl TestApp {
+    /// A fresh application on `backend`, migrated, with `admin`'s password set to [`ADMIN_PASSWORD`].
+    pub async fn new(backend: Backend) -> Self {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let url = match backend {
+            Backend::Sqlite => format!(
+                "sqlite://{}?mode=rwc",
+                dir.path().join("berth.db").display()
+            ),
+            Backend::Postgres => postgres_database_url().await,
+        };
+        let store = Store::connect(&url)
+            .await
+            .expect("connect to the test database");
+        store.migrate().await.expect("migrate the test database");
+        let hash = berth_auth::password::hash_password(ADMIN_PASSWORD);
+        assert!(store.users().set_password_if_unset(1, &hash).await.unwrap());
+        let blob_dir = bootstrap::blob_dir(dir.path());
+        std::fs::create_dir_all(&blob_dir).unwrap();
+        let state = bootstrap::build_state(
+            store,
+            SecretKey::new(MASTER_KEY),
+            JWT_SECRET.as_bytes(),
+            7 * 86_400,
+            blob_dir,
+            "http://127.0.0.1:9000".into(),
+        );
+        Self {
+            app: berth::app::build(state.clone()),
+            state,
+            backend,
+            dir,
+        }
+    }
+
+    /// The store behind the application.
+    pub fn store(&self) -> &Store {
+        &self.state.store
+    }
+
+    /// The test's private data directory.
+    pub fn data_dir(&self) -> &std::path::Path {
+        self.dir.path()
+    }
+}
+
+/// Creates an empty database on the test PostgreSQL server and returns its URL.
+pub async fn postgres_database_url() -> String {
+    let server = std::env::var("BERTH_TEST_POSTGRES_URL").expect(
+        "BERTH_TEST_POSTGRES_URL is not set: run the suite with `bash scripts/test`, \
+         which starts PostgreSQL, or point it at a server (postgres://user@host:port/db)",
+    );
+    let name = format!("berth_test_{}", uuid::Uuid::new_v4().simple());
+    let admin = Store::connect(&server)
+        .await
+        .expect("connect to the PostgreSQL test server");
+    admin
+        .create_database(&name)
+        .await
+        .expect("create test database");
+    admin.close().await;
+    let (base, _) = server.rsplit_once('/').expect("URL with a database name");
+    format!("{base}/{name}")
+}

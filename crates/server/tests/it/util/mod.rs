@@ -1,0 +1,32 @@
+//! The test harness: a `TestApp` per test on a fresh database, and request helpers.
+
+mod app;
+mod request;
+
+pub use app::{ADMIN_PASSWORD, Backend, MASTER_KEY, TestApp, postgres_database_url};
+pub use request::TestResponse;
+
+/// Defines one async test that runs once on SQLite and once on PostgreSQL:
+/// `backend_test!(async fn name(app) { ... })` gives `name::sqlite` and `name::postgres`.
+#[macro_export]
+macro_rules! backend_test {
+    ($(#[$meta:meta])* async fn $name:ident($app:ident) $body:block) => {
+        $(#[$meta])*
+        mod $name {
+            #[allow(unused_imports)]
+            use super::*;
+
+            async fn run($app: $crate::util::TestApp) $body
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn sqlite() {
+                run($crate::util::TestApp::new($crate::util::Backend::Sqlite).await).await
+            }
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn postgres() {
+                run($crate::util::TestApp::new($crate::util::Backend::Postgres).await).await
+            }
+        }
+    };
+}
