@@ -5,6 +5,7 @@
 
 pub mod error;
 pub mod model;
+pub mod rbac;
 pub mod time;
 
 pub use error::DomainError;

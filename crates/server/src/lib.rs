@@ -3,6 +3,7 @@
 //! `main.rs` is a thin command line over this library, so the integration
 //! tests build exactly the application the binary serves.
 
+pub mod access;
 pub mod app;
 pub mod bootstrap;
 pub mod config;

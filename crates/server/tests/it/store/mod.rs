@@ -1,4 +1,5 @@
 //! Store functions, on both backends.
 
 mod migrations;
+mod projects;
 mod users;
