@@ -5,6 +5,7 @@
 //! workspace `Cargo.toml`): hashing code is instantiated here.
 
 pub mod cache;
+pub mod ldap;
 pub mod password;
 pub mod secret;
 pub mod token;

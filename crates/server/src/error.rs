@@ -33,6 +33,8 @@ pub enum ErrorKind {
     UnsupportedMediaType,
     /// The body is larger than the operation accepts.
     PayloadTooLarge,
+    /// An upstream service (the LDAP directory) failed or did not answer.
+    BadGateway,
     /// A dependency (the database) is unavailable or failed.
     Internal,
 }
@@ -50,6 +52,7 @@ impl ErrorKind {
             Self::Precondition => StatusCode::PRECONDITION_FAILED,
             Self::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             Self::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
+            Self::BadGateway => StatusCode::BAD_GATEWAY,
             Self::Internal => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
@@ -66,6 +69,7 @@ impl ErrorKind {
             Self::Precondition => "PRECONDITION",
             Self::UnsupportedMediaType => "UNSUPPORTED_MEDIA_TYPE",
             Self::PayloadTooLarge => "REQUEST_ENTITY_TOO_LARGE",
+            Self::BadGateway => "BAD_GATEWAY",
             Self::Internal => "UNKNOWN",
         }
     }

@@ -6,8 +6,9 @@ use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use berth_auth::cache::CachedCredential;
 use berth_auth::password;
-use berth_domain::model::User;
+use berth_domain::model::{ADMIN_USER_ID, User};
 
+use crate::directory;
 use crate::error::ApiError;
 use crate::state::AppState;
 
@@ -71,7 +72,29 @@ pub async fn verify_password(
         }
         state.credentials.remove(login, password);
     }
-    let Some(user) = state.store.users().find_by_login(login).await? else {
+    let user = match state.store.users().find_by_login(login).await? {
+        Some(user) if user.id == ADMIN_USER_ID => Some(user),
+        found => {
+            // In `ldap_auth` mode everyone but the built-in admin signs in through the directory.
+            let config = state.store.configurations().load().await?;
+            if config.string("auth_mode") == directory::LDAP_AUTH {
+                let user = directory::sign_in(state, &config, login, password).await?;
+                if let Some(user) = &user {
+                    state.credentials.put(
+                        login,
+                        password,
+                        CachedCredential {
+                            user_id: user.id,
+                            auth_version: user.auth_version,
+                        },
+                    );
+                }
+                return Ok(user);
+            }
+            found
+        }
+    };
+    let Some(user) = user else {
         return Ok(None);
     };
     let Some(stored) = user.password_hash.clone() else {

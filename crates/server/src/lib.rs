@@ -7,6 +7,7 @@ pub mod access;
 pub mod app;
 pub mod bootstrap;
 pub mod config;
+pub mod directory;
 pub mod error;
 pub mod extract;
 pub mod harbor;

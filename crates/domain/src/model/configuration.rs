@@ -102,6 +102,8 @@ pub const KEYS: &[ConfigKey] = &[
     key("ldap_scope", Int, "2"),
     key("ldap_timeout", Int, "5"),
     key("ldap_verify_cert", Bool, "true"),
+    // Berth extension: upgrade plain ldap:// connections with StartTLS.
+    key("ldap_starttls", Bool, "false"),
     key("ldap_group_base_dn", Str, ""),
     key("ldap_group_search_filter", Str, ""),
     key("ldap_group_attribute_name", Str, ""),

@@ -1,6 +1,7 @@
 //! Harbor's management API, mounted at `/api/v2.0`.
 
 mod health;
+mod ldap;
 mod systeminfo;
 mod users;
 
@@ -15,6 +16,7 @@ use crate::state::AppState;
 pub fn router() -> Router<AppState> {
     Router::new()
         .merge(health::router())
+        .merge(ldap::router())
         .merge(systeminfo::router())
         .merge(users::router())
         .method_not_allowed_fallback(method_not_allowed)

@@ -1,6 +1,7 @@
 //! One module per table family. Every query text here runs unchanged on SQLite and PostgreSQL.
 
 pub mod configurations;
+pub mod groups;
 pub mod projects;
 pub mod users;
 

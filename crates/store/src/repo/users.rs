@@ -1,6 +1,7 @@
 //! The `users` table: every principal of all three surfaces.
 
-use berth_domain::model::{NewUser, User, UserOrigin};
+use berth_domain::DomainError;
+use berth_domain::model::{DirectoryProfile, NewUser, User, UserOrigin};
 use berth_domain::time;
 
 use crate::Store;
@@ -150,6 +151,76 @@ impl Users<'_> {
              WHERE id = $3 AND deleted = 0 AND password_hash IS NULL",
         )
         .bind(password_hash)
+        .bind(time::now())
+        .bind(id)
+        .execute(&self.0.pool)
+        .await?;
+        Ok(done.rows_affected() == 1)
+    }
+}
+
+impl Users<'_> {
+    /// Creates or refreshes the local account of a directory user: found by
+    /// username, marked `origin = 'ldap'` with its DN and display name. A new
+    /// account takes the directory's e-mail unless another user has it.
+    pub async fn onboard_ldap(&self, profile: &DirectoryProfile) -> StoreResult<User> {
+        let now = time::now();
+        if let Some(existing) = self.find_by_username(&profile.username).await? {
+            sqlx::query(
+                "UPDATE users SET realname = $1, ldap_dn = $2, origin = 'ldap', updated_at = $3 WHERE id = $4",
+            )
+            .bind(&profile.realname)
+            .bind(&profile.dn)
+            .bind(&now)
+            .bind(existing.id)
+            .execute(&self.0.pool)
+            .await?;
+            return Ok(self.find_by_id(existing.id).await?.unwrap_or(existing));
+        }
+        for email in [profile.email.as_deref(), None] {
+            let inserted = sqlx::query(
+                "INSERT INTO users (username, email, realname, origin, ldap_dn, keywords, created_at, updated_at) \
+                 VALUES ($1, $2, $3, 'ldap', $4, '', $5, $5) ON CONFLICT DO NOTHING",
+            )
+            .bind(&profile.username)
+            .bind(email)
+            .bind(&profile.realname)
+            .bind(&profile.dn)
+            .bind(&now)
+            .execute(&self.0.pool)
+            .await?;
+            if inserted.rows_affected() == 1 || email.is_none() {
+                break;
+            }
+            if self.find_by_username(&profile.username).await?.is_some() {
+                break;
+            }
+        }
+        self.find_by_username(&profile.username)
+            .await?
+            .ok_or_else(|| {
+                DomainError::Conflict(format!("user {} cannot be onboarded", profile.username))
+                    .into()
+            })
+    }
+
+    /// The non-deleted user with exactly this username.
+    pub async fn find_by_username(&self, username: &str) -> StoreResult<Option<User>> {
+        let sql = format!("SELECT {USER_COLUMNS} FROM users WHERE deleted = 0 AND username = $1");
+        let row: Option<UserRow> = sqlx::query_as(sqlx::AssertSqlSafe(sql))
+            .bind(username)
+            .fetch_optional(&self.0.pool)
+            .await?;
+        Ok(row.map(User::from))
+    }
+
+    /// Sets the administrator flag; a change bumps `auth_version`. Returns whether it changed.
+    pub async fn set_sysadmin(&self, id: i64, sysadmin: bool) -> StoreResult<bool> {
+        let done = sqlx::query(
+            "UPDATE users SET sysadmin = $1, auth_version = auth_version + 1, updated_at = $2 \
+             WHERE id = $3 AND deleted = 0 AND sysadmin <> $1",
+        )
+        .bind(i64::from(sysadmin))
         .bind(time::now())
         .bind(id)
         .execute(&self.0.pool)

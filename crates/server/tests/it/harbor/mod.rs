@@ -1,4 +1,5 @@
 //! Harbor management API (`/api/v2.0`).
 
+mod ldap;
 mod system;
 mod users;

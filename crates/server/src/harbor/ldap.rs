@@ -1,0 +1,252 @@
+//! LDAP directory operations (system administrators only).
+
+use axum::body::Bytes;
+use axum::extract::{Query, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use berth_auth::ldap::{self, DirectoryError};
+use serde::{Deserialize, Serialize};
+
+use crate::directory;
+use crate::error::{ApiError, HarborResult};
+use crate::extract::Principal;
+use crate::state::AppState;
+
+pub(super) fn router() -> Router<AppState> {
+    Router::new()
+        .route("/ldap/ping", post(ping_ldap))
+        .route("/ldap/users/search", get(search_ldap_user))
+        .route("/ldap/users/import", post(import_ldap_user))
+        .route("/ldap/groups/search", get(search_ldap_group))
+}
+
+/// Harbor's LdapConf: the settings a ping may try instead of the stored ones.
+#[derive(Debug, Default, Deserialize)]
+pub struct LdapConf {
+    ldap_url: Option<String>,
+    ldap_search_dn: Option<String>,
+    ldap_search_password: Option<String>,
+    ldap_base_dn: Option<String>,
+    ldap_filter: Option<String>,
+    ldap_uid: Option<String>,
+    ldap_scope: Option<i64>,
+    ldap_connection_timeout: Option<i64>,
+    ldap_verify_cert: Option<bool>,
+}
+
+/// Harbor's LdapPingResult.
+#[derive(Debug, Serialize)]
+pub struct LdapPingResult {
+    success: bool,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    message: String,
+}
+
+/// Harbor's LdapUser.
+#[derive(Debug, Serialize)]
+pub struct LdapUser {
+    username: String,
+    realname: String,
+    email: String,
+}
+
+/// Harbor's LdapImportUsers.
+#[derive(Debug, Deserialize)]
+pub struct LdapImportUsers {
+    ldap_uid_list: Vec<String>,
+}
+
+/// Harbor's LdapFailedImportUser.
+#[derive(Debug, Serialize)]
+pub struct LdapFailedImportUser {
+    uid: String,
+    error: String,
+}
+
+/// Harbor's UserGroup, as group search returns it (name and DN only).
+#[derive(Debug, Serialize)]
+pub struct UserGroup {
+    group_name: String,
+    ldap_group_dn: String,
+}
+
+/// Parses an optional JSON body; an empty body is `None`, malformed JSON is a 400.
+fn optional_json<T: serde::de::DeserializeOwned>(body: &Bytes) -> Result<Option<T>, ApiError> {
+    if body.iter().all(u8::is_ascii_whitespace) {
+        return Ok(None);
+    }
+    serde_json::from_slice(body)
+        .map(Some)
+        .map_err(|err| ApiError::bad_request(format!("invalid request body: {err}")))
+}
+
+/// Tests a connection and bind with the given settings, else the stored ones.
+/// Malformed settings are a 400; an unreachable directory or refused bind is
+/// `200 {"success": false, "message": ...}`.
+pub async fn ping_ldap(
+    State(state): State<AppState>,
+    principal: Principal,
+    body: Bytes,
+) -> HarborResult<Json<LdapPingResult>> {
+    principal.require_sysadmin()?;
+    let conf: LdapConf = optional_json(&body)?.unwrap_or_default();
+    let config = state.store.configurations().load().await?;
+    let mut settings = directory::settings(&config);
+    let overrides = [
+        (&mut settings.url, conf.ldap_url),
+        (&mut settings.search_dn, conf.ldap_search_dn),
+        (&mut settings.base_dn, conf.ldap_base_dn),
+        (&mut settings.filter, conf.ldap_filter),
+        (&mut settings.uid_attribute, conf.ldap_uid),
+    ];
+    for (field, value) in overrides {
+        if let Some(value) = value {
+            *field = value;
+        }
+    }
+    if let Some(password) = conf.ldap_search_password.filter(|p| !p.is_empty()) {
+        settings.search_password = password;
+    }
+    if let Some(scope) = conf.ldap_scope {
+        settings.scope = scope;
+    }
+    if let Some(seconds) = conf.ldap_connection_timeout.filter(|s| *s > 0) {
+        settings.timeout = std::time::Duration::from_secs(seconds.min(300) as u64);
+    }
+    if let Some(verify) = conf.ldap_verify_cert {
+        settings.verify_cert = verify;
+    }
+    ldap::normalize_url(&settings.url).map_err(directory::error)?;
+    if !settings.base_dn.is_empty() {
+        ldap::validate_dn(&settings.base_dn).map_err(directory::error)?;
+    }
+    ldap::normalize_filter(&settings.filter).map_err(directory::error)?;
+    if !(0..=2).contains(&settings.scope) {
+        return Err(ApiError::bad_request("invalid scope, should be 0, 1 or 2").into());
+    }
+    let result = match ldap::ping(&settings).await {
+        Ok(()) => LdapPingResult {
+            success: true,
+            message: String::new(),
+        },
+        Err(DirectoryError::Invalid(message)) if message.starts_with("invalid DN") => {
+            return Err(ApiError::bad_request(message).into());
+        }
+        Err(err) => LdapPingResult {
+            success: false,
+            message: format!("error: {err}"),
+        },
+    };
+    Ok(Json(result))
+}
+
+/// Query of searchLdapUser.
+#[derive(Debug, Deserialize)]
+pub struct UserSearch {
+    username: Option<String>,
+}
+
+/// Searches the directory for users by uid (all users without a name).
+pub async fn search_ldap_user(
+    State(state): State<AppState>,
+    principal: Principal,
+    Query(query): Query<UserSearch>,
+) -> HarborResult<Json<Vec<LdapUser>>> {
+    principal.require_sysadmin()?;
+    let config = state.store.configurations().load().await?;
+    let users = ldap::search_users(&directory::settings(&config), query.username.as_deref())
+        .await
+        .map_err(directory::error)?;
+    Ok(Json(
+        users
+            .into_iter()
+            .map(|u| LdapUser {
+                username: u.username,
+                realname: u.realname,
+                email: u.email,
+            })
+            .collect(),
+    ))
+}
+
+/// Onboards directory users by uid; 404 with the failures when any uid fails.
+pub async fn import_ldap_user(
+    State(state): State<AppState>,
+    principal: Principal,
+    body: Bytes,
+) -> HarborResult<Response> {
+    principal.require_sysadmin()?;
+    let request: LdapImportUsers =
+        optional_json(&body)?.ok_or_else(|| ApiError::bad_request("the uid list is required"))?;
+    let config = state.store.configurations().load().await?;
+    let settings = directory::settings(&config);
+    let mut failed = Vec::new();
+    for uid in request.ldap_uid_list {
+        let error = if uid.trim().is_empty() {
+            Some("empty_uid".to_string())
+        } else {
+            match ldap::find_user(&settings, &uid).await {
+                Err(DirectoryError::Invalid(message)) => {
+                    return Err(ApiError::bad_request(message).into());
+                }
+                Err(_) => Some("failed_search_user".to_string()),
+                Ok(None) => Some("unknown_user".to_string()),
+                Ok(Some(found)) => match directory::onboard_user(&state, &found).await {
+                    Ok(_) => None,
+                    Err(_) => Some(format!("failed to import user: {uid}")),
+                },
+            }
+        };
+        if let Some(error) = error {
+            failed.push(LdapFailedImportUser { uid, error });
+        }
+    }
+    Ok(if failed.is_empty() {
+        StatusCode::OK.into_response()
+    } else {
+        (StatusCode::NOT_FOUND, Json(failed)).into_response()
+    })
+}
+
+/// Query of searchLdapGroup.
+#[derive(Debug, Deserialize)]
+pub struct GroupSearch {
+    groupname: Option<String>,
+    groupdn: Option<String>,
+}
+
+/// Searches directory groups by name (under the group base DN) or by DN.
+pub async fn search_ldap_group(
+    State(state): State<AppState>,
+    principal: Principal,
+    Query(query): Query<GroupSearch>,
+) -> HarborResult<Json<Vec<UserGroup>>> {
+    principal.require_sysadmin()?;
+    let config = state.store.configurations().load().await?;
+    let groups = ldap::search_groups(
+        &directory::settings(&config),
+        query.groupname.as_deref(),
+        query.groupdn.as_deref(),
+    )
+    .await
+    .map_err(directory::error)?;
+    if groups.is_empty() {
+        return Err(ApiError::not_found(format!(
+            "resource not found: group name:{}, group DN:{}",
+            query.groupname.unwrap_or_default(),
+            query.groupdn.unwrap_or_default()
+        ))
+        .into());
+    }
+    Ok(Json(
+        groups
+            .into_iter()
+            .map(|g| UserGroup {
+                group_name: g.name,
+                ldap_group_dn: g.dn,
+            })
+            .collect(),
+    ))
+}

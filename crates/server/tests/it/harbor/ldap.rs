@@ -1,0 +1,275 @@
+//! LDAP directory integration against the real slapd that `scripts/test` starts
+//! (`scripts/ldap-fixture`): ping, user search and import, group search, and
+//! sign-in in `ldap_auth` mode with admin and group mapping.
+
+use axum::http::StatusCode;
+use berth_domain::model::ConfigValue;
+use serde_json::json;
+
+use crate::backend_test;
+use crate::util::TestApp;
+
+fn env(name: &str) -> String {
+    std::env::var(name).unwrap_or_else(|_| {
+        panic!("{name} is not set: run the suite with `bash scripts/test`, which starts slapd")
+    })
+}
+
+const PEOPLE: &str = "ou=people,dc=berth,dc=test";
+const GROUPS: &str = "ou=groups,dc=berth,dc=test";
+const DEVELOPERS: &str = "cn=developers,ou=groups,dc=berth,dc=test";
+const ADMINS: &str = "cn=registry-admins,ou=groups,dc=berth,dc=test";
+
+fn s(value: &str) -> ConfigValue {
+    ConfigValue::String(value.to_string())
+}
+
+/// Points the stored configuration at the test directory.
+async fn configure(app: &TestApp, extra: &[(&str, ConfigValue)]) {
+    let mut items = vec![
+        ("ldap_url", s(&env("BERTH_TEST_LDAP_URL"))),
+        ("ldap_search_dn", s(&env("BERTH_TEST_LDAP_BIND_DN"))),
+        (
+            "ldap_search_password",
+            s(&env("BERTH_TEST_LDAP_BIND_PASSWORD")),
+        ),
+        ("ldap_base_dn", s(PEOPLE)),
+        ("ldap_filter", s("(objectClass=inetOrgPerson)")),
+        ("ldap_uid", s("uid")),
+        ("ldap_timeout", ConfigValue::Int(3)),
+        ("ldap_group_base_dn", s(GROUPS)),
+        ("ldap_group_search_filter", s("objectClass=groupOfNames")),
+        ("ldap_group_attribute_name", s("cn")),
+        ("ldap_group_admin_dn", s(ADMINS)),
+    ];
+    items.extend(extra.iter().cloned());
+    app.store().configurations().save(&items).await.unwrap();
+}
+
+async fn ping(app: &TestApp, body: serde_json::Value) -> (StatusCode, serde_json::Value) {
+    let res = app
+        .post("/api/v2.0/ldap/ping")
+        .admin()
+        .json(&body)
+        .send()
+        .await;
+    let status = res.status;
+    (status, res.json())
+}
+
+backend_test!(
+    async fn ping_uses_the_stored_configuration_or_the_body(app) {
+        configure(&app, &[]).await;
+        assert_eq!(ping(&app, json!({})).await, (StatusCode::OK, json!({"success": true})));
+        let empty = app.post("/api/v2.0/ldap/ping").admin().send().await;
+        assert_eq!(empty.status, StatusCode::OK);
+        assert_eq!(empty.json()["success"], true);
+
+        let (status, body) = ping(&app, json!({"ldap_search_password": "wrong"})).await;
+        assert_eq!(status, StatusCode::OK);
+        assert_eq!(body, json!({"success": false, "message": "error: invalid credential"}));
+    }
+);
+
+backend_test!(
+    async fn ping_reports_an_unreachable_directory_without_hanging(app) {
+        configure(&app, &[]).await;
+        let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let closed_port = closed.local_addr().unwrap().port();
+        drop(closed);
+        let (status, body) = ping(&app, json!({"ldap_url": format!("ldap://127.0.0.1:{closed_port}")})).await;
+        assert_eq!(status, StatusCode::OK);
+        assert_eq!(body["success"], false);
+        assert!(body["message"].as_str().unwrap().starts_with("error: "), "{body}");
+
+        // A server that accepts connections and never answers: the timeout must end it.
+        let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let silent_port = silent.local_addr().unwrap().port();
+        let (status, body) = ping(
+            &app,
+            json!({"ldap_url": format!("ldap://127.0.0.1:{silent_port}"), "ldap_connection_timeout": 1}),
+        )
+        .await;
+        assert_eq!(status, StatusCode::OK);
+        assert_eq!(body["success"], false);
+        assert!(body["message"].as_str().unwrap().contains("did not answer"), "{body}");
+        drop(silent);
+    }
+);
+
+backend_test!(
+    async fn ping_refuses_malformed_settings_with_400(app) {
+        configure(&app, &[]).await;
+        for body in [
+            json!({"ldap_url": "http://example.com"}),
+            json!({"ldap_base_dn": "not a dn"}),
+            json!({"ldap_filter": "(&(uid=a)"}),
+            json!({"ldap_scope": 7}),
+            json!({"ldap_scope": "two"}),
+        ] {
+            let res = app.post("/api/v2.0/ldap/ping").admin().json(&body).send().await;
+            assert_eq!(res.status, StatusCode::BAD_REQUEST, "{body}");
+            assert_eq!(res.json()["errors"][0]["code"], "BAD_REQUEST");
+        }
+        let res = app.post("/api/v2.0/ldap/ping").admin().raw("application/json", "{nope").send().await;
+        assert_eq!(res.status, StatusCode::BAD_REQUEST);
+    }
+);
+
+backend_test!(
+    async fn ping_over_ldaps_and_starttls(app) {
+        configure(&app, &[("ldap_verify_cert", ConfigValue::Bool(false))]).await;
+        let ldaps = env("BERTH_TEST_LDAPS_URL");
+        assert_eq!(ping(&app, json!({"ldap_url": ldaps})).await.1, json!({"success": true}));
+        // The fixture's certificate is self-signed: verification must refuse it.
+        let (_, body) = ping(&app, json!({"ldap_url": ldaps, "ldap_verify_cert": true})).await;
+        assert_eq!(body["success"], false, "{body}");
+
+        configure(&app, &[("ldap_verify_cert", ConfigValue::Bool(false)), ("ldap_starttls", ConfigValue::Bool(true))]).await;
+        assert_eq!(ping(&app, json!({})).await.1, json!({"success": true}));
+    }
+);
+
+backend_test!(
+    async fn ldap_operations_are_for_administrators(app) {
+        configure(&app, &[]).await;
+        let hash = berth_auth::password::hash_password("Passw0rd");
+        app.store()
+            .users()
+            .create(&berth_domain::model::NewUser {
+                username: "plain".into(),
+                email: Some("plain@example.com".into()),
+                password_hash: Some(hash),
+                ..Default::default()
+            })
+            .await
+            .unwrap();
+        for (method, path) in [
+            ("POST", "/api/v2.0/ldap/ping"),
+            ("GET", "/api/v2.0/ldap/users/search"),
+            ("POST", "/api/v2.0/ldap/users/import"),
+            ("GET", "/api/v2.0/ldap/groups/search?groupname=developers"),
+        ] {
+            let method: axum::http::Method = method.parse().unwrap();
+            let anonymous = app.request(method.clone(), path).json(&json!({"ldap_uid_list": ["alice"]})).send().await;
+            assert_eq!(anonymous.status, StatusCode::UNAUTHORIZED, "{path}");
+            let user = app
+                .request(method, path)
+                .basic("plain", "Passw0rd")
+                .json(&json!({"ldap_uid_list": ["alice"]}))
+                .send()
+                .await;
+            assert_eq!(user.status, StatusCode::FORBIDDEN, "{path}");
+        }
+        assert!(app.store().users().find_by_username("alice").await.unwrap().is_none());
+    }
+);
+
+backend_test!(
+    async fn search_ldap_users(app) {
+        configure(&app, &[]).await;
+        let all = app.get("/api/v2.0/ldap/users/search").admin().send().await;
+        assert_eq!(all.status, StatusCode::OK);
+        let mut names: Vec<String> =
+            all.json().as_array().unwrap().iter().map(|u| u["username"].as_str().unwrap().to_string()).collect();
+        names.sort();
+        assert_eq!(names, ["alice", "bob", "carol", "dave"]);
+
+        let alice = app.get("/api/v2.0/ldap/users/search?username=alice").admin().send().await.json();
+        assert_eq!(alice, json!([{"username": "alice", "realname": "Alice Liddell", "email": "alice@berth.test"}]));
+        let injected = app.get("/api/v2.0/ldap/users/search?username=*").admin().send().await.json();
+        assert_eq!(injected, json!([]), "filter metacharacters are escaped");
+        let none = app.get("/api/v2.0/ldap/users/search?username=nobody").admin().send().await.json();
+        assert_eq!(none, json!([]));
+    }
+);
+
+backend_test!(
+    async fn import_ldap_users_reports_failures_with_404(app) {
+        configure(&app, &[]).await;
+        let ok = app.post("/api/v2.0/ldap/users/import").admin().json(&json!({"ldap_uid_list": ["bob"]})).send().await;
+        assert_eq!(ok.status, StatusCode::OK);
+        assert!(ok.body.is_empty());
+        let bob = app.store().users().find_by_username("bob").await.unwrap().unwrap();
+        assert_eq!(bob.email.as_deref(), Some("bob@berth.test"));
+        assert_eq!(bob.realname.as_deref(), Some("Bob Builder"));
+        assert_eq!(bob.ldap_dn.as_deref(), Some("uid=bob,ou=people,dc=berth,dc=test"));
+
+        let mixed = app
+            .post("/api/v2.0/ldap/users/import")
+            .admin()
+            .json(&json!({"ldap_uid_list": ["alice", "nobody", ""]}))
+            .send()
+            .await;
+        assert_eq!(mixed.status, StatusCode::NOT_FOUND);
+        assert_eq!(
+            mixed.json(),
+            json!([{"uid": "nobody", "error": "unknown_user"}, {"uid": "", "error": "empty_uid"}])
+        );
+        assert!(app.store().users().find_by_username("alice").await.unwrap().is_some(), "the good uid is imported");
+        let again = app.post("/api/v2.0/ldap/users/import").admin().json(&json!({"ldap_uid_list": ["bob"]})).send().await;
+        assert_eq!(again.status, StatusCode::OK, "importing twice is fine");
+        let bad = app.post("/api/v2.0/ldap/users/import").admin().json(&json!({"uids": []})).send().await;
+        assert_eq!(bad.status, StatusCode::BAD_REQUEST);
+    }
+);
+
+backend_test!(
+    async fn search_ldap_groups_by_name_or_dn(app) {
+        configure(&app, &[]).await;
+        let by_name = app.get("/api/v2.0/ldap/groups/search?groupname=developers").admin().send().await;
+        assert_eq!(by_name.status, StatusCode::OK);
+        assert_eq!(by_name.json(), json!([{"group_name": "developers", "ldap_group_dn": DEVELOPERS}]));
+        let by_dn = app
+            .get(&format!("/api/v2.0/ldap/groups/search?groupdn={}", ADMINS.replace(',', "%2C").replace('=', "%3D")))
+            .admin()
+            .send()
+            .await;
+        assert_eq!(by_dn.json(), json!([{"group_name": "registry-admins", "ldap_group_dn": ADMINS}]));
+        let missing = app.get("/api/v2.0/ldap/groups/search?groupname=nobody").admin().send().await;
+        assert_eq!(missing.status, StatusCode::NOT_FOUND);
+        assert_eq!(missing.json()["errors"][0]["message"], "resource not found: group name:nobody, group DN:");
+        let bad_dn = app.get("/api/v2.0/ldap/groups/search?groupdn=garbage").admin().send().await;
+        assert_eq!(bad_dn.status, StatusCode::BAD_REQUEST);
+        let neither = app.get("/api/v2.0/ldap/groups/search").admin().send().await;
+        assert_eq!(neither.status, StatusCode::BAD_REQUEST);
+    }
+);
+
+backend_test!(
+    async fn ldap_auth_signs_users_in_through_the_directory(app) {
+        configure(&app, &[("auth_mode", s("ldap_auth"))]).await;
+        let developers = app.store().groups().onboard_ldap(DEVELOPERS, "developers").await.unwrap();
+
+        let alice = app.get("/api/v2.0/users/current").basic("alice", "alice-pw").send().await;
+        assert_eq!(alice.status, StatusCode::OK);
+        let body = alice.json();
+        assert_eq!(body["username"], "alice");
+        assert_eq!(body["email"], "alice@berth.test");
+        assert_eq!(body["sysadmin_flag"], false);
+        let id = body["user_id"].as_i64().unwrap();
+        assert_eq!(app.store().groups().memberships(id).await.unwrap(), vec![developers.id]);
+
+        let wrong = app.get("/api/v2.0/users/current").basic("alice", "nope").send().await;
+        assert_eq!(wrong.status, StatusCode::UNAUTHORIZED);
+        let unknown = app.get("/api/v2.0/users/current").basic("nobody", "x").send().await;
+        assert_eq!(unknown.status, StatusCode::UNAUTHORIZED);
+
+        let carol = app.get("/api/v2.0/users/current").basic("carol", "carol-pw").send().await;
+        assert_eq!(carol.json()["sysadmin_flag"], true, "members of ldap_group_admin_dn are administrators");
+        let admin = app.get("/api/v2.0/users/current").admin().send().await;
+        assert_eq!(admin.status, StatusCode::OK, "admin stays local");
+    }
+);
+
+backend_test!(
+    async fn ldap_auth_with_an_unreachable_directory_fails_clearly(app) {
+        let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("ldap://127.0.0.1:{}", closed.local_addr().unwrap().port());
+        drop(closed);
+        configure(&app, &[("auth_mode", s("ldap_auth")), ("ldap_url", s(&url))]).await;
+        let res = app.get("/api/v2.0/users/current").basic("alice", "alice-pw").send().await;
+        assert_eq!(res.status, StatusCode::BAD_GATEWAY);
+        assert!(res.json()["errors"][0]["message"].as_str().unwrap().starts_with("LDAP directory"));
+    }
+);

@@ -1,0 +1,135 @@
+//! The `user_groups` and `user_group_members` tables.
+
+use berth_domain::model::UserGroup;
+use berth_domain::model::group::GROUP_TYPE_LDAP;
+use berth_domain::time;
+
+use crate::Store;
+use crate::error::StoreResult;
+
+#[derive(sqlx::FromRow)]
+struct GroupRow {
+    id: i64,
+    group_name: String,
+    group_type: i64,
+    ldap_group_dn: Option<String>,
+}
+
+impl From<GroupRow> for UserGroup {
+    fn from(row: GroupRow) -> Self {
+        UserGroup {
+            id: row.id,
+            group_name: row.group_name,
+            group_type: row.group_type,
+            ldap_group_dn: row.ldap_group_dn,
+        }
+    }
+}
+
+/// Access to user groups and memberships.
+pub struct Groups<'a>(&'a Store);
+
+impl Store {
+    /// The user groups repository.
+    pub fn groups(&self) -> Groups<'_> {
+        Groups(self)
+    }
+}
+
+impl Groups<'_> {
+    /// The group with this id.
+    pub async fn find_by_id(&self, id: i64) -> StoreResult<Option<UserGroup>> {
+        let row: Option<GroupRow> = sqlx::query_as(
+            "SELECT id, group_name, group_type, ldap_group_dn FROM user_groups WHERE id = $1",
+        )
+        .bind(id)
+        .fetch_optional(&self.0.pool)
+        .await?;
+        Ok(row.map(UserGroup::from))
+    }
+
+    /// The LDAP group with this (normalized) DN.
+    pub async fn find_by_ldap_dn(&self, dn: &str) -> StoreResult<Option<UserGroup>> {
+        let row: Option<GroupRow> = sqlx::query_as(
+            "SELECT id, group_name, group_type, ldap_group_dn FROM user_groups WHERE ldap_group_dn = $1",
+        )
+        .bind(dn)
+        .fetch_optional(&self.0.pool)
+        .await?;
+        Ok(row.map(UserGroup::from))
+    }
+
+    /// The LDAP group with this (normalized) DN, created with `name` if it is new.
+    /// Concurrent onboarding of the same group is idempotent.
+    pub async fn onboard_ldap(&self, dn: &str, name: &str) -> StoreResult<UserGroup> {
+        let now = time::now();
+        sqlx::query(
+            "INSERT INTO user_groups (group_name, group_type, ldap_group_dn, created_at, updated_at) \
+             VALUES ($1, $2, $3, $4, $4) ON CONFLICT DO NOTHING",
+        )
+        .bind(name)
+        .bind(GROUP_TYPE_LDAP)
+        .bind(dn)
+        .bind(&now)
+        .execute(&self.0.pool)
+        .await?;
+        match self.find_by_ldap_dn(dn).await? {
+            Some(group) => Ok(group),
+            None => Err(berth_domain::DomainError::Conflict(format!(
+                "a group named {name} already exists with another DN"
+            ))
+            .into()),
+        }
+    }
+
+    /// The ids of the known LDAP groups among `dns` (normalized).
+    pub async fn ids_by_ldap_dns(&self, dns: &[String]) -> StoreResult<Vec<i64>> {
+        if dns.is_empty() {
+            return Ok(Vec::new());
+        }
+        // Numbered placeholders: sqlx's QueryBuilder<Any> writes `?`, which PostgreSQL rejects.
+        let placeholders: Vec<String> = (1..=dns.len()).map(|n| format!("${n}")).collect();
+        let sql = format!(
+            "SELECT id FROM user_groups WHERE ldap_group_dn IN ({})",
+            placeholders.join(", ")
+        );
+        let mut query = sqlx::query_scalar(sqlx::AssertSqlSafe(sql));
+        for dn in dns {
+            query = query.bind(dn);
+        }
+        Ok(query.fetch_all(&self.0.pool).await?)
+    }
+
+    /// Replaces the groups `user_id` is in, in one transaction.
+    pub async fn replace_memberships(&self, user_id: i64, group_ids: &[i64]) -> StoreResult<()> {
+        let now = time::now();
+        let mut tx = self.0.pool.begin().await?;
+        sqlx::query("DELETE FROM user_group_members WHERE user_id = $1")
+            .bind(user_id)
+            .execute(&mut *tx)
+            .await?;
+        for group_id in group_ids {
+            sqlx::query(
+                "INSERT INTO user_group_members (user_id, group_id, synced_at) VALUES ($1, $2, $3)",
+            )
+            .bind(user_id)
+            .bind(group_id)
+            .bind(&now)
+            .execute(&mut *tx)
+            .await?;
+        }
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// The ids of the groups `user_id` is in.
+    pub async fn memberships(&self, user_id: i64) -> StoreResult<Vec<i64>> {
+        let ids: Vec<(i64,)> = sqlx::query_as(
+            "SELECT group_id FROM user_group_members WHERE user_id = $1 ORDER BY group_id",
+        )
+        .bind(user_id)
+        .fetch_all(&self.0.pool)
+        .await?;
+        Ok(ids.into_iter().map(|(id,)| id).collect())
+    }
+}
