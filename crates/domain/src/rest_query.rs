@@ -228,13 +228,7 @@ impl ListQuery {
         };
         let fields = parse_fields(&values("fields"));
         let page = parse_bounded("page", &values("page"), 1.0, PAGE_MAX, 1)?;
-        let limit = parse_bounded(
-            "limit",
-            &values("limit"),
-            1.0,
-            LIMIT_MAX,
-            LIMIT_DEFAULT,
-        )?;
+        let limit = parse_bounded("limit", &values("limit"), 1.0, LIMIT_MAX, LIMIT_DEFAULT)?;
         let mut sort = parse_sort(&values("sort"));
         if sort.is_empty() {
             sort.push(SortKey {
@@ -344,7 +338,10 @@ pub fn js_number(text: &str) -> f64 {
                     .unwrap_or(f64::NAN)
             })
     };
-    if let Some(n) = radix("0x", 16).or_else(|| radix("0o", 8)).or_else(|| radix("0b", 2)) {
+    if let Some(n) = radix("0x", 16)
+        .or_else(|| radix("0o", 8))
+        .or_else(|| radix("0b", 2))
+    {
         return n;
     }
     match text {
@@ -534,7 +531,10 @@ mod tests {
         assert_eq!(normalize_keywords("test@example.com"), "test example com");
         assert_eq!(normalize_keywords("XMLHttpRequest"), "xml http request");
         assert_eq!(normalize_keywords("!!!"), "");
-        assert_eq!(normalize_keywords("snake_case-and  spaces"), "snake case and spaces");
+        assert_eq!(
+            normalize_keywords("snake_case-and  spaces"),
+            "snake case and spaces"
+        );
         assert_eq!(normalize_keywords("Straße"), "strasse");
     }
 
@@ -617,7 +617,10 @@ mod tests {
 
     #[test]
     fn email_rules() {
-        assert_eq!(validate_email("email", Some(" A@B.com ")).unwrap(), "a@b.com");
+        assert_eq!(
+            validate_email("email", Some(" A@B.com ")).unwrap(),
+            "a@b.com"
+        );
         let err = validate_email("email", Some("invalid")).unwrap_err();
         assert_eq!(err.rule, RuleArg::Match);
         assert_eq!(
@@ -637,7 +640,10 @@ mod tests {
 
     #[test]
     fn password_and_role_rules() {
-        assert_eq!(validate_password("password", Some("123456")).unwrap(), "123456");
+        assert_eq!(
+            validate_password("password", Some("123456")).unwrap(),
+            "123456"
+        );
         let err = validate_password("password", Some("123")).unwrap_err();
         assert_eq!(err.rule, RuleArg::MinLength(6));
         assert_eq!(
