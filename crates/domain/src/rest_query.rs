@@ -306,8 +306,8 @@ fn parse_bounded(
         [one] => js_number(one),
         _ => f64::NAN,
     };
-    // `!(x <= max)` so that NaN fails here, as it does in querymen.
-    if !(number <= max) {
+    // NaN fails `max`, as it does in querymen.
+    if number.is_nan() || number > max {
         return Err(RuleFailure {
             param: param.into(),
             value: Some(RuleValue::Number(number)),
