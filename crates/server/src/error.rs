@@ -88,8 +88,9 @@ pub struct ApiError {
     pub field: Option<String>,
     /// A surface-specific code that overrides the kind's default (Harbor `DENIED` ...).
     pub code: Option<&'static str>,
-    /// A surface-specific body that replaces the rendered message (generator-rest's rich-param errors).
-    pub detail: Option<serde_json::Value>,
+    /// A surface-specific JSON body, already serialized (so its key order is
+    /// kept), that replaces the rendered message (generator-rest's rich-param errors).
+    pub detail: Option<String>,
 }
 
 impl ApiError {
@@ -220,8 +221,8 @@ impl IntoResponse for RestError {
             *response.status_mut() = status;
             response
         };
-        let json_body = |body: serde_json::Value| {
-            let mut response = (status, body.to_string()).into_response();
+        let json_body = |body: String| {
+            let mut response = (status, body).into_response();
             response.headers_mut().insert(
                 header::CONTENT_TYPE,
                 HeaderValue::from_static("application/json; charset=utf-8"),
@@ -248,10 +249,43 @@ impl IntoResponse for RestError {
             (_, Some(REST_PLAIN)) => text(status.canonical_reason().unwrap_or("Error")),
             (ErrorKind::Unauthorized | ErrorKind::NotFound, _) => text(""),
             (ErrorKind::Internal, _) => {
-                json_body(json!({"valid": false, "message": "internal server error"}))
+                json_body(RestMessage::new("internal server error").to_json())
             }
-            _ => json_body(json!({"valid": false, "message": err.message})),
+            _ => json_body(RestMessage::new(&err.message).to_json()),
         }
+    }
+}
+
+/// generator-rest's `{"valid":false,"param"?,"message"}` body, keys in that order.
+#[derive(Debug, serde::Serialize)]
+pub struct RestMessage<'a> {
+    valid: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    param: Option<&'a str>,
+    message: &'a str,
+}
+
+impl<'a> RestMessage<'a> {
+    /// `{"valid":false,"message"}`.
+    pub fn new(message: &'a str) -> Self {
+        Self {
+            valid: false,
+            param: None,
+            message,
+        }
+    }
+
+    /// `{"valid":false,"param","message"}`.
+    pub fn about(param: &'a str, message: &'a str) -> Self {
+        Self {
+            param: Some(param),
+            ..Self::new(message)
+        }
+    }
+
+    /// The body as JSON text.
+    pub fn to_json(&self) -> String {
+        serde_json::to_string(self).expect("plain strings serialize")
     }
 }
 

@@ -99,24 +99,29 @@ impl<S: Send + Sync> FromRequest<S> for RestInput {
     }
 }
 
+/// The rich-param body: `{name, param, value?, <rule>: <arg>, valid, message}`.
+#[derive(serde::Serialize)]
+struct RichParam<'a> {
+    name: &'static str,
+    param: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    value: Option<Value>,
+    #[serde(flatten)]
+    rule: Map<String, Value>,
+    valid: Value,
+    message: &'a str,
+}
+
 /// A failed rule as the reference renders it: 400 with the rich-param body.
 pub fn rule_error(failure: RuleFailure) -> ApiError {
-    let mut body = Map::new();
-    body.insert("name".into(), json!(failure.rule.name()));
-    body.insert("param".into(), json!(failure.param));
-    if let Some(value) = &failure.value {
-        let value = match value {
-            RuleValue::Text(text) => json!(text),
-            RuleValue::Number(n) if n.is_finite() && n.fract() == 0.0 && n.abs() < 1e15 => {
-                json!(*n as i64)
-            }
-            // JSON has no NaN or Infinity; JSON.stringify writes null.
-            RuleValue::Number(n) => {
-                serde_json::Number::from_f64(*n).map_or(Value::Null, Value::Number)
-            }
-        };
-        body.insert("value".into(), value);
-    }
+    let value = failure.value.as_ref().map(|value| match value {
+        RuleValue::Text(text) => json!(text),
+        RuleValue::Number(n) if n.is_finite() && n.fract() == 0.0 && n.abs() < 1e15 => {
+            json!(*n as i64)
+        }
+        // JSON has no NaN or Infinity; JSON.stringify writes null.
+        RuleValue::Number(n) => serde_json::Number::from_f64(*n).map_or(Value::Null, Value::Number),
+    });
     let (arg, valid) = match &failure.rule {
         RuleArg::Required => (json!(true), json!(false)),
         RuleArg::Match => (json!({}), json!(false)),
@@ -124,11 +129,19 @@ pub fn rule_error(failure: RuleFailure) -> ApiError {
         RuleArg::Min(n) | RuleArg::Max(n) => (json!(*n as i64), json!(false)),
         RuleArg::Enum(values) => (json!(values), json!(0)),
     };
-    body.insert(failure.rule.name().into(), arg);
-    body.insert("valid".into(), valid);
-    body.insert("message".into(), json!(failure.message));
+    let mut rule = Map::new();
+    rule.insert(failure.rule.name().into(), arg);
+    let body = RichParam {
+        name: failure.rule.name(),
+        param: &failure.param,
+        value,
+        rule,
+        valid,
+        message: &failure.message,
+    };
+    let detail = serde_json::to_string(&body).expect("JSON values serialize");
     ApiError {
-        detail: Some(Value::Object(body)),
+        detail: Some(detail),
         ..ApiError::bad_request(failure.message)
     }
 }

@@ -8,13 +8,12 @@ use axum::http::StatusCode;
 use berth_domain::model::{NewUser, User};
 use berth_store::StoreError;
 use serde::Deserialize;
-use serde_json::json;
 
 use super::auth::auth_view;
 use super::input::{RestInput, not_found};
 use super::users::{gravatar, user_keywords};
 use super::views::AuthView;
-use crate::error::{ApiError, ErrorKind, REST_BEARER_INVALID, RestResult};
+use crate::error::{ApiError, ErrorKind, REST_BEARER_INVALID, RestMessage, RestResult};
 use crate::state::AppState;
 
 /// What the providers tell about an account.
@@ -184,11 +183,13 @@ async fn sign_in(state: &AppState, provider: &str, profile: Profile) -> RestResu
         .filter(|e| !e.is_empty())
     else {
         return Err(ApiError {
-            detail: Some(json!({
-                "valid": false,
-                "param": "email",
-                "message": format!("the {provider} account has no e-mail address")
-            })),
+            detail: Some(
+                RestMessage::about(
+                    "email",
+                    &format!("the {provider} account has no e-mail address"),
+                )
+                .to_json(),
+            ),
             ..ApiError::bad_request("no e-mail address")
         }
         .into());

@@ -9,11 +9,10 @@ use berth_domain::model::{NewUser, User};
 use berth_domain::rest_query::{self, keywords_of};
 use berth_store::StoreError;
 use md5::{Digest, Md5};
-use serde_json::json;
 
 use super::input::{RestInput, not_found, parse_id, rule_error};
 use super::views::UserView;
-use crate::error::{ApiError, ErrorKind, RestResult};
+use crate::error::{ApiError, ErrorKind, RestMessage, RestResult};
 use crate::identity;
 use crate::state::AppState;
 
@@ -48,9 +47,7 @@ pub(super) fn user_keywords(email: Option<&str>, name: Option<&str>) -> String {
 /// 409 `email already registered`.
 fn email_taken() -> ApiError {
     ApiError {
-        detail: Some(
-            json!({"valid": false, "param": "email", "message": "email already registered"}),
-        ),
+        detail: Some(RestMessage::about("email", "email already registered").to_json()),
         ..ApiError::new(ErrorKind::Conflict, "email already registered")
     }
 }
@@ -158,7 +155,7 @@ pub async fn update_user(
     let target = target_user(&state, id.as_deref().map(String::as_str), &caller).await?;
     if caller.id != target.id && !caller.sysadmin {
         return Err(ApiError {
-            detail: Some(json!({"valid": false, "message": "You can't change other user's data"})),
+            detail: Some(RestMessage::new("You can't change other user's data").to_json()),
             ..ApiError::unauthorized()
         }
         .into());
@@ -187,11 +184,9 @@ pub async fn update_password(
     let target = target_user(&state, Some(&id), &caller).await?;
     if caller.id != target.id {
         return Err(ApiError {
-            detail: Some(json!({
-                "valid": false,
-                "param": "password",
-                "message": "You can't change other user's password"
-            })),
+            detail: Some(
+                RestMessage::about("password", "You can't change other user's password").to_json(),
+            ),
             ..ApiError::unauthorized()
         }
         .into());
