@@ -4,14 +4,13 @@
 
 mod articles;
 mod auth;
+mod http;
 mod input;
 mod mail;
 mod password_resets;
 mod social;
 mod users;
 mod views;
-
-use std::time::Duration;
 
 use axum::Router;
 use axum::extract::Request;
@@ -23,6 +22,7 @@ use tower_http::cors::{AllowOrigin, Any, CorsLayer};
 use crate::config::Settings;
 use crate::state::AppState;
 
+pub use http::HttpClient;
 pub use mail::Mailer;
 
 /// How the generator-rest API is configured.
@@ -81,23 +81,18 @@ pub struct RestServices {
     /// The mail transport, when `smtp_url` is set.
     pub mailer: Option<Mailer>,
     /// The client for identity providers.
-    pub http: reqwest::Client,
+    pub http: HttpClient,
 }
 
 impl RestServices {
     /// Opens the services; a malformed SMTP URL or sender is an error.
     pub fn new(config: RestConfig) -> anyhow::Result<Self> {
-        // reqwest and lettre are built without a default TLS provider: use ring.
-        let _ = rustls::crypto::ring::default_provider().install_default();
         let mailer = config
             .smtp_url
             .as_deref()
             .map(|url| Mailer::new(url, &config.smtp_from))
             .transpose()?;
-        let http = reqwest::Client::builder()
-            .timeout(Duration::from_secs(10))
-            .user_agent(concat!("berth/", env!("CARGO_PKG_VERSION")))
-            .build()?;
+        let http = HttpClient::new()?;
         cors_origins(&config.cors_origins)?;
         Ok(Self {
             config,

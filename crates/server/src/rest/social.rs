@@ -5,11 +5,13 @@
 use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
+use axum::http::header::AUTHORIZATION;
 use berth_domain::model::{NewUser, User};
 use berth_store::StoreError;
 use serde::Deserialize;
 
 use super::auth::auth_view;
+use super::http::FetchError;
 use super::input::{RestInput, not_found};
 use super::users::{gravatar, user_keywords};
 use super::views::AuthView;
@@ -25,16 +27,11 @@ struct Profile {
     picture: Option<String>,
 }
 
-/// A provider refused the token (401 like a wrong master key), or failed (502).
-enum ProviderError {
-    Refused,
-    Failed(String),
-}
-
-impl ProviderError {
+impl FetchError {
+    /// A refusal is 401 like a wrong bearer token; any other failure is 502.
     fn into_api(self, provider: &str) -> ApiError {
         match self {
-            Self::Refused => ApiError {
+            Self::Refused(_) => ApiError {
                 code: Some(REST_BEARER_INVALID),
                 ..ApiError::unauthorized()
             },
@@ -49,36 +46,16 @@ impl ProviderError {
     }
 }
 
-async fn get_json<T: serde::de::DeserializeOwned>(
-    request: reqwest::RequestBuilder,
-) -> Result<T, ProviderError> {
-    let response = request
-        .send()
-        .await
-        .map_err(|e| ProviderError::Failed(e.without_url().to_string()))?;
-    let status = response.status();
-    if status.is_client_error() {
-        return Err(ProviderError::Refused);
-    }
-    if !status.is_success() {
-        return Err(ProviderError::Failed(format!("status {status}")));
-    }
-    response
-        .json()
-        .await
-        .map_err(|e| ProviderError::Failed(e.without_url().to_string()))
-}
-
 /// A provider's account id, a number or a string.
-fn subject_of(value: &serde_json::Value) -> Result<String, ProviderError> {
+fn subject_of(value: &serde_json::Value) -> Result<String, FetchError> {
     match value {
         serde_json::Value::String(s) if !s.is_empty() => Ok(s.clone()),
         serde_json::Value::Number(n) => Ok(n.to_string()),
-        _ => Err(ProviderError::Failed("profile without an id".into())),
+        _ => Err(FetchError::Failed("profile without an id".into())),
     }
 }
 
-async fn github(state: &AppState, token: &str) -> Result<Profile, ProviderError> {
+async fn github(state: &AppState, token: &str) -> Result<Profile, FetchError> {
     #[derive(Deserialize)]
     struct GithubUser {
         id: serde_json::Value,
@@ -91,20 +68,18 @@ async fn github(state: &AppState, token: &str) -> Result<Profile, ProviderError>
         email: String,
     }
     let base = state.rest.config.github_api_url.trim_end_matches('/');
-    let http = &state.rest.http;
     let auth = format!("token {token}");
-    let user: GithubUser = get_json(
-        http.get(format!("{base}/user"))
-            .header("authorization", &auth)
-            .header("accept", "application/vnd.github+json"),
-    )
-    .await?;
-    let emails: Vec<GithubEmail> = get_json(
-        http.get(format!("{base}/user/emails"))
-            .header("authorization", &auth)
-            .header("accept", "application/vnd.github+json"),
-    )
-    .await?;
+    let headers = [(AUTHORIZATION, auth.as_str())];
+    let user: GithubUser = state
+        .rest
+        .http
+        .get_json(&format!("{base}/user"), &headers)
+        .await?;
+    let emails: Vec<GithubEmail> = state
+        .rest
+        .http
+        .get_json(&format!("{base}/user/emails"), &headers)
+        .await?;
     Ok(Profile {
         subject: subject_of(&user.id)?,
         name: user.name.or(user.login),
@@ -113,7 +88,7 @@ async fn github(state: &AppState, token: &str) -> Result<Profile, ProviderError>
     })
 }
 
-async fn google(state: &AppState, token: &str) -> Result<Profile, ProviderError> {
+async fn google(state: &AppState, token: &str) -> Result<Profile, FetchError> {
     #[derive(Deserialize)]
     struct GoogleUser {
         id: serde_json::Value,
@@ -122,14 +97,15 @@ async fn google(state: &AppState, token: &str) -> Result<Profile, ProviderError>
         picture: Option<String>,
     }
     let base = state.rest.config.google_api_url.trim_end_matches('/');
-    let user: GoogleUser = get_json(
-        state
-            .rest
-            .http
-            .get(format!("{base}/userinfo/v2/me"))
-            .bearer_auth(token),
-    )
-    .await?;
+    let auth = format!("Bearer {token}");
+    let user: GoogleUser = state
+        .rest
+        .http
+        .get_json(
+            &format!("{base}/userinfo/v2/me"),
+            &[(AUTHORIZATION, auth.as_str())],
+        )
+        .await?;
     Ok(Profile {
         subject: subject_of(&user.id)?,
         name: user.name,
@@ -138,7 +114,7 @@ async fn google(state: &AppState, token: &str) -> Result<Profile, ProviderError>
     })
 }
 
-async fn facebook(state: &AppState, token: &str) -> Result<Profile, ProviderError> {
+async fn facebook(state: &AppState, token: &str) -> Result<Profile, FetchError> {
     #[derive(Deserialize)]
     struct FacebookPictureData {
         url: Option<String>,
@@ -155,14 +131,14 @@ async fn facebook(state: &AppState, token: &str) -> Result<Profile, ProviderErro
         picture: Option<FacebookPicture>,
     }
     let base = state.rest.config.facebook_api_url.trim_end_matches('/');
-    let user: FacebookUser = get_json(
-        state
-            .rest
-            .http
-            .get(format!("{base}/me"))
-            .query(&[("fields", "id,name,email,picture"), ("access_token", token)]),
-    )
-    .await?;
+    let query =
+        serde_urlencoded::to_string([("fields", "id,name,email,picture"), ("access_token", token)])
+            .map_err(|e| FetchError::Failed(e.to_string()))?;
+    let user: FacebookUser = state
+        .rest
+        .http
+        .get_json(&format!("{base}/me?{query}"), &[])
+        .await?;
     Ok(Profile {
         subject: subject_of(&user.id)?,
         name: user.name,
