@@ -11,9 +11,9 @@ use berth_domain::model::{Article, User};
 use berth_domain::rest_query::keywords_of;
 use berth_store::repo::articles::ArticleFields;
 
-use super::input::{RestInput, not_found, parse_id, unauthorized};
+use super::input::{RestInput, not_found, parse_id};
 use super::views::{ArticleView, UserView};
-use crate::error::RestResult;
+use crate::error::{ApiError, RestResult};
 use crate::state::AppState;
 
 pub(super) fn router() -> Router<AppState> {
@@ -63,7 +63,7 @@ fn author_or_admin(caller: &User, article: &Article) -> RestResult<()> {
     if caller.id == article.user_id || caller.sysadmin {
         Ok(())
     } else {
-        Err(unauthorized().into())
+        Err(ApiError::unauthorized().into())
     }
 }
 

@@ -146,9 +146,13 @@ pub fn rule_error(failure: RuleFailure) -> ApiError {
     }
 }
 
-/// 401 with an empty body (`token()`, `password()`, author checks).
-pub fn unauthorized() -> ApiError {
-    ApiError::unauthorized()
+/// passport's answer to a wrong bearer token: 401 `Unauthorized` with an
+/// `error="invalid_token"` challenge.
+pub fn bearer_refused() -> ApiError {
+    ApiError {
+        code: Some(REST_BEARER_INVALID),
+        ..ApiError::unauthorized()
+    }
 }
 
 /// 404 with an empty body.
@@ -260,10 +264,7 @@ impl RestInput {
     pub fn require_master(&self, state: &AppState) -> Result<(), ApiError> {
         match self.bearer_strategy_token()? {
             Candidate::Text(token) if state.master_key.matches(&token) => Ok(()),
-            _ => Err(ApiError {
-                code: Some(REST_BEARER_INVALID),
-                ..ApiError::unauthorized()
-            }),
+            _ => Err(bearer_refused()),
         }
     }
 
@@ -271,10 +272,7 @@ impl RestInput {
     pub fn provider_token(&self) -> Result<String, ApiError> {
         match self.bearer_strategy_token()? {
             Candidate::Text(token) => Ok(token),
-            Candidate::Unusable => Err(ApiError {
-                code: Some(REST_BEARER_INVALID),
-                ..ApiError::unauthorized()
-            }),
+            Candidate::Unusable => Err(bearer_refused()),
         }
     }
 
@@ -292,11 +290,11 @@ impl RestInput {
                     .map(|t| Candidate::Text(t.to_string()))
             });
         let Some(Candidate::Text(token)) = candidate else {
-            return Err(unauthorized());
+            return Err(ApiError::unauthorized());
         };
         identity::verify_user_token(state, &token)
             .await?
-            .ok_or_else(unauthorized)
+            .ok_or_else(ApiError::unauthorized)
     }
 
     /// `token({required: true, roles: ['admin']})`: a non-admin gets 401 too.
@@ -305,7 +303,7 @@ impl RestInput {
         if user.sysadmin {
             Ok(user)
         } else {
-            Err(unauthorized())
+            Err(ApiError::unauthorized())
         }
     }
 
@@ -318,12 +316,12 @@ impl RestInput {
             .as_deref()
             .and_then(BasicCredentials::parse)
             .filter(|c| !c.login.is_empty() && !c.password.is_empty())
-            .ok_or_else(unauthorized)?;
+            .ok_or_else(ApiError::unauthorized)?;
         let email = rest_query::validate_email("email", Some(&creds.login)).map_err(rule_error)?;
         rest_query::validate_password("password", Some(&creds.password)).map_err(rule_error)?;
         identity::verify_password(state, &email, &creds.password)
             .await?
-            .ok_or_else(unauthorized)
+            .ok_or_else(ApiError::unauthorized)
     }
 }
 

@@ -12,10 +12,10 @@ use serde::Deserialize;
 
 use super::auth::auth_view;
 use super::http::FetchError;
-use super::input::{RestInput, not_found};
-use super::users::{gravatar, user_keywords};
+use super::input::{RestInput, bearer_refused, not_found};
+use super::users::{default_name, gravatar, user_keywords};
 use super::views::AuthView;
-use crate::error::{ApiError, ErrorKind, REST_BEARER_INVALID, RestMessage, RestResult};
+use crate::error::{ApiError, ErrorKind, RestMessage, RestResult};
 use crate::state::AppState;
 
 /// What the providers tell about an account.
@@ -31,10 +31,7 @@ impl FetchError {
     /// A refusal is 401 like a wrong bearer token; any other failure is 502.
     fn into_api(self, provider: &str) -> ApiError {
         match self {
-            Self::Refused(_) => ApiError {
-                code: Some(REST_BEARER_INVALID),
-                ..ApiError::unauthorized()
-            },
+            Self::Refused(_) => bearer_refused(),
             Self::Failed(cause) => {
                 tracing::warn!(provider, %cause, "identity provider failed");
                 ApiError::new(
@@ -196,10 +193,7 @@ async fn sign_in(state: &AppState, provider: &str, profile: Profile) -> RestResu
                     .ok_or_else(not_found)?
             }
             None => {
-                let name = profile
-                    .name
-                    .clone()
-                    .or_else(|| email.rsplit_once('@').map(|(l, _)| l.to_string()));
+                let name = profile.name.clone().or_else(|| default_name(&email));
                 let new = NewUser {
                     username: email.clone(),
                     keywords: user_keywords(Some(&email), name.as_deref()),

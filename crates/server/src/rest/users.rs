@@ -39,6 +39,11 @@ pub(super) fn gravatar(email: &str) -> String {
     )
 }
 
+/// generator-rest's default name: the e-mail's part before the last `@`.
+pub(super) fn default_name(email: &str) -> Option<String> {
+    email.rsplit_once('@').map(|(local, _)| local.to_string())
+}
+
 /// The search keywords of a user: normalized e-mail and name.
 pub(super) fn user_keywords(email: Option<&str>, name: Option<&str>) -> String {
     keywords_of([email, name])
@@ -82,7 +87,7 @@ pub async fn create_user(
     if state.store.users().find_by_login(&email).await?.is_some() {
         return Err(email_taken().into());
     }
-    let name = name.or_else(|| email.rsplit_once('@').map(|(local, _)| local.to_string()));
+    let name = name.or_else(|| default_name(&email));
     let picture = picture.unwrap_or_else(|| gravatar(&email));
     let password_hash = identity::hash_password(&password).await?;
     let new = NewUser {
