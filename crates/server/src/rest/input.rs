@@ -23,13 +23,26 @@ use crate::state::AppState;
 const BODY_LIMIT: usize = 100 * 1024;
 
 /// A request's query pairs, parsed body fields and `Authorization` header.
-#[derive(Debug, Default)]
+#[derive(Default)]
 pub struct RestInput {
     /// Query-string pairs in order (repeated keys repeat).
     pub query: Vec<(String, String)>,
     /// Body fields from JSON or a form; empty for other media types.
     pub body: Map<String, Value>,
     authorization: Option<String>,
+}
+
+impl std::fmt::Debug for RestInput {
+    /// Names only: values may be passwords and tokens.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RestInput")
+            .field(
+                "query",
+                &self.query.iter().map(|(k, _)| k).collect::<Vec<_>>(),
+            )
+            .field("body", &self.body.keys().collect::<Vec<_>>())
+            .finish_non_exhaustive()
+    }
 }
 
 impl<S: Send + Sync> FromRequest<S> for RestInput {
