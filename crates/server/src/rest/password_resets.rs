@@ -11,6 +11,7 @@ use serde::Serialize;
 use sha2::{Digest, Sha256};
 
 use super::input::{RestInput, not_found, rule_error};
+use super::users::live_user;
 use super::views::UserView;
 use crate::error::{ApiError, ErrorKind, RestResult};
 use crate::identity;
@@ -119,12 +120,7 @@ pub async fn show_password_reset(
         .find_user_id(&token_hash(&token))
         .await?
         .ok_or_else(not_found)?;
-    let user = state
-        .store
-        .users()
-        .find_by_id(user_id)
-        .await?
-        .ok_or_else(not_found)?;
+    let user = live_user(&state, user_id).await?;
     Ok(Json(PasswordResetView {
         user: UserView::full(&user),
         token,
@@ -153,11 +149,6 @@ pub async fn update_password_reset(
         .await?
         .ok_or_else(not_found)?;
     state.credentials.forget_user(user_id);
-    let user = state
-        .store
-        .users()
-        .find_by_id(user_id)
-        .await?
-        .ok_or_else(not_found)?;
+    let user = live_user(&state, user_id).await?;
     Ok(Json(UserView::full(&user)))
 }

@@ -57,18 +57,23 @@ fn email_taken() -> ApiError {
     }
 }
 
-/// The user a path id names: `me` is the caller; a malformed or unknown id is 404.
-async fn target_user(state: &AppState, id: Option<&str>, caller: &User) -> RestResult<User> {
-    let id = match id {
-        None | Some("me") => caller.id,
-        Some(text) => parse_id(text).ok_or_else(not_found)?,
-    };
+/// The live (non-deleted) user with `id`, or 404.
+pub(super) async fn live_user(state: &AppState, id: i64) -> RestResult<User> {
     Ok(state
         .store
         .users()
         .find_by_id(id)
         .await?
         .ok_or_else(not_found)?)
+}
+
+/// The user a path id names: `me` is the caller; a malformed or unknown id is 404.
+async fn target_user(state: &AppState, id: Option<&str>, caller: &User) -> RestResult<User> {
+    let id = match id {
+        None | Some("me") => caller.id,
+        Some(text) => parse_id(text).ok_or_else(not_found)?,
+    };
+    live_user(state, id).await
 }
 
 /// `POST /users` (master key): 201 with the full view.
@@ -141,12 +146,7 @@ pub async fn show_user(
     Path(id): Path<String>,
 ) -> RestResult<Json<UserView>> {
     let id = parse_id(&id).ok_or_else(not_found)?;
-    let user = state
-        .store
-        .users()
-        .find_by_id(id)
-        .await?
-        .ok_or_else(not_found)?;
+    let user = live_user(&state, id).await?;
     Ok(Json(UserView::public(&user)))
 }
 
@@ -201,12 +201,7 @@ pub async fn update_password(
         return Err(not_found().into());
     }
     state.credentials.forget_user(target.id);
-    let user = state
-        .store
-        .users()
-        .find_by_id(target.id)
-        .await?
-        .ok_or_else(not_found)?;
+    let user = live_user(&state, target.id).await?;
     Ok(Json(UserView::full(&user)))
 }
 
