@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::StatusCode;
 use axum::routing::get;
 use axum::{Json, Router};
@@ -11,7 +11,7 @@ use berth_domain::model::{Article, User};
 use berth_domain::rest_query::keywords_of;
 use berth_store::repo::articles::ArticleFields;
 
-use super::input::{RestInput, not_found, parse_id};
+use super::input::{PathParam, RestInput, not_found, parse_id};
 use super::views::{ArticleView, UserView};
 use crate::error::{ApiError, RestResult};
 use crate::state::AppState;
@@ -116,9 +116,9 @@ pub async fn index_articles(
 /// `GET /articles/:id` (anyone): the article with its author's public view.
 pub async fn show_article(
     State(state): State<AppState>,
-    Path(id): Path<String>,
+    id: PathParam,
 ) -> RestResult<Json<ArticleView>> {
-    let article = find_article(&state, &id).await?;
+    let article = find_article(&state, id.as_str()).await?;
     let author = author_of(&state, &article).await?;
     Ok(Json(ArticleView::new(
         &article,
@@ -130,11 +130,11 @@ pub async fn show_article(
 /// `user` is the author's full view.
 pub async fn update_article(
     State(state): State<AppState>,
-    Path(id): Path<String>,
+    id: PathParam,
     input: RestInput,
 ) -> RestResult<Json<ArticleView>> {
     let caller = input.require_user(&state).await?;
-    let article = find_article(&state, &id).await?;
+    let article = find_article(&state, id.as_str()).await?;
     author_or_admin(&caller, &article)?;
     let article = state
         .store
@@ -152,11 +152,11 @@ pub async fn update_article(
 /// `DELETE /articles/:id` (author or admin): 204.
 pub async fn destroy_article(
     State(state): State<AppState>,
-    Path(id): Path<String>,
+    id: PathParam,
     input: RestInput,
 ) -> RestResult<StatusCode> {
     let caller = input.require_user(&state).await?;
-    let article = find_article(&state, &id).await?;
+    let article = find_article(&state, id.as_str()).await?;
     author_or_admin(&caller, &article)?;
     if !state.store.articles().delete(article.id).await? {
         return Err(not_found().into());

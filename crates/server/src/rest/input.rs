@@ -7,8 +7,10 @@
 
 use std::sync::Arc;
 
-use axum::extract::{FromRequest, Request};
+use axum::extract::rejection::PathRejection;
+use axum::extract::{FromRequest, FromRequestParts, Path, Request};
 use axum::http::header::{AUTHORIZATION, CONTENT_TYPE};
+use axum::http::request::Parts;
 use berth_domain::model::User;
 use berth_domain::rest_query::{self, ListQuery, RuleArg, RuleFailure, RuleValue};
 use serde_json::{Map, Value, json};
@@ -335,6 +337,33 @@ impl RestInput {
         identity::verify_password(state, &email, &creds.password)
             .await?
             .ok_or_else(ApiError::unauthorized)
+    }
+}
+
+/// The route's one path parameter, percent-decoded; `None` on routes without
+/// one. A parameter that does not decode (`%FF`) is `Some("")`, which names
+/// nothing, so the handler answers 404 rather than a framework 400.
+#[derive(Debug)]
+pub struct PathParam(pub Option<String>);
+
+impl<S: Send + Sync> FromRequestParts<S> for PathParam {
+    type Rejection = std::convert::Infallible;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
+        Ok(
+            match Path::<Vec<String>>::from_request_parts(parts, state).await {
+                Ok(Path(mut params)) => Self(params.pop()),
+                Err(PathRejection::MissingPathParams(_)) => Self(None),
+                Err(_) => Self(Some(String::new())),
+            },
+        )
+    }
+}
+
+impl PathParam {
+    /// The parameter, `""` when absent.
+    pub fn as_str(&self) -> &str {
+        self.0.as_deref().unwrap_or("")
     }
 }
 

@@ -1,7 +1,7 @@
 //! `/password-resets` (generator-rest.md §4.3): a one-hour, single-use token
 //! mailed as a link; the token itself is stored only as its SHA-256.
 
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::StatusCode;
 use axum::routing::post;
 use axum::{Json, Router};
@@ -10,7 +10,7 @@ use berth_domain::rest_query;
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
-use super::input::{RestInput, not_found, rule_error};
+use super::input::{PathParam, RestInput, not_found, rule_error};
 use super::users::live_user;
 use super::views::UserView;
 use crate::error::{ApiError, ErrorKind, RestResult};
@@ -109,8 +109,9 @@ pub async fn create_password_reset(
 /// `GET /password-resets/:token` (anyone): 200 `{user, token}` while the token is live.
 pub async fn show_password_reset(
     State(state): State<AppState>,
-    Path(token): Path<String>,
+    PathParam(token): PathParam,
 ) -> RestResult<Json<PasswordResetView>> {
+    let token = token.unwrap_or_default();
     if !well_formed(&token) {
         return Err(not_found().into());
     }
@@ -131,15 +132,16 @@ pub async fn show_password_reset(
 /// reset of the user is gone; 200 with the full user view.
 pub async fn update_password_reset(
     State(state): State<AppState>,
-    Path(token): Path<String>,
+    token: PathParam,
     input: RestInput,
 ) -> RestResult<Json<UserView>> {
+    let token = token.as_str();
     let password = rest_query::validate_password("password", input.field("password").as_deref())
         .map_err(rule_error)?;
-    if !well_formed(&token) {
+    if !well_formed(token) {
         return Err(not_found().into());
     }
-    let hash = token_hash(&token);
+    let hash = token_hash(token);
     let resets = state.store.password_resets();
     // Look first, so that unknown tokens cost no password hashing.
     resets.find_user_id(&hash).await?.ok_or_else(not_found)?;

@@ -3,7 +3,7 @@
 //! (or created), `{token, user}` out (generator-rest.md §3 "Social").
 
 use axum::Json;
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::StatusCode;
 use axum::http::header::AUTHORIZATION;
 use berth_domain::model::{NewUser, User};
@@ -12,7 +12,7 @@ use serde::Deserialize;
 
 use super::auth::auth_view;
 use super::http::FetchError;
-use super::input::{RestInput, bearer_refused, not_found};
+use super::input::{PathParam, RestInput, bearer_refused, not_found};
 use super::users::{default_name, gravatar, user_keywords};
 use super::views::AuthView;
 use crate::error::{ApiError, ErrorKind, RestMessage, RestResult};
@@ -225,19 +225,20 @@ async fn sign_in(state: &AppState, provider: &str, profile: Profile) -> RestResu
 /// `POST /auth/:provider` (`github`, `google`, `facebook`): 201 `{token, user}`.
 pub async fn authenticate_with_provider(
     State(state): State<AppState>,
-    Path(provider): Path<String>,
+    provider: PathParam,
     input: RestInput,
 ) -> RestResult<(StatusCode, Json<AuthView>)> {
-    if !matches!(provider.as_str(), "github" | "google" | "facebook") {
+    let provider = provider.as_str();
+    if !matches!(provider, "github" | "google" | "facebook") {
         return Err(not_found().into());
     }
     let token = input.provider_token()?;
-    let profile = match provider.as_str() {
+    let profile = match provider {
         "github" => github(&state, &token).await,
         "google" => google(&state, &token).await,
         _ => facebook(&state, &token).await,
     }
-    .map_err(|e| e.into_api(&provider))?;
-    let user = sign_in(&state, &provider, profile).await?;
+    .map_err(|e| e.into_api(provider))?;
+    let user = sign_in(&state, provider, profile).await?;
     Ok((StatusCode::CREATED, Json(auth_view(&state, &user))))
 }

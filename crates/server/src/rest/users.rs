@@ -1,7 +1,7 @@
 //! `/users` (generator-rest.md §4.1): sign-up with the master key, the admin
 //! list, public and own views, profile and password changes, deletion.
 
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::StatusCode;
 use axum::routing::{get, put};
 use axum::{Json, Router};
@@ -10,7 +10,7 @@ use berth_domain::rest_query::{self, keywords_of};
 use berth_store::StoreError;
 use md5::{Digest, Md5};
 
-use super::input::{RestInput, not_found, parse_id, rule_error};
+use super::input::{PathParam, RestInput, not_found, parse_id, rule_error};
 use super::views::UserView;
 use crate::error::{ApiError, ErrorKind, RestMessage, RestResult};
 use crate::identity;
@@ -141,11 +141,8 @@ pub async fn show_me(
 }
 
 /// `GET /users/:id` (anyone): the public view.
-pub async fn show_user(
-    State(state): State<AppState>,
-    Path(id): Path<String>,
-) -> RestResult<Json<UserView>> {
-    let id = parse_id(&id).ok_or_else(not_found)?;
+pub async fn show_user(State(state): State<AppState>, id: PathParam) -> RestResult<Json<UserView>> {
+    let id = parse_id(id.as_str()).ok_or_else(not_found)?;
     let user = live_user(&state, id).await?;
     Ok(Json(UserView::public(&user)))
 }
@@ -153,11 +150,11 @@ pub async fn show_user(
 /// `PUT /users/:id` (token; self or admin): replaces `name` and `picture`.
 pub async fn update_user(
     State(state): State<AppState>,
-    id: Option<Path<String>>,
+    id: PathParam,
     input: RestInput,
 ) -> RestResult<Json<UserView>> {
     let caller = input.require_user(&state).await?;
-    let target = target_user(&state, id.as_deref().map(String::as_str), &caller).await?;
+    let target = target_user(&state, id.0.as_deref(), &caller).await?;
     if caller.id != target.id && !caller.sysadmin {
         return Err(ApiError {
             detail: Some(RestMessage::new("You can't change other user's data").to_json()),
@@ -180,13 +177,13 @@ pub async fn update_user(
 /// `PUT /users/:id/password` (Basic credentials of that same user): 200 with the full view.
 pub async fn update_password(
     State(state): State<AppState>,
-    Path(id): Path<String>,
+    id: PathParam,
     input: RestInput,
 ) -> RestResult<Json<UserView>> {
     let caller = input.require_basic_user(&state).await?;
     let password = rest_query::validate_password("password", input.field("password").as_deref())
         .map_err(rule_error)?;
-    let target = target_user(&state, Some(&id), &caller).await?;
+    let target = target_user(&state, Some(id.as_str()), &caller).await?;
     if caller.id != target.id {
         return Err(ApiError {
             detail: Some(
@@ -208,14 +205,11 @@ pub async fn update_password(
 /// `DELETE /users/:id` (admin token): 204. The user becomes a tombstone.
 pub async fn destroy_user(
     State(state): State<AppState>,
-    id: Option<Path<String>>,
+    id: PathParam,
     input: RestInput,
 ) -> RestResult<StatusCode> {
     input.require_admin(&state).await?;
-    let id = id
-        .as_deref()
-        .and_then(|text| parse_id(text))
-        .ok_or_else(not_found)?;
+    let id = parse_id(id.as_str()).ok_or_else(not_found)?;
     if !state.store.users().tombstone(id).await? {
         return Err(not_found().into());
     }

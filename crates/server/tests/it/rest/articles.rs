@@ -43,6 +43,7 @@ backend_test!(
         assert_empty_404(&app.get("/articles/123456789098765432123456").send().await);
         assert_empty_404(&app.get("/articles/999999").send().await);
         assert_empty_404(&app.get("/articles/-1").send().await);
+        assert_empty_404(&app.put("/articles/%FF").bearer(&a.token).send().await);
 
         // PUT replaces both fields.
         let res = app.put(&format!("/articles/{id}")).bearer(&a.token).json(&json!({"title": "new"})).send().await;

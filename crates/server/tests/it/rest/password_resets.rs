@@ -142,6 +142,7 @@ backend_test!(
         assert_empty_404(&post(json!({"access_token": MASTER_KEY, "email": "b@b.com", "link": "http://example.com"})).await);
         assert_challenge_401(&post(json!({"email": "a@a.com", "link": "http://example.com"})).await, false);
         assert_empty_404(&app.get("/password-resets/123").send().await);
+        assert_empty_404(&app.get("/password-resets/%FF").send().await);
         assert_empty_404(&app.put("/password-resets/123").json(&json!({"password": "654321"})).send().await);
         let unknown = "A".repeat(32);
         assert_empty_404(&app.get(&format!("/password-resets/{unknown}")).send().await);

@@ -205,6 +205,8 @@ backend_test!(
         assert_empty_404(&app.get("/users/123456789").send().await);
         assert_empty_404(&app.get("/users/123456789098765432123456").send().await);
         assert_empty_404(&app.get("/users/abc").send().await);
+        assert_empty_404(&app.get("/users/%FF").send().await);
+        assert_empty_404(&app.get("/users/99999999999999999999999").send().await);
     }
 );
 
