@@ -6,6 +6,7 @@
 pub mod error;
 pub mod model;
 pub mod rbac;
+pub mod rest_query;
 pub mod time;
 
 pub use error::DomainError;

@@ -10,6 +10,7 @@ use berth_domain::model::ADMIN_USER_ID;
 use berth_store::Store;
 
 use crate::config::Settings;
+use crate::rest::{RestConfig, RestServices};
 use crate::secrets;
 use crate::state::{AppState, Inner};
 
@@ -45,13 +46,15 @@ pub async fn open(settings: &Settings) -> anyhow::Result<AppState> {
             secrets.master_key
         );
     }
-    Ok(build_state(
+    let rest = RestServices::new(RestConfig::from_settings(settings))?;
+    Ok(build_state_with_rest(
         store,
         SecretKey::new(secrets.master_key),
         secrets.jwt_secret.as_bytes(),
         settings.jwt_expires_in,
         blob_dir,
         settings.external_url(),
+        rest,
     ))
 }
 
@@ -90,6 +93,29 @@ pub fn build_state(
     blob_dir: PathBuf,
     external_url: String,
 ) -> AppState {
+    let rest = RestServices::new(RestConfig::default())
+        .expect("the default generator-rest configuration is valid");
+    build_state_with_rest(
+        store,
+        master_key,
+        jwt_secret,
+        jwt_expires_in,
+        blob_dir,
+        external_url,
+        rest,
+    )
+}
+
+/// [`build_state`] with the generator-rest services given (mail, providers, CORS).
+pub fn build_state_with_rest(
+    store: Store,
+    master_key: SecretKey,
+    jwt_secret: &[u8],
+    jwt_expires_in: i64,
+    blob_dir: PathBuf,
+    external_url: String,
+    rest: RestServices,
+) -> AppState {
     AppState::new(Inner {
         store,
         tokens: TokenKeys::new(jwt_secret, jwt_expires_in),
@@ -101,6 +127,7 @@ pub fn build_state(
         master_key,
         blob_dir,
         external_url,
+        rest,
     })
 }
 

@@ -105,6 +105,45 @@ pub struct Settings {
         global = true
     )]
     pub log_format: LogFormat,
+    /// SMTP server for password-reset e-mails (`smtp://host:port`, `smtps://user:pass@host`);
+    /// unset: password resets answer 503 and send nothing.
+    #[arg(long, env = "SMTP_URL", global = true)]
+    pub smtp_url: Option<String>,
+    /// Sender address of password-reset e-mails.
+    #[arg(
+        long,
+        env = "SMTP_FROM",
+        default_value = "no-reply@berth.local",
+        global = true
+    )]
+    pub smtp_from: String,
+    /// Base URL of GitHub's API, for `POST /auth/github`.
+    #[arg(
+        long,
+        env = "GITHUB_API_URL",
+        default_value = "https://api.github.com",
+        global = true
+    )]
+    pub github_api_url: String,
+    /// Base URL of Google's API, for `POST /auth/google`.
+    #[arg(
+        long,
+        env = "GOOGLE_API_URL",
+        default_value = "https://www.googleapis.com",
+        global = true
+    )]
+    pub google_api_url: String,
+    /// Base URL of Facebook's Graph API, for `POST /auth/facebook`.
+    #[arg(
+        long,
+        env = "FACEBOOK_API_URL",
+        default_value = "https://graph.facebook.com",
+        global = true
+    )]
+    pub facebook_api_url: String,
+    /// Origins CORS allows on the generator-rest routes: `*`, a comma-separated list, or `none`.
+    #[arg(long, env = "CORS_ORIGINS", default_value = "*", global = true)]
+    pub cors_origins: String,
 }
 
 impl Settings {

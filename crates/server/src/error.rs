@@ -33,10 +33,12 @@ pub enum ErrorKind {
     UnsupportedMediaType,
     /// The body is larger than the operation accepts.
     PayloadTooLarge,
-    /// An upstream service (the LDAP directory) failed or did not answer.
-    BadGateway,
     /// A dependency (the database) is unavailable or failed.
     Internal,
+    /// An upstream service (the LDAP directory, an identity provider, the mail server) failed.
+    BadGateway,
+    /// A feature needs configuration this instance does not have.
+    Unavailable,
 }
 
 impl ErrorKind {
@@ -52,8 +54,9 @@ impl ErrorKind {
             Self::Precondition => StatusCode::PRECONDITION_FAILED,
             Self::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             Self::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
-            Self::BadGateway => StatusCode::BAD_GATEWAY,
             Self::Internal => StatusCode::INTERNAL_SERVER_ERROR,
+            Self::BadGateway => StatusCode::BAD_GATEWAY,
+            Self::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
         }
     }
 
@@ -69,8 +72,7 @@ impl ErrorKind {
             Self::Precondition => "PRECONDITION",
             Self::UnsupportedMediaType => "UNSUPPORTED_MEDIA_TYPE",
             Self::PayloadTooLarge => "REQUEST_ENTITY_TOO_LARGE",
-            Self::BadGateway => "BAD_GATEWAY",
-            Self::Internal => "UNKNOWN",
+            Self::Internal | Self::BadGateway | Self::Unavailable => "UNKNOWN",
         }
     }
 }
@@ -86,6 +88,9 @@ pub struct ApiError {
     pub field: Option<String>,
     /// A surface-specific code that overrides the kind's default (Harbor `DENIED` ...).
     pub code: Option<&'static str>,
+    /// A surface-specific JSON body, already serialized (so its key order is
+    /// kept), that replaces the rendered message (generator-rest's rich-param errors).
+    pub detail: Option<String>,
 }
 
 impl ApiError {
@@ -96,6 +101,7 @@ impl ApiError {
             message: message.into(),
             field: None,
             code: None,
+            detail: None,
         }
     }
 
@@ -182,3 +188,106 @@ impl IntoResponse for HarborError {
 
 /// The result of a Harbor handler.
 pub type HarborResult<T> = Result<T, HarborError>;
+
+/// `ApiError::code` of a generator-rest bearer failure with no token: 401
+/// `Unauthorized` text and a `Bearer realm="Users"` challenge.
+pub const REST_BEARER_MISSING: &str = "rest_bearer_missing";
+/// `ApiError::code` of a generator-rest bearer failure with a wrong token: as
+/// [`REST_BEARER_MISSING`], with `error="invalid_token"` in the challenge.
+pub const REST_BEARER_INVALID: &str = "rest_bearer_invalid";
+/// `ApiError::code` of an error rendered as the status' reason phrase in plain
+/// text (the master key sent in two places: `Bad Request`).
+pub const REST_PLAIN: &str = "rest_plain";
+
+/// An [`ApiError`] rendered as a generator-rest project does (generator-rest.md §2):
+/// `detail` as the JSON body when set (rich-param validation errors, 409 ...);
+/// passport's text answers for the codes above; an empty body for 401 and 404;
+/// `{"valid":false,"message"}` for the rest. Never an HTML page.
+#[derive(Debug)]
+pub struct RestError(pub ApiError);
+
+impl<E: Into<ApiError>> From<E> for RestError {
+    fn from(err: E) -> Self {
+        Self(err.into())
+    }
+}
+
+impl IntoResponse for RestError {
+    fn into_response(self) -> Response {
+        let err = self.0;
+        let status = err.status();
+        let text = |body: &'static str| {
+            let mut response = Response::new(axum::body::Body::from(body));
+            *response.status_mut() = status;
+            response
+        };
+        let json_body = |body: String| {
+            let mut response = (status, body).into_response();
+            response.headers_mut().insert(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("application/json; charset=utf-8"),
+            );
+            response
+        };
+        if let Some(detail) = err.detail {
+            return json_body(detail);
+        }
+        let challenge = match err.code {
+            Some(REST_BEARER_MISSING) => Some("Bearer realm=\"Users\""),
+            Some(REST_BEARER_INVALID) => Some("Bearer realm=\"Users\", error=\"invalid_token\""),
+            _ => None,
+        };
+        if let Some(challenge) = challenge {
+            let mut response = text("Unauthorized");
+            response.headers_mut().insert(
+                header::WWW_AUTHENTICATE,
+                HeaderValue::from_static(challenge),
+            );
+            return response;
+        }
+        match (err.kind, err.code) {
+            (_, Some(REST_PLAIN)) => text(status.canonical_reason().unwrap_or("Error")),
+            (ErrorKind::Unauthorized | ErrorKind::NotFound, _) => text(""),
+            (ErrorKind::Internal, _) => {
+                json_body(RestMessage::new("internal server error").to_json())
+            }
+            _ => json_body(RestMessage::new(&err.message).to_json()),
+        }
+    }
+}
+
+/// generator-rest's `{"valid":false,"param"?,"message"}` body, keys in that order.
+#[derive(Debug, serde::Serialize)]
+pub struct RestMessage<'a> {
+    valid: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    param: Option<&'a str>,
+    message: &'a str,
+}
+
+impl<'a> RestMessage<'a> {
+    /// `{"valid":false,"message"}`.
+    pub fn new(message: &'a str) -> Self {
+        Self {
+            valid: false,
+            param: None,
+            message,
+        }
+    }
+
+    /// `{"valid":false,"param","message"}`.
+    pub fn about(param: &'a str, message: &'a str) -> Self {
+        Self {
+            param: Some(param),
+            ..Self::new(message)
+        }
+    }
+
+    /// The body as JSON text.
+    pub fn to_json(&self) -> String {
+        serde_json::to_string(self).expect("plain strings serialize")
+    }
+}
+
+/// The result of a generator-rest handler.
+pub type RestResult<T> = Result<T, RestError>;

@@ -12,5 +12,6 @@ pub mod error;
 pub mod extract;
 pub mod harbor;
 pub mod identity;
+pub mod rest;
 pub mod secrets;
 pub mod state;

@@ -27,6 +27,8 @@ pub struct Inner {
     pub blob_dir: PathBuf,
     /// The URL clients reach this server at, without a trailing slash.
     pub external_url: String,
+    /// What the generator-rest API talks to: mail server, identity providers, CORS.
+    pub rest: crate::rest::RestServices,
 }
 
 impl AppState {

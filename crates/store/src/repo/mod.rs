@@ -9,3 +9,8 @@ pub mod users;
 pub(crate) fn flag(value: i64) -> bool {
     value != 0
 }
+
+pub mod articles;
+pub mod identities;
+pub mod password_resets;
+mod rest_list;

@@ -159,6 +159,119 @@ impl Users<'_> {
     }
 }
 
+/// Wire sort keys of generator-rest users and their columns.
+fn rest_sort_column(field: &str) -> Option<&'static str> {
+    match field {
+        "id" => Some("id"),
+        "createdAt" => Some("created_at"),
+        "updatedAt" => Some("updated_at"),
+        "name" => Some("COALESCE(realname, '')"),
+        "email" => Some("COALESCE(email, '')"),
+        "picture" => Some("COALESCE(picture, '')"),
+        _ => None,
+    }
+}
+
+impl Users<'_> {
+    /// One page of non-deleted users for generator-rest's `GET /users`:
+    /// `q` over the normalized e-mail and name, whitelisted sort keys.
+    pub async fn list_rest(
+        &self,
+        query: &berth_domain::rest_query::ListQuery,
+    ) -> StoreResult<Vec<User>> {
+        let (sql, pattern) = crate::repo::rest_list::list_sql(
+            USER_COLUMNS,
+            "users",
+            "deleted = 0",
+            query,
+            rest_sort_column,
+        );
+        let mut select = sqlx::query_as::<_, UserRow>(sqlx::AssertSqlSafe(sql));
+        if let Some(pattern) = pattern {
+            select = select.bind(pattern);
+        }
+        let rows = select.fetch_all(&self.0.pool).await?;
+        Ok(rows.into_iter().map(User::from).collect())
+    }
+
+    /// The users with these ids, deleted ones (tombstones) included, in one query.
+    pub async fn find_many_including_deleted(&self, ids: &[i64]) -> StoreResult<Vec<User>> {
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let placeholders: Vec<String> = (1..=ids.len()).map(|n| format!("${n}")).collect();
+        let sql = format!(
+            "SELECT {USER_COLUMNS} FROM users WHERE id IN ({})",
+            placeholders.join(", ")
+        );
+        let mut select = sqlx::query_as::<_, UserRow>(sqlx::AssertSqlSafe(sql));
+        for id in ids {
+            select = select.bind(*id);
+        }
+        let rows = select.fetch_all(&self.0.pool).await?;
+        Ok(rows.into_iter().map(User::from).collect())
+    }
+
+    /// Replaces a user's name and picture (`None` stores NULL) and search keywords.
+    pub async fn update_profile(
+        &self,
+        id: i64,
+        realname: Option<&str>,
+        picture: Option<&str>,
+        keywords: &str,
+    ) -> StoreResult<Option<User>> {
+        let sql = format!(
+            "UPDATE users SET realname = $1, picture = $2, keywords = $3, updated_at = $4 \
+             WHERE id = $5 AND deleted = 0 RETURNING {USER_COLUMNS}"
+        );
+        let row: Option<UserRow> = sqlx::query_as(sqlx::AssertSqlSafe(sql))
+            .bind(realname)
+            .bind(picture)
+            .bind(keywords)
+            .bind(time::now())
+            .bind(id)
+            .fetch_optional(&self.0.pool)
+            .await?;
+        Ok(row.map(User::from))
+    }
+
+    /// Deletes a user as a tombstone, in one transaction: `deleted = 1`, e-mail,
+    /// password and picture scrubbed, the admin flag cleared, `auth_version`
+    /// bumped; memberships, social identities, resets and group links removed.
+    /// The row stays so that owned projects and authored articles keep their
+    /// author. Returns whether a live user was deleted.
+    pub async fn tombstone(&self, id: i64) -> StoreResult<bool> {
+        let mut tx = self.0.pool.begin().await?;
+        let done = sqlx::query(
+            "UPDATE users SET deleted = 1, email = NULL, password_hash = NULL, picture = NULL, \
+             sysadmin = 0, keywords = '', auth_version = auth_version + 1, updated_at = $1 \
+             WHERE id = $2 AND deleted = 0",
+        )
+        .bind(time::now())
+        .bind(id)
+        .execute(&mut *tx)
+        .await?;
+        if done.rows_affected() != 1 {
+            return Ok(false);
+        }
+        for table in [
+            "project_members",
+            "user_identities",
+            "password_resets",
+            "user_group_members",
+        ] {
+            sqlx::query(sqlx::AssertSqlSafe(format!(
+                "DELETE FROM {table} WHERE user_id = $1"
+            )))
+            .bind(id)
+            .execute(&mut *tx)
+            .await?;
+        }
+        tx.commit().await?;
+        Ok(true)
+    }
+}
+
 impl Users<'_> {
     /// Creates or refreshes the local account of a directory user: found by
     /// username, marked `origin = 'ldap'` with its DN and display name. A new

@@ -2,4 +2,5 @@
 
 mod migrations;
 mod projects;
+mod rest;
 mod users;

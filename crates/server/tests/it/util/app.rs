@@ -98,3 +98,25 @@ pub async fn postgres_database_url() -> String {
     let (base, _) = server.rsplit_once('/').expect("URL with a database name");
     format!("{base}/{name}")
 }
+
+impl TestApp {
+    /// The same application and database with another generator-rest
+    /// configuration (mail server, identity providers, CORS).
+    pub fn with_rest(self, config: berth::rest::RestConfig) -> Self {
+        let rest = berth::rest::RestServices::new(config).expect("valid REST configuration");
+        let state = bootstrap::build_state_with_rest(
+            self.state.store.clone(),
+            SecretKey::new(MASTER_KEY),
+            JWT_SECRET.as_bytes(),
+            7 * 86_400,
+            self.state.blob_dir.clone(),
+            self.state.external_url.clone(),
+            rest,
+        );
+        Self {
+            app: berth::app::build(state.clone()),
+            state,
+            ..self
+        }
+    }
+}

@@ -3,7 +3,7 @@
 mod app;
 mod request;
 
-pub use app::{ADMIN_PASSWORD, Backend, MASTER_KEY, TestApp, postgres_database_url};
+pub use app::{ADMIN_PASSWORD, Backend, JWT_SECRET, MASTER_KEY, TestApp, postgres_database_url};
 pub use request::TestResponse;
 
 /// Defines one async test that runs once on SQLite and once on PostgreSQL:

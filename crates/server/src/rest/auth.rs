@@ -1,0 +1,39 @@
+//! `POST /auth` (generator-rest.md §4.2): master key plus Basic e-mail and
+//! password give a user token. The social providers are in `social.rs`.
+
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::routing::post;
+use axum::{Json, Router};
+use berth_domain::model::User;
+
+use super::input::RestInput;
+use super::social;
+use super::views::{AuthView, UserView};
+use crate::error::RestResult;
+use crate::state::AppState;
+
+pub(super) fn router() -> Router<AppState> {
+    Router::new()
+        .route("/auth", post(authenticate))
+        .route("/auth/{provider}", post(social::authenticate_with_provider))
+}
+
+/// A signed token for `user` and the full view: the body of every sign-in.
+pub(super) fn auth_view(state: &AppState, user: &User) -> AuthView {
+    let now = time::OffsetDateTime::now_utc().unix_timestamp();
+    AuthView {
+        token: state.tokens.sign_user(user.id, now),
+        user: UserView::full(user),
+    }
+}
+
+/// `POST /auth`: 201 `{token, user}`. The master key is checked first.
+pub async fn authenticate(
+    State(state): State<AppState>,
+    input: RestInput,
+) -> RestResult<(StatusCode, Json<AuthView>)> {
+    input.require_master(&state)?;
+    let user = input.require_basic_user(&state).await?;
+    Ok((StatusCode::CREATED, Json(auth_view(&state, &user))))
+}
