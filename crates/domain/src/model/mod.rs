@@ -7,3 +7,8 @@ pub mod user;
 pub use configuration::{ConfigValue, Configuration};
 pub use project::{Project, ProjectRef};
 pub use user::{ADMIN_USER_ID, NewUser, User, UserOrigin};
+pub mod member;
+pub mod metadata;
+
+pub use member::{Member, MemberEntity, UserGroup};
+pub use project::{CveAllowlist, NewProject, ProjectCounts};
