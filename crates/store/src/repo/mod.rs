@@ -8,3 +8,7 @@ pub mod users;
 pub(crate) fn flag(value: i64) -> bool {
     value != 0
 }
+pub mod members;
+pub mod metadata;
+pub(crate) mod sql;
+pub mod statistics;
