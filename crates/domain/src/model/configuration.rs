@@ -294,6 +294,9 @@ mod validation_tests {
         assert!(validate_item("ldap_scope", &ConfigValue::Int(3)).is_err());
         assert!(validate_item("robot_name_prefix", &s("  ")).is_err());
         let err = validate_item("session_timeout", &ConfigValue::Int(0)).unwrap_err();
-        assert_eq!(err.to_string(), "bad request: the session_timeout value must be positive");
+        assert_eq!(
+            err.to_string(),
+            "bad request: the session_timeout value must be positive"
+        );
     }
 }

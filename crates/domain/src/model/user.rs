@@ -105,7 +105,11 @@ pub fn validate_password(password: &str) -> Result<(), crate::DomainError> {
 }
 
 /// Harbor's profile rules for e-mail, real name and comment.
-pub fn validate_profile(email: &str, realname: &str, comment: &str) -> Result<(), crate::DomainError> {
+pub fn validate_profile(
+    email: &str,
+    realname: &str,
+    comment: &str,
+) -> Result<(), crate::DomainError> {
     use crate::DomainError;
     if email.is_empty() {
         return Err(DomainError::invalid("email", "email can't be empty"));
@@ -122,13 +126,22 @@ pub fn validate_profile(email: &str, realname: &str, comment: &str) -> Result<()
     }
     let name_len = realname.chars().count();
     if name_len == 0 || name_len > 255 {
-        return Err(DomainError::invalid("realname", "realname with illegal length"));
+        return Err(DomainError::invalid(
+            "realname",
+            "realname with illegal length",
+        ));
     }
     if realname.contains(ILLEGAL_NAME_CHARS) {
-        return Err(DomainError::invalid("realname", "realname contains illegal characters"));
+        return Err(DomainError::invalid(
+            "realname",
+            "realname contains illegal characters",
+        ));
     }
     if comment.chars().count() > 30 {
-        return Err(DomainError::invalid("comment", "comment with illegal length"));
+        return Err(DomainError::invalid(
+            "comment",
+            "comment with illegal length",
+        ));
     }
     Ok(())
 }
@@ -137,7 +150,10 @@ pub fn validate_profile(email: &str, realname: &str, comment: &str) -> Result<()
 pub fn validate_username(username: &str) -> Result<(), crate::DomainError> {
     let len = username.chars().count();
     if len == 0 || len > 255 {
-        return Err(crate::DomainError::invalid("username", "username with illegal length"));
+        return Err(crate::DomainError::invalid(
+            "username",
+            "username with illegal length",
+        ));
     }
     if username.contains(ILLEGAL_NAME_CHARS) {
         return Err(crate::DomainError::invalid(

@@ -110,7 +110,9 @@ pub struct Query {
 impl Query {
     /// The terms whose key is one of `names` (Harbor accepts column and Go field names).
     pub fn terms_for<'a>(&'a self, names: &'a [&str]) -> impl Iterator<Item = &'a QueryTerm> {
-        self.terms.iter().filter(move |t| names.contains(&t.key.as_str()))
+        self.terms
+            .iter()
+            .filter(move |t| names.contains(&t.key.as_str()))
     }
 }
 
@@ -315,8 +317,15 @@ mod tests {
         assert_eq!(term.key, "name");
         assert_eq!(term.value, QueryValue::Fuzzy("te st".into()));
         let term = one("name__icontains=x");
-        assert_eq!((term.key.as_str(), term.op), ("name", Some(QueryOp::IContains)));
-        assert_eq!(one("bad%zz=1").key, "bad%zz", "a bad escape keeps the raw text");
+        assert_eq!(
+            (term.key.as_str(), term.op),
+            ("name", Some(QueryOp::IContains))
+        );
+        assert_eq!(
+            one("bad%zz=1").key,
+            "bad%zz",
+            "a bad escape keeps the raw text"
+        );
         assert_eq!(parse_query("").unwrap().terms.len(), 0);
     }
 
@@ -329,7 +338,14 @@ mod tests {
                 "{q}"
             );
         }
-        for q in ["name=~", "id=[1~2", "id=[~]", "id=[1~2~3]", "id={1 2", "id=(1"] {
+        for q in [
+            "name=~",
+            "id=[1~2",
+            "id=[~]",
+            "id=[1~2~3]",
+            "id={1 2",
+            "id=(1",
+        ] {
             let value = q.split_once('=').unwrap().1;
             assert_eq!(
                 parse_query(q).unwrap_err(),

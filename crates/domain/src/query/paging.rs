@@ -129,7 +129,9 @@ mod tests {
     fn link_edges() {
         let first = Paging::default();
         assert_eq!(
-            first.link("/p", &pairs(&[("with_detail", "false")]), 11).as_deref(),
+            first
+                .link("/p", &pairs(&[("with_detail", "false")]), 11)
+                .as_deref(),
             Some("</p?page=2&page_size=10&with_detail=false>; rel=\"next\"")
         );
         assert_eq!(first.link("/p", &[], 10), None);

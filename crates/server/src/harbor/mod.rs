@@ -4,6 +4,14 @@ mod health;
 mod systeminfo;
 mod users;
 
+mod configurations;
+mod members;
+mod metadata;
+mod ping;
+mod projects;
+mod search;
+mod statistics;
+
 use axum::Router;
 use axum::extract::OriginalUri;
 use axum::http::Method;
@@ -17,6 +25,13 @@ pub fn router() -> Router<AppState> {
         .merge(health::router())
         .merge(systeminfo::router())
         .merge(users::router())
+        .merge(configurations::router())
+        .merge(members::router())
+        .merge(metadata::router())
+        .merge(ping::router())
+        .merge(projects::router())
+        .merge(search::router())
+        .merge(statistics::router())
         .method_not_allowed_fallback(method_not_allowed)
         .fallback(not_found)
 }

@@ -93,7 +93,8 @@ impl Members<'_> {
         let mut sql = Sql::new(MEMBER_SELECT);
         sql.int(project_id);
         if let Some(name) = entity_name {
-            sql.push(" AND COALESCE(u.username, g.group_name, '') = ").text(name);
+            sql.push(" AND COALESCE(u.username, g.group_name, '') = ")
+                .text(name);
         }
         sql.push(" ORDER BY entity_name, m.id").paging(paging);
         let rows: Vec<MemberRow> = sql.fetch_all(&self.0.pool).await?;
@@ -124,7 +125,12 @@ impl Members<'_> {
     }
 
     /// Adds a member; an existing membership is a `Conflict`. Returns the member id.
-    pub async fn create(&self, project_id: i64, entity: MemberEntity, role: i64) -> StoreResult<i64> {
+    pub async fn create(
+        &self,
+        project_id: i64,
+        entity: MemberEntity,
+        role: i64,
+    ) -> StoreResult<i64> {
         let (user_id, group_id) = match entity {
             MemberEntity::User(u) => (Some(u), None),
             MemberEntity::Group(g) => (None, Some(g)),
@@ -145,7 +151,12 @@ impl Members<'_> {
     }
 
     /// Changes a member's role; `false` if there is no such member.
-    pub async fn update_role(&self, project_id: i64, member_id: i64, role: i64) -> StoreResult<bool> {
+    pub async fn update_role(
+        &self,
+        project_id: i64,
+        member_id: i64,
+        role: i64,
+    ) -> StoreResult<bool> {
         let done = sqlx::query(
             "UPDATE project_members SET role = $1, updated_at = $2 WHERE project_id = $3 AND id = $4",
         )
@@ -191,7 +202,11 @@ impl Members<'_> {
     }
 
     /// The user group with this name (of `group_type`, or of any type when 0).
-    pub async fn find_group_by_name(&self, group_type: i64, name: &str) -> StoreResult<Option<UserGroup>> {
+    pub async fn find_group_by_name(
+        &self,
+        group_type: i64,
+        name: &str,
+    ) -> StoreResult<Option<UserGroup>> {
         let row: Option<GroupRow> = sqlx::query_as(
             "SELECT id, group_name, group_type, ldap_group_dn FROM user_groups \
              WHERE group_name = $1 AND ($2 = 0 OR group_type = $2) ORDER BY id LIMIT 1",

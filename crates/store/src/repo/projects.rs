@@ -8,10 +8,10 @@ use berth_domain::query::{Paging, Query, QueryValue, SortKey};
 use berth_domain::rbac::Role;
 use berth_domain::time;
 
+use crate::Store;
 use crate::error::{StoreError, StoreResult, conflict_on_unique};
 use crate::repo::flag;
 use crate::repo::sql::{Column, Kind, Sql, like_pattern};
-use crate::{Store};
 
 /// Columns selected for a [`Project`], in `ProjectRow` order.
 pub(crate) const PROJECT_COLUMNS: &str =
@@ -163,12 +163,36 @@ pub struct ProjectFilter {
 }
 
 const PROJECT_Q_COLUMNS: &[Column] = &[
-    Column { names: &["project_id", "ProjectID"], sql: "p.id", kind: Kind::Int },
-    Column { names: &["owner_id", "OwnerID"], sql: "p.owner_id", kind: Kind::Int },
-    Column { names: &["name", "Name"], sql: "p.name", kind: Kind::Text },
-    Column { names: &["creation_time", "CreationTime"], sql: "p.created_at", kind: Kind::Text },
-    Column { names: &["update_time", "UpdateTime"], sql: "p.updated_at", kind: Kind::Text },
-    Column { names: &["registry_id", "RegistryID"], sql: "p.registry_id", kind: Kind::Int },
+    Column {
+        names: &["project_id", "ProjectID"],
+        sql: "p.id",
+        kind: Kind::Int,
+    },
+    Column {
+        names: &["owner_id", "OwnerID"],
+        sql: "p.owner_id",
+        kind: Kind::Int,
+    },
+    Column {
+        names: &["name", "Name"],
+        sql: "p.name",
+        kind: Kind::Text,
+    },
+    Column {
+        names: &["creation_time", "CreationTime"],
+        sql: "p.created_at",
+        kind: Kind::Text,
+    },
+    Column {
+        names: &["update_time", "UpdateTime"],
+        sql: "p.updated_at",
+        kind: Kind::Text,
+    },
+    Column {
+        names: &["registry_id", "RegistryID"],
+        sql: "p.registry_id",
+        kind: Kind::Int,
+    },
 ];
 
 const PROJECT_SORT_COLUMNS: &[(&[&str], &str)] = &[
@@ -185,7 +209,11 @@ fn truthy(text: &str) -> bool {
     berth_domain::model::metadata::parse_go_bool(text).unwrap_or(false)
 }
 
-fn push_project_filter(sql: &mut Sql, viewer: Viewer, filter: &ProjectFilter) -> Result<(), DomainError> {
+fn push_project_filter(
+    sql: &mut Sql,
+    viewer: Viewer,
+    filter: &ProjectFilter,
+) -> Result<(), DomainError> {
     let mut public = filter.public;
     let mut owner = filter.owner.clone();
     for term in &filter.query.terms {
@@ -200,7 +228,9 @@ fn push_project_filter(sql: &mut Sql, viewer: Viewer, filter: &ProjectFilter) ->
     }
     push_visibility(sql, viewer, public);
     if let Some(name) = &filter.name {
-        sql.push(" AND LOWER(p.name) LIKE ").text(like_pattern(name)).push(" ESCAPE '\\'");
+        sql.push(" AND LOWER(p.name) LIKE ")
+            .text(like_pattern(name))
+            .push(" ESCAPE '\\'");
     }
     if let Some(owner) = owner {
         sql.push(" AND p.owner_id IN (SELECT id FROM users WHERE deleted = 0 AND username = ")
@@ -232,14 +262,20 @@ fn decode_items(text: &str) -> Vec<String> {
 
 impl Projects<'_> {
     /// One page of the projects `viewer` may see, and the total matching count.
-    pub async fn list(&self, viewer: Viewer, filter: &ProjectFilter) -> StoreResult<(i64, Vec<Project>)> {
+    pub async fn list(
+        &self,
+        viewer: Viewer,
+        filter: &ProjectFilter,
+    ) -> StoreResult<(i64, Vec<Project>)> {
         let mut count = Sql::new("SELECT COUNT(*) FROM projects p WHERE 1 = 1");
         push_project_filter(&mut count, viewer, filter)?;
         let total = count.fetch_count(&self.0.pool).await?;
         if total == 0 {
             return Ok((0, Vec::new()));
         }
-        let mut page = Sql::new(&format!("SELECT {PROJECT_COLUMNS} FROM projects p WHERE 1 = 1"));
+        let mut page = Sql::new(&format!(
+            "SELECT {PROJECT_COLUMNS} FROM projects p WHERE 1 = 1"
+        ));
         push_project_filter(&mut page, viewer, filter)?;
         page.order_by(PROJECT_SORT_COLUMNS, &filter.sort, "p.name", "p.id")
             .paging(filter.paging);
@@ -249,7 +285,9 @@ impl Projects<'_> {
 
     /// The projects `viewer` may see whose name contains `text` (case-sensitive), by name.
     pub async fn search(&self, viewer: Viewer, text: &str) -> StoreResult<Vec<Project>> {
-        let mut sql = Sql::new(&format!("SELECT {PROJECT_COLUMNS} FROM projects p WHERE REPLACE(p.name, "));
+        let mut sql = Sql::new(&format!(
+            "SELECT {PROJECT_COLUMNS} FROM projects p WHERE REPLACE(p.name, "
+        ));
         sql.text(text).push(", '') <> p.name");
         push_visibility(&mut sql, viewer, None);
         sql.push(" ORDER BY p.name, p.id");
@@ -260,12 +298,18 @@ impl Projects<'_> {
     /// Owner names, repository counts, the viewer's roles, metadata and allowlists of `ids`.
     /// `user` is the viewer's id (roles are only looked up for users); `full` adds
     /// owner names, metadata and allowlists.
-    pub async fn details(&self, ids: &[i64], user: Option<i64>, full: bool) -> StoreResult<ProjectDetails> {
+    pub async fn details(
+        &self,
+        ids: &[i64],
+        user: Option<i64>,
+        full: bool,
+    ) -> StoreResult<ProjectDetails> {
         let mut details = ProjectDetails::default();
         if ids.is_empty() {
             return Ok(details);
         }
-        let mut sql = Sql::new("SELECT project_id, COUNT(*) FROM repositories WHERE project_id IN ");
+        let mut sql =
+            Sql::new("SELECT project_id, COUNT(*) FROM repositories WHERE project_id IN ");
         sql.int_list(ids).push(" GROUP BY project_id");
         let counts: Vec<(i64, i64)> = sql.fetch_all(&self.0.pool).await?;
         details.repo_counts = counts.into_iter().collect();
@@ -291,17 +335,26 @@ impl Projects<'_> {
         if !full {
             return Ok(details);
         }
-        let mut sql = Sql::new("SELECT p.id, u.username FROM projects p JOIN users u ON u.id = p.owner_id WHERE p.id IN ");
+        let mut sql = Sql::new(
+            "SELECT p.id, u.username FROM projects p JOIN users u ON u.id = p.owner_id WHERE p.id IN ",
+        );
         sql.int_list(ids);
         let owners: Vec<(i64, String)> = sql.fetch_all(&self.0.pool).await?;
         details.owner_names = owners.into_iter().collect();
-        let mut sql = Sql::new("SELECT project_id, name, value FROM project_metadata WHERE project_id IN ");
+        let mut sql =
+            Sql::new("SELECT project_id, name, value FROM project_metadata WHERE project_id IN ");
         sql.int_list(ids).push(" ORDER BY project_id, name");
         let metadata: Vec<(i64, String, String)> = sql.fetch_all(&self.0.pool).await?;
         for (project, name, value) in metadata {
-            details.metadata.entry(project).or_default().push((name, value));
+            details
+                .metadata
+                .entry(project)
+                .or_default()
+                .push((name, value));
         }
-        let mut sql = Sql::new("SELECT project_id, expires_at, items FROM cve_allowlists WHERE project_id IN ");
+        let mut sql = Sql::new(
+            "SELECT project_id, expires_at, items FROM cve_allowlists WHERE project_id IN ",
+        );
         sql.int_list(ids);
         let lists: Vec<(i64, Option<i64>, String)> = sql.fetch_all(&self.0.pool).await?;
         for (project, expires_at, items) in lists {
@@ -340,7 +393,11 @@ impl Projects<'_> {
         .bind(&now)
         .fetch_one(&mut *tx)
         .await
-        .map_err(|err| conflict_on_unique(err, || format!("The project named {} already exists", new.name)))?;
+        .map_err(|err| {
+            conflict_on_unique(err, || {
+                format!("The project named {} already exists", new.name)
+            })
+        })?;
         sqlx::query(
             "INSERT INTO project_members (project_id, user_id, role, created_at, updated_at) \
              VALUES ($1, $2, 1, $3, $3)",
@@ -393,7 +450,8 @@ impl Projects<'_> {
             upsert_metadata(&mut tx, id, name, value, &now).await?;
         }
         if let Some(list) = allowlist {
-            let items = serde_json::to_string(&list.items).map_err(|e| sqlx::Error::Encode(e.into()))?;
+            let items =
+                serde_json::to_string(&list.items).map_err(|e| sqlx::Error::Encode(e.into()))?;
             sqlx::query(
                 "INSERT INTO cve_allowlists (project_id, expires_at, items, created_at, updated_at) \
                  VALUES ($1, $2, $3, $4, $4) ON CONFLICT (project_id) DO UPDATE SET \
@@ -417,10 +475,11 @@ impl Projects<'_> {
 
     /// The number of repositories in a project.
     pub async fn repository_count(&self, id: i64) -> StoreResult<i64> {
-        let (count,): (i64,) = sqlx::query_as("SELECT COUNT(*) FROM repositories WHERE project_id = $1")
-            .bind(id)
-            .fetch_one(&self.0.pool)
-            .await?;
+        let (count,): (i64,) =
+            sqlx::query_as("SELECT COUNT(*) FROM repositories WHERE project_id = $1")
+                .bind(id)
+                .fetch_one(&self.0.pool)
+                .await?;
         Ok(count)
     }
 
@@ -436,16 +495,19 @@ impl Projects<'_> {
         .execute(&mut *tx)
         .await
         .map_err(|err| match &err {
-            sqlx::Error::Database(db) if db.kind() == sqlx::error::ErrorKind::ForeignKeyViolation => {
+            sqlx::Error::Database(db)
+                if db.kind() == sqlx::error::ErrorKind::ForeignKeyViolation =>
+            {
                 StoreError::Domain(DomainError::Precondition(REPOSITORIES_LEFT.into()))
             }
             _ => StoreError::Database(err),
         })?;
         if done.rows_affected() == 0 {
-            let (left,): (i64,) = sqlx::query_as("SELECT COUNT(*) FROM repositories WHERE project_id = $1")
-                .bind(id)
-                .fetch_one(&mut *tx)
-                .await?;
+            let (left,): (i64,) =
+                sqlx::query_as("SELECT COUNT(*) FROM repositories WHERE project_id = $1")
+                    .bind(id)
+                    .fetch_one(&mut *tx)
+                    .await?;
             if left > 0 {
                 return Err(DomainError::Precondition(REPOSITORIES_LEFT.into()).into());
             }

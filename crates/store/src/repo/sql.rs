@@ -172,21 +172,32 @@ impl Sql {
 
     /// Appends ` AND <predicate>` for every `q` term on a whitelisted column;
     /// terms on other keys are ignored, as Harbor ignores them.
-    pub(crate) fn query_terms(&mut self, columns: &[Column], query: &Query) -> Result<(), DomainError> {
+    pub(crate) fn query_terms(
+        &mut self,
+        columns: &[Column],
+        query: &Query,
+    ) -> Result<(), DomainError> {
         for term in &query.terms {
-            let Some(column) = columns.iter().find(|c| c.names.contains(&term.key.as_str())) else {
+            let Some(column) = columns
+                .iter()
+                .find(|c| c.names.contains(&term.key.as_str()))
+            else {
                 continue;
             };
             let sql = column.sql;
             match &term.value {
                 QueryValue::Fuzzy(v) => {
-                    self.push(" AND LOWER(CAST(").push(sql).push(" AS TEXT)) LIKE ");
+                    self.push(" AND LOWER(CAST(")
+                        .push(sql)
+                        .push(" AS TEXT)) LIKE ");
                     self.text(like_pattern(v)).push(" ESCAPE '\\'");
                 }
                 QueryValue::Exact(v) => {
                     let op = match term.op {
                         Some(QueryOp::IContains) => {
-                            self.push(" AND LOWER(CAST(").push(sql).push(" AS TEXT)) LIKE ");
+                            self.push(" AND LOWER(CAST(")
+                                .push(sql)
+                                .push(" AS TEXT)) LIKE ");
                             self.text(like_pattern(v)).push(" ESCAPE '\\'");
                             continue;
                         }
@@ -240,8 +251,14 @@ impl Sql {
     ) -> &mut Self {
         let mut parts = Vec::new();
         for key in sort {
-            if let Some((_, sql)) = columns.iter().find(|(names, _)| names.contains(&key.key.as_str())) {
-                parts.push(format!("{sql} {}", if key.descending { "DESC" } else { "ASC" }));
+            if let Some((_, sql)) = columns
+                .iter()
+                .find(|(names, _)| names.contains(&key.key.as_str()))
+            {
+                parts.push(format!(
+                    "{sql} {}",
+                    if key.descending { "DESC" } else { "ASC" }
+                ));
             }
         }
         if parts.is_empty() {
@@ -259,8 +276,15 @@ mod tests {
     #[test]
     fn placeholders_are_numbered() {
         let mut sql = Sql::new("SELECT 1 WHERE a = ");
-        sql.int(1).push(" AND b IN ").int_list(&[2, 3]).push(" AND c = ").text("x");
-        assert_eq!(sql.text, "SELECT 1 WHERE a = $1 AND b IN ($2, $3) AND c = $4");
+        sql.int(1)
+            .push(" AND b IN ")
+            .int_list(&[2, 3])
+            .push(" AND c = ")
+            .text("x");
+        assert_eq!(
+            sql.text,
+            "SELECT 1 WHERE a = $1 AND b IN ($2, $3) AND c = $4"
+        );
         assert_eq!(like_pattern("A_b%"), "%a\\_b\\%%");
     }
 }

@@ -96,7 +96,11 @@ impl Statistics<'_> {
 
     /// Repositories of projects `viewer` may see whose full name contains `text`
     /// (case-insensitive), by name.
-    pub async fn search_repositories(&self, viewer: Viewer, text: &str) -> StoreResult<Vec<RepositoryHit>> {
+    pub async fn search_repositories(
+        &self,
+        viewer: Viewer,
+        text: &str,
+    ) -> StoreResult<Vec<RepositoryHit>> {
         let mut sql = Sql::new(
             "SELECT p.id AS project_id, p.name AS project_name, p.public AS project_public, \
              r.name AS repository_name, r.pull_count, \

@@ -176,14 +176,46 @@ pub struct UserFilter {
 const HARBOR_USER_Q_COLUMNS: &[crate::repo::sql::Column] = {
     use crate::repo::sql::{Column, Kind};
     &[
-        Column { names: &["user_id", "UserID"], sql: "id", kind: Kind::Int },
-        Column { names: &["username", "Username"], sql: "username", kind: Kind::Text },
-        Column { names: &["email", "Email"], sql: "email", kind: Kind::Text },
-        Column { names: &["realname", "Realname"], sql: "realname", kind: Kind::Text },
-        Column { names: &["comment", "Comment"], sql: "comment", kind: Kind::Text },
-        Column { names: &["sysadmin_flag", "SysAdminFlag"], sql: "sysadmin", kind: Kind::Int },
-        Column { names: &["creation_time", "CreationTime"], sql: "created_at", kind: Kind::Text },
-        Column { names: &["update_time", "UpdateTime"], sql: "updated_at", kind: Kind::Text },
+        Column {
+            names: &["user_id", "UserID"],
+            sql: "id",
+            kind: Kind::Int,
+        },
+        Column {
+            names: &["username", "Username"],
+            sql: "username",
+            kind: Kind::Text,
+        },
+        Column {
+            names: &["email", "Email"],
+            sql: "email",
+            kind: Kind::Text,
+        },
+        Column {
+            names: &["realname", "Realname"],
+            sql: "realname",
+            kind: Kind::Text,
+        },
+        Column {
+            names: &["comment", "Comment"],
+            sql: "comment",
+            kind: Kind::Text,
+        },
+        Column {
+            names: &["sysadmin_flag", "SysAdminFlag"],
+            sql: "sysadmin",
+            kind: Kind::Int,
+        },
+        Column {
+            names: &["creation_time", "CreationTime"],
+            sql: "created_at",
+            kind: Kind::Text,
+        },
+        Column {
+            names: &["update_time", "UpdateTime"],
+            sql: "updated_at",
+            kind: Kind::Text,
+        },
     ]
 };
 
@@ -203,13 +235,18 @@ fn push_harbor_user_filter(
 ) -> Result<(), berth_domain::DomainError> {
     use crate::repo::sql::like_pattern;
     if hide_admin {
-        sql.push(" AND id <> ").int(berth_domain::model::ADMIN_USER_ID);
+        sql.push(" AND id <> ")
+            .int(berth_domain::model::ADMIN_USER_ID);
     }
     if let Some(name) = &filter.username {
-        sql.push(" AND LOWER(username) LIKE ").text(like_pattern(name)).push(" ESCAPE '\\'");
+        sql.push(" AND LOWER(username) LIKE ")
+            .text(like_pattern(name))
+            .push(" ESCAPE '\\'");
     }
     if let Some(email) = &filter.email {
-        sql.push(" AND LOWER(email) LIKE ").text(like_pattern(email)).push(" ESCAPE '\\'");
+        sql.push(" AND LOWER(email) LIKE ")
+            .text(like_pattern(email))
+            .push(" ESCAPE '\\'");
     }
     sql.query_terms(HARBOR_USER_Q_COLUMNS, &filter.query)
 }
@@ -227,7 +264,9 @@ impl Users<'_> {
             .terms
             .iter()
             .any(|t| t.key == "user_id" || t.key == "UserID");
-        let mut page = Sql::new(&format!("SELECT {USER_COLUMNS} FROM users WHERE deleted = 0"));
+        let mut page = Sql::new(&format!(
+            "SELECT {USER_COLUMNS} FROM users WHERE deleted = 0"
+        ));
         push_harbor_user_filter(&mut page, filter, !by_id)?;
         page.order_by(HARBOR_USER_SORT_COLUMNS, &filter.sort, "username", "id")
             .paging(filter.paging);
@@ -244,11 +283,15 @@ impl Users<'_> {
     ) -> StoreResult<(i64, Vec<(i64, String)>)> {
         use crate::repo::sql::{Sql, like_pattern};
         let pattern = like_pattern(text);
-        let mut count = Sql::new("SELECT COUNT(*) FROM users WHERE deleted = 0 AND LOWER(username) LIKE ");
+        let mut count =
+            Sql::new("SELECT COUNT(*) FROM users WHERE deleted = 0 AND LOWER(username) LIKE ");
         count.text(pattern.clone()).push(" ESCAPE '\\'");
         let total = count.fetch_count(&self.0.pool).await?;
-        let mut page = Sql::new("SELECT id, username FROM users WHERE deleted = 0 AND LOWER(username) LIKE ");
-        page.text(pattern).push(" ESCAPE '\\' ORDER BY username, id").paging(paging);
+        let mut page =
+            Sql::new("SELECT id, username FROM users WHERE deleted = 0 AND LOWER(username) LIKE ");
+        page.text(pattern)
+            .push(" ESCAPE '\\' ORDER BY username, id")
+            .paging(paging);
         Ok((total, page.fetch_all(&self.0.pool).await?))
     }
 
