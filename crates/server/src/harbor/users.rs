@@ -104,15 +104,15 @@ fn keywords(email: &str, realname: &str) -> String {
 #[derive(Debug, Deserialize)]
 pub struct UserCreationReq {
     #[serde(default)]
-    email: String,
+    email: Option<String>,
     #[serde(default)]
-    realname: String,
+    realname: Option<String>,
     #[serde(default)]
-    comment: String,
+    comment: Option<String>,
     #[serde(default)]
-    password: String,
+    password: Option<String>,
     #[serde(default)]
-    username: String,
+    username: Option<String>,
 }
 
 /// Creates a local user: administrators always, anyone while self-registration is on.
@@ -121,6 +121,14 @@ pub async fn create_user(
     principal: Principal,
     HarborJson(req): HarborJson<UserCreationReq>,
 ) -> HarborResult<Response> {
+    let text = |v: &Option<String>| v.clone().unwrap_or_default();
+    let (username, email, realname, comment, password) = (
+        text(&req.username),
+        text(&req.email),
+        text(&req.realname),
+        text(&req.comment),
+        text(&req.password),
+    );
     let config = state.store.configurations().load().await?;
     let mode = config.string("auth_mode");
     if mode != "db_auth" {
@@ -132,20 +140,20 @@ pub async fn create_user(
     if !config.flag("self_registration") {
         principal.require_sysadmin()?;
     }
-    validate_username(&req.username)?;
-    validate_profile(&req.email, &req.realname, &req.comment)?;
-    validate_password(&req.password)?;
-    let hash = identity::hash_password(&req.password).await?;
+    validate_username(&username)?;
+    validate_profile(&email, &realname, &comment)?;
+    validate_password(&password)?;
+    let hash = identity::hash_password(&password).await?;
     let user = state
         .store
         .users()
         .create(&NewUser {
-            username: req.username.clone(),
-            email: Some(req.email.clone()),
-            realname: Some(req.realname.clone()),
-            comment: Some(req.comment.clone()).filter(|c| !c.is_empty()),
+            keywords: keywords(&email, &realname),
+            username,
+            email: Some(email),
+            realname: Some(realname),
+            comment: Some(comment).filter(|c| !c.is_empty()),
             password_hash: Some(hash),
-            keywords: keywords(&req.email, &req.realname),
             ..NewUser::default()
         })
         .await?;
@@ -258,9 +266,9 @@ pub async fn update_user_profile(
 #[derive(Debug, Deserialize)]
 pub struct PasswordReq {
     #[serde(default)]
-    old_password: String,
+    old_password: Option<String>,
     #[serde(default)]
-    new_password: String,
+    new_password: Option<String>,
 }
 
 /// Changes a password: users give their old one; administrators need none for others.
@@ -279,8 +287,10 @@ pub async fn update_user_password(
         .await?
         .ok_or_else(|| user_not_found(id))?;
     let stored = user.password_hash.clone().unwrap_or_default();
+    let old_password = req.old_password.unwrap_or_default();
+    let new_password = req.new_password.unwrap_or_default();
     if caller.id == id {
-        let old = req.old_password.clone();
+        let old = old_password.clone();
         let hash = stored.clone();
         let matches = tokio::task::spawn_blocking(move || {
             !hash.is_empty() && berth_auth::password::verify_password(&old, &hash)
@@ -291,13 +301,13 @@ pub async fn update_user_password(
             return Err(ApiError::forbidden("the old password is incorrect").into());
         }
     }
-    validate_password(&req.new_password)?;
-    if req.new_password == req.old_password && caller.id == id {
+    validate_password(&new_password)?;
+    if new_password == old_password && caller.id == id {
         return Err(
             ApiError::bad_request("the new password can not be same with the old one").into(),
         );
     }
-    let hash = identity::hash_password(&req.new_password).await?;
+    let hash = identity::hash_password(&new_password).await?;
     if !state.store.users().set_password(id, &hash).await? {
         return Err(user_not_found(id).into());
     }
@@ -308,7 +318,7 @@ pub async fn update_user_password(
 #[derive(Debug, Deserialize)]
 pub struct UserSysAdminFlag {
     #[serde(default)]
-    sysadmin_flag: bool,
+    sysadmin_flag: Option<bool>,
 }
 
 /// Grants or revokes system administration (administrators).
@@ -320,17 +330,15 @@ pub async fn set_user_sys_admin(
 ) -> HarborResult<StatusCode> {
     let id = parse_user_id(&user_id)?;
     principal.require_sysadmin()?;
-    if id == ADMIN_USER_ID && !req.sysadmin_flag {
+    let Some(flag) = req.sysadmin_flag else {
+        return Err(ApiError::bad_request("sysadmin_flag in body is required").into());
+    };
+    if id == ADMIN_USER_ID && !flag {
         return Err(
             ApiError::forbidden("the built-in admin cannot lose its administrator role").into(),
         );
     }
-    if !state
-        .store
-        .users()
-        .set_sysadmin(id, req.sysadmin_flag)
-        .await?
-    {
+    if !state.store.users().set_sysadmin(id, flag).await? {
         return Err(user_not_found(id).into());
     }
     Ok(StatusCode::OK)

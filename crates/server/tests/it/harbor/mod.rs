@@ -2,3 +2,7 @@
 
 mod system;
 mod users;
+
+mod compat;
+mod fixtures;
+mod projects;
