@@ -5,4 +5,6 @@ mod users;
 
 mod compat;
 mod fixtures;
+mod members;
+mod metadata;
 mod projects;
