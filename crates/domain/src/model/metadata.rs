@@ -15,23 +15,19 @@ pub const BOOL_KEYS: &[&str] = &[
     "proxy_referrer_api",
 ];
 
-/// Every key a client may write through the metadata API or a ProjectReq.
-pub const WRITABLE_KEYS: &[&str] = &[
-    "public",
-    "enable_content_trust",
-    "enable_content_trust_cosign",
-    "auto_scan",
-    "auto_sbom_generation",
-    "prevent_vul",
-    "reuse_sys_cve_allowlist",
-    "proxy_cache_local_on_not_found",
-    "proxy_referrer_api",
+/// The other keys a client may write: typed or free-form strings.
+pub const OTHER_KEYS: &[&str] = &[
     "severity",
     "proxy_speed_kb",
     "max_upstream_conn",
     "proxy_cache_filter_pattern",
     "proxy_cache_filter_kind",
 ];
+
+/// Whether a client may write `key` through the metadata API or a ProjectReq.
+pub fn is_writable(key: &str) -> bool {
+    BOOL_KEYS.contains(&key) || OTHER_KEYS.contains(&key)
+}
 
 /// The severities `severity` accepts.
 pub const SEVERITIES: &[&str] = &["none", "low", "medium", "high", "critical"];
@@ -48,7 +44,7 @@ pub fn parse_go_bool(text: &str) -> Option<bool> {
 /// Validates one metadata pair and returns the value to store (booleans and
 /// severities normalized). Unknown keys give `invalid key: k`, bad values `invalid value: v`.
 pub fn normalize(key: &str, value: &str) -> Result<String, DomainError> {
-    if !WRITABLE_KEYS.contains(&key) {
+    if !is_writable(key) {
         return Err(DomainError::bad_request(format!("invalid key: {key}")));
     }
     let bad = || DomainError::bad_request(format!("invalid value: {value}"));

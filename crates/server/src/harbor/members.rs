@@ -11,11 +11,10 @@ use berth_domain::rbac::{Action, Resource, Role};
 use berth_store::repo::members::DUPLICATE_MEMBER;
 use serde::{Deserialize, Serialize};
 
-use crate::access::require_project;
 use crate::error::{ApiError, ErrorKind, HarborResult};
 use crate::extract::Principal;
 use crate::extract::harbor::{HarborJson, HarborQuery, paged};
-use crate::harbor::projects::project_ref;
+use crate::harbor::projects::{access_project, project_ref};
 use crate::state::AppState;
 
 pub(super) fn router() -> Router<AppState> {
@@ -74,12 +73,12 @@ pub async fn list_project_members(
     query: HarborQuery,
     Path(project_name_or_id): Path<String>,
 ) -> HarborResult<Response> {
-    let reference = project_ref(&project_name_or_id, &headers)?;
     let paging = query.paging()?;
-    let access = require_project(
+    let access = access_project(
         &state,
-        principal.user(),
-        &reference,
+        &principal,
+        &headers,
+        &project_name_or_id,
         Resource::Member,
         Action::List,
     )
@@ -199,16 +198,17 @@ pub async fn create_project_member(
     Path(project_name_or_id): Path<String>,
     HarborJson(req): HarborJson<ProjectMemberReq>,
 ) -> HarborResult<Response> {
-    let reference = project_ref(&project_name_or_id, &headers)?;
-    let access = require_project(
+    let access = access_project(
         &state,
-        principal.user(),
-        &reference,
+        &principal,
+        &headers,
+        &project_name_or_id,
         Resource::Member,
         Action::Create,
     )
     .await?;
     let project_id = access.project.id;
+    let reference = project_ref(&project_name_or_id, &headers)?;
     let entity = resolve_entity(&state, &req).await?;
     if state.store.members().is_member(project_id, entity).await? {
         return Err(ApiError::new(ErrorKind::Conflict, DUPLICATE_MEMBER).into());
@@ -236,12 +236,12 @@ pub async fn get_project_member(
     headers: HeaderMap,
     Path((project_name_or_id, mid)): Path<(String, String)>,
 ) -> HarborResult<Json<ProjectMemberEntity>> {
-    let reference = project_ref(&project_name_or_id, &headers)?;
     let mid = parse_mid(&mid)?;
-    let access = require_project(
+    let access = access_project(
         &state,
-        principal.user(),
-        &reference,
+        &principal,
+        &headers,
+        &project_name_or_id,
         Resource::Member,
         Action::Read,
     )
@@ -274,12 +274,12 @@ pub async fn update_project_member(
     Path((project_name_or_id, mid)): Path<(String, String)>,
     HarborJson(req): HarborJson<RoleRequest>,
 ) -> HarborResult<StatusCode> {
-    let reference = project_ref(&project_name_or_id, &headers)?;
     let mid = parse_mid(&mid)?;
-    let access = require_project(
+    let access = access_project(
         &state,
-        principal.user(),
-        &reference,
+        &principal,
+        &headers,
+        &project_name_or_id,
         Resource::Member,
         Action::Update,
     )
@@ -311,12 +311,12 @@ pub async fn delete_project_member(
     headers: HeaderMap,
     Path((project_name_or_id, mid)): Path<(String, String)>,
 ) -> HarborResult<StatusCode> {
-    let reference = project_ref(&project_name_or_id, &headers)?;
     let mid = parse_mid(&mid)?;
-    let access = require_project(
+    let access = access_project(
         &state,
-        principal.user(),
-        &reference,
+        &principal,
+        &headers,
+        &project_name_or_id,
         Resource::Member,
         Action::Delete,
     )

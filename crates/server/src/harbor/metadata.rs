@@ -10,11 +10,10 @@ use axum::{Json, Router};
 use berth_domain::model::metadata;
 use berth_domain::rbac::{Action, Resource};
 
-use crate::access::require_project;
 use crate::error::{ApiError, HarborResult};
 use crate::extract::Principal;
 use crate::extract::harbor::HarborJson;
-use crate::harbor::projects::project_ref;
+use crate::harbor::projects::access_project;
 use crate::state::AppState;
 
 pub(super) fn router() -> Router<AppState> {
@@ -40,11 +39,11 @@ async fn project_id(
     project_name_or_id: &str,
     action: Action,
 ) -> Result<i64, ApiError> {
-    let reference = project_ref(project_name_or_id, headers)?;
-    let access = require_project(
+    let access = access_project(
         state,
-        principal.user(),
-        &reference,
+        principal,
+        headers,
+        project_name_or_id,
         Resource::Metadata,
         action,
     )
@@ -157,7 +156,7 @@ pub async fn delete_project_metadata(
         Action::Delete,
     )
     .await?;
-    if !metadata::WRITABLE_KEYS.contains(&meta_name.as_str()) {
+    if !metadata::is_writable(&meta_name) {
         return Err(ApiError::bad_request(format!("invalid key: {meta_name}")).into());
     }
     state.store.metadata().delete(id, &meta_name).await?;

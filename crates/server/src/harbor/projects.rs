@@ -16,7 +16,7 @@ use berth_store::repo::projects::{ProjectDetails, ProjectFilter, REPOSITORIES_LE
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::access::require_project;
+use crate::access::{ProjectAccess, require_project};
 use crate::error::{ApiError, HarborResult};
 use crate::extract::Principal;
 use crate::extract::harbor::{HarborJson, HarborQuery, header_bool, paged};
@@ -250,7 +250,7 @@ fn request_metadata(
 ) -> Result<Vec<(String, String)>, ApiError> {
     let mut out = Vec::new();
     for (key, value) in map.into_iter().flatten() {
-        if key != "retention_id" && !metadata::WRITABLE_KEYS.contains(&key.as_str()) {
+        if key != "retention_id" && !metadata::is_writable(key) {
             continue;
         }
         match value {
@@ -366,6 +366,20 @@ pub(super) fn project_ref(text: &str, headers: &HeaderMap) -> Result<ProjectRef,
     Ok(reference)
 }
 
+/// Resolves `{project_name_or_id}` and checks that the caller may do
+/// `action` on `resource` there (Harbor's 401/403/404 semantics).
+pub(super) async fn access_project(
+    state: &AppState,
+    principal: &Principal,
+    headers: &HeaderMap,
+    project_name_or_id: &str,
+    resource: Resource,
+    action: Action,
+) -> Result<ProjectAccess, ApiError> {
+    let reference = project_ref(project_name_or_id, headers)?;
+    require_project(state, principal.user(), &reference, resource, action).await
+}
+
 /// One project with its details.
 pub async fn get_project(
     State(state): State<AppState>,
@@ -373,11 +387,11 @@ pub async fn get_project(
     headers: HeaderMap,
     Path(project_name_or_id): Path<String>,
 ) -> HarborResult<Json<ProjectWire>> {
-    let reference = project_ref(&project_name_or_id, &headers)?;
-    let access = require_project(
+    let access = access_project(
         &state,
-        principal.user(),
-        &reference,
+        &principal,
+        &headers,
+        &project_name_or_id,
         Resource::Project,
         Action::Read,
     )
@@ -398,11 +412,11 @@ pub async fn update_project(
     Path(project_name_or_id): Path<String>,
     HarborJson(req): HarborJson<ProjectReq>,
 ) -> HarborResult<StatusCode> {
-    let reference = project_ref(&project_name_or_id, &headers)?;
-    let access = require_project(
+    let access = access_project(
         &state,
-        principal.user(),
-        &reference,
+        &principal,
+        &headers,
+        &project_name_or_id,
         Resource::Project,
         Action::Update,
     )
@@ -473,11 +487,11 @@ pub async fn delete_project(
     headers: HeaderMap,
     Path(project_name_or_id): Path<String>,
 ) -> HarborResult<StatusCode> {
-    let reference = project_ref(&project_name_or_id, &headers)?;
-    let access = require_project(
+    let access = access_project(
         &state,
-        principal.user(),
-        &reference,
+        &principal,
+        &headers,
+        &project_name_or_id,
         Resource::Project,
         Action::Delete,
     )
@@ -511,11 +525,11 @@ pub async fn get_project_deletable(
     headers: HeaderMap,
     Path(project_name_or_id): Path<String>,
 ) -> HarborResult<Json<ProjectDeletable>> {
-    let reference = project_ref(&project_name_or_id, &headers)?;
-    let access = require_project(
+    let access = access_project(
         &state,
-        principal.user(),
-        &reference,
+        &principal,
+        &headers,
+        &project_name_or_id,
         Resource::Project,
         Action::Delete,
     )
@@ -576,11 +590,11 @@ pub async fn get_project_summary(
     headers: HeaderMap,
     Path(project_name_or_id): Path<String>,
 ) -> HarborResult<Json<ProjectSummary>> {
-    let reference = project_ref(&project_name_or_id, &headers)?;
-    let access = require_project(
+    let access = access_project(
         &state,
-        principal.user(),
-        &reference,
+        &principal,
+        &headers,
+        &project_name_or_id,
         Resource::Project,
         Action::Read,
     )

@@ -95,6 +95,23 @@ fn require_self_or_admin(principal: &Principal, id: i64) -> Result<&User, ApiErr
     }
 }
 
+/// The user `{user_id}` names, for that user or an administrator, with the caller.
+async fn user_for_self_or_admin<'p>(
+    state: &AppState,
+    principal: &'p Principal,
+    user_id: &str,
+) -> Result<(&'p User, User), ApiError> {
+    let id = parse_user_id(user_id)?;
+    let caller = require_self_or_admin(principal, id)?;
+    let user = state
+        .store
+        .users()
+        .find_by_id(id)
+        .await?
+        .ok_or_else(|| user_not_found(id))?;
+    Ok((caller, user))
+}
+
 /// What the generator-rest `q` searches: the e-mail and the name, lower-cased.
 fn keywords(email: &str, realname: &str) -> String {
     format!("{}\n{}", email.to_lowercase(), realname.to_lowercase())
@@ -210,14 +227,7 @@ pub async fn get_user(
     principal: Principal,
     Path(user_id): Path<String>,
 ) -> HarborResult<Json<UserResp>> {
-    let id = parse_user_id(&user_id)?;
-    require_self_or_admin(&principal, id)?;
-    let user = state
-        .store
-        .users()
-        .find_by_id(id)
-        .await?
-        .ok_or_else(|| user_not_found(id))?;
+    let (_, user) = user_for_self_or_admin(&state, &principal, &user_id).await?;
     Ok(Json(UserResp::from(&user)))
 }
 
@@ -239,14 +249,8 @@ pub async fn update_user_profile(
     Path(user_id): Path<String>,
     HarborJson(req): HarborJson<UserProfile>,
 ) -> HarborResult<StatusCode> {
-    let id = parse_user_id(&user_id)?;
-    require_self_or_admin(&principal, id)?;
-    let user = state
-        .store
-        .users()
-        .find_by_id(id)
-        .await?
-        .ok_or_else(|| user_not_found(id))?;
+    let (_, user) = user_for_self_or_admin(&state, &principal, &user_id).await?;
+    let id = user.id;
     let email = req.email.or(user.email).unwrap_or_default();
     let realname = req.realname.or(user.realname).unwrap_or_default();
     let comment = req.comment.or(user.comment).unwrap_or_default();
@@ -278,14 +282,8 @@ pub async fn update_user_password(
     Path(user_id): Path<String>,
     HarborJson(req): HarborJson<PasswordReq>,
 ) -> HarborResult<StatusCode> {
-    let id = parse_user_id(&user_id)?;
-    let caller = require_self_or_admin(&principal, id)?;
-    let user = state
-        .store
-        .users()
-        .find_by_id(id)
-        .await?
-        .ok_or_else(|| user_not_found(id))?;
+    let (caller, user) = user_for_self_or_admin(&state, &principal, &user_id).await?;
+    let id = user.id;
     let stored = user.password_hash.clone().unwrap_or_default();
     let old_password = req.old_password.unwrap_or_default();
     let new_password = req.new_password.unwrap_or_default();

@@ -35,13 +35,13 @@ pub async fn project(app: &TestApp, owner: Option<&str>, name: &str, public: boo
     };
     let res = request.send().await;
     assert_eq!(res.status, StatusCode::CREATED, "{}", res.text());
-    res.header("location")
-        .unwrap()
-        .rsplit('/')
-        .next()
-        .unwrap()
-        .parse()
-        .unwrap()
+    id_from_location(&res)
+}
+
+/// The id at the end of a response's `Location` header.
+pub fn id_from_location(res: &crate::util::TestResponse) -> i64 {
+    let location = res.header("location").expect("a Location header");
+    location.rsplit('/').next().unwrap().parse().unwrap()
 }
 
 /// Adds `user_id` to `project_id` with `role` (as admin); returns the member id.
@@ -53,13 +53,7 @@ pub async fn member(app: &TestApp, project_id: i64, user_id: i64, role: i64) -> 
         .send()
         .await;
     assert_eq!(res.status, StatusCode::CREATED, "{}", res.text());
-    res.header("location")
-        .unwrap()
-        .rsplit('/')
-        .next()
-        .unwrap()
-        .parse()
-        .unwrap()
+    id_from_location(&res)
 }
 
 /// A private project `p` with one user per role, plus a non-member `outsider`.
