@@ -243,25 +243,41 @@ pub struct CveAllowlistReq {
     items: Option<Vec<CveAllowlistItem>>,
 }
 
-/// The known metadata keys of a ProjectReq (others are dropped, as go-swagger's
-/// binding drops them), each required to be a string.
+/// Harbor's message for a `retention_id` in a createProject body.
+const RETENTION_ON_CREATE: &str = "bad request: the retention_id in the request's payload when creating a project should be omitted, alternatively passing an empty string";
+/// Harbor's message for a `retention_id` in an updateProject body.
+const RETENTION_ON_UPDATE: &str = "the retention_id in the request's payload when updating a project should be omitted, alternatively passing the one that has already been associated to this project";
+
+/// The metadata of a ProjectReq, as given: unknown keys are dropped (as
+/// go-swagger's binding drops them), and so are the proxy-cache keys of a
+/// normal project; values must be strings; a non-empty `retention_id` is a 400
+/// with `retention_message`.
 fn request_metadata(
     map: Option<&serde_json::Map<String, Value>>,
+    retention_message: &'static str,
 ) -> Result<Vec<(String, String)>, ApiError> {
     let mut out = Vec::new();
     for (key, value) in map.into_iter().flatten() {
-        if key != "retention_id" && !metadata::is_writable(key) {
+        let proxy_only = key.starts_with("proxy_") || key == "max_upstream_conn";
+        if key != "retention_id" && (!metadata::is_writable(key) || proxy_only) {
             continue;
         }
-        match value {
-            Value::String(s) => out.push((key.clone(), s.clone())),
-            Value::Null => {}
+        let value = match value {
+            Value::String(s) => s.clone(),
+            Value::Null => continue,
             _ => {
                 return Err(ApiError::bad_request(format!(
                     "metadata.{key} in body must be of type string"
                 )));
             }
+        };
+        if key == "retention_id" {
+            if !value.is_empty() {
+                return Err(ApiError::bad_request(retention_message));
+            }
+            continue;
         }
+        out.push((key.clone(), value));
     }
     Ok(out)
 }
@@ -298,31 +314,19 @@ pub async fn create_project(
             _ => config.int("storage_per_project"),
         };
     }
-    let mut pairs = request_metadata(req.metadata.as_ref())?;
+    let mut pairs = request_metadata(req.metadata.as_ref(), RETENTION_ON_CREATE)?;
     if !pairs.iter().any(|(k, v)| k == "public" && !v.is_empty()) {
         pairs.retain(|(k, _)| k != "public");
         let public = req.public.unwrap_or(false);
         pairs.push(("public".into(), public.to_string()));
     }
     let mut validated = Vec::new();
-    for (key, value) in pairs {
+    for (key, value) in pairs.into_iter().filter(|(_, v)| !v.is_empty()) {
         if key == "public" && value != "true" && value != "false" {
             return Err(ApiError::bad_request(format!(
                 "metadata.public should only be 'true' or 'false', but got: '{value}'"
             ))
             .into());
-        }
-        if key == "retention_id" {
-            if !value.is_empty() {
-                return Err(ApiError::bad_request(
-                    "bad request: the retention_id in the request's payload when creating a project should be omitted, alternatively passing an empty string",
-                )
-                .into());
-            }
-            continue;
-        }
-        if value.is_empty() || key.starts_with("proxy_") || key == "max_upstream_conn" {
-            continue;
         }
         validated.push((key.clone(), metadata::normalize(&key, &value)?));
     }
@@ -422,22 +426,10 @@ pub async fn update_project(
     )
     .await?;
     let project_id = access.project.id;
-    let mut validated = Vec::new();
-    for (key, value) in request_metadata(req.metadata.as_ref())? {
-        if key == "retention_id" {
-            if !value.is_empty() {
-                return Err(ApiError::bad_request(
-                    "the retention_id in the request's payload when updating a project should be omitted, alternatively passing the one that has already been associated to this project",
-                )
-                .into());
-            }
-            continue;
-        }
-        if key.starts_with("proxy_") || key == "max_upstream_conn" {
-            continue;
-        }
-        validated.push((key.clone(), metadata::normalize(&key, &value)?));
-    }
+    let validated = request_metadata(req.metadata.as_ref(), RETENTION_ON_UPDATE)?
+        .into_iter()
+        .map(|(key, value)| metadata::normalize(&key, &value).map(|v| (key, v)))
+        .collect::<Result<Vec<_>, _>>()?;
     let allowlist = match req.cve_allowlist {
         None => None,
         Some(list) => {
