@@ -234,3 +234,71 @@ mod tests {
         assert!(config.get("unknown").is_none());
     }
 }
+
+/// The authentication modes `auth_mode` accepts.
+pub const AUTH_MODES: &[&str] = &["db_auth", "ldap_auth", "uaa_auth", "http_auth", "oidc_auth"];
+
+/// Checks the rules of one item beyond its type (harbor-api.md §7.3); every
+/// failure is a `bad request: ...` 400.
+pub fn validate_item(name: &str, value: &ConfigValue) -> Result<(), crate::DomainError> {
+    let bad = |detail: String| {
+        Err(crate::DomainError::invalid(
+            name,
+            format!("bad request: {detail}"),
+        ))
+    };
+    match (name, value) {
+        ("auth_mode", ConfigValue::String(mode)) if !AUTH_MODES.contains(&mode.as_str()) => bad(
+            "invalid auth_mode, shoud be one of db_auth, ldap_auth, uaa_auth, http_auth, oidc_auth"
+                .into(),
+        ),
+        ("project_creation_restriction", ConfigValue::String(r))
+            if r != "adminonly" && r != "everyone" =>
+        {
+            bad("invalid project_creation_restriction, should be adminonly or everyone".into())
+        }
+        ("storage_per_project", ConfigValue::Int(q))
+            if *q != -1 && !(1..=super::project::MAX_STORAGE_LIMIT).contains(q) =>
+        {
+            bad("quota value should be -1 or great than zero".into())
+        }
+        ("ldap_scope" | "ldap_group_search_scope", ConfigValue::Int(s)) if !(0..=2).contains(s) => {
+            bad("invalid scope, should be 0, 1 or 2".into())
+        }
+        ("robot_name_prefix", ConfigValue::String(p)) if p.trim().is_empty() => {
+            bad("robot_name_prefix cannot be empty or contain only spaces".into())
+        }
+        ("token_expiration" | "robot_token_duration" | "session_timeout", ConfigValue::Int(v))
+            if *v <= 0 =>
+        {
+            bad(format!("the {name} value must be positive"))
+        }
+        ("ldap_timeout", ConfigValue::Int(v)) if *v < 0 => {
+            bad(format!("the {name} value must be positive"))
+        }
+        _ => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod validation_tests {
+    use super::*;
+
+    #[test]
+    fn item_rules() {
+        let s = |v: &str| ConfigValue::String(v.into());
+        assert!(validate_item("auth_mode", &s("ldap_auth")).is_ok());
+        assert!(validate_item("auth_mode", &s("nope")).is_err());
+        assert!(validate_item("project_creation_restriction", &s("adminonly")).is_ok());
+        assert!(validate_item("project_creation_restriction", &s("x")).is_err());
+        assert!(validate_item("storage_per_project", &ConfigValue::Int(-1)).is_ok());
+        assert!(validate_item("storage_per_project", &ConfigValue::Int(0)).is_err());
+        assert!(validate_item("ldap_scope", &ConfigValue::Int(3)).is_err());
+        assert!(validate_item("robot_name_prefix", &s("  ")).is_err());
+        let err = validate_item("session_timeout", &ConfigValue::Int(0)).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "bad request: the session_timeout value must be positive"
+        );
+    }
+}

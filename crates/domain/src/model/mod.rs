@@ -1,14 +1,16 @@
 //! The entities the three surfaces share.
 
+pub mod article;
 pub mod configuration;
 pub mod group;
+pub mod member;
+pub mod metadata;
 pub mod project;
 pub mod user;
 
-pub use configuration::{ConfigValue, Configuration};
-pub use group::{DirectoryProfile, UserGroup};
-pub use project::{Project, ProjectRef};
-pub use user::{ADMIN_USER_ID, NewUser, User, UserOrigin};
-
-pub mod article;
 pub use article::Article;
+pub use configuration::{ConfigValue, Configuration};
+pub use group::DirectoryProfile;
+pub use member::{Member, MemberEntity, UserGroup};
+pub use project::{CveAllowlist, NewProject, Project, ProjectCounts, ProjectRef};
+pub use user::{ADMIN_USER_ID, NewUser, User, UserOrigin};

@@ -82,3 +82,106 @@ pub struct NewUser {
 
 /// The id of the built-in system administrator `admin`.
 pub const ADMIN_USER_ID: i64 = 1;
+
+/// Characters Harbor forbids in usernames and real names.
+const ILLEGAL_NAME_CHARS: &[char] = &[',', '"', '~', '#', '%', '$'];
+
+/// Harbor's password rule: 8–128 characters with an upper-case letter, a
+/// lower-case letter and a digit.
+pub fn validate_password(password: &str) -> Result<(), crate::DomainError> {
+    let len = password.chars().count();
+    let ok = (8..=128).contains(&len)
+        && password.chars().any(|c| c.is_ascii_uppercase())
+        && password.chars().any(|c| c.is_ascii_lowercase())
+        && password.chars().any(|c| c.is_ascii_digit());
+    if ok {
+        Ok(())
+    } else {
+        Err(crate::DomainError::invalid(
+            "password",
+            "the password or secret must be 8-128, inclusively, characters long with at least 1 uppercase letter, 1 lowercase letter and 1 number",
+        ))
+    }
+}
+
+/// Harbor's profile rules for e-mail, real name and comment.
+pub fn validate_profile(
+    email: &str,
+    realname: &str,
+    comment: &str,
+) -> Result<(), crate::DomainError> {
+    use crate::DomainError;
+    if email.is_empty() {
+        return Err(DomainError::invalid("email", "email can't be empty"));
+    }
+    let well_formed = email.len() <= 255
+        && email.split_once('@').is_some_and(|(local, domain)| {
+            !local.is_empty()
+                && !domain.is_empty()
+                && !domain.contains('@')
+                && !email.chars().any(char::is_whitespace)
+        });
+    if !well_formed {
+        return Err(DomainError::invalid("email", "email with illegal format"));
+    }
+    let name_len = realname.chars().count();
+    if name_len == 0 || name_len > 255 {
+        return Err(DomainError::invalid(
+            "realname",
+            "realname with illegal length",
+        ));
+    }
+    if realname.contains(ILLEGAL_NAME_CHARS) {
+        return Err(DomainError::invalid(
+            "realname",
+            "realname contains illegal characters",
+        ));
+    }
+    if comment.chars().count() > 30 {
+        return Err(DomainError::invalid(
+            "comment",
+            "comment with illegal length",
+        ));
+    }
+    Ok(())
+}
+
+/// Harbor's username rule: 1–255 characters without `,"~#%$`.
+pub fn validate_username(username: &str) -> Result<(), crate::DomainError> {
+    let len = username.chars().count();
+    if len == 0 || len > 255 {
+        return Err(crate::DomainError::invalid(
+            "username",
+            "username with illegal length",
+        ));
+    }
+    if username.contains(ILLEGAL_NAME_CHARS) {
+        return Err(crate::DomainError::invalid(
+            "username",
+            "username contains illegal characters",
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod validation_tests {
+    use super::*;
+
+    #[test]
+    fn harbor_user_rules() {
+        assert!(validate_password("Passw0rd").is_ok());
+        for bad in ["short1A", "alllower1", "ALLUPPER1", "NoDigitsHere"] {
+            assert!(validate_password(bad).is_err(), "{bad}");
+        }
+        assert!(validate_profile("a@b.c", "Alice", "").is_ok());
+        assert!(validate_profile("", "Alice", "").is_err());
+        assert!(validate_profile("nope", "Alice", "").is_err());
+        assert!(validate_profile("a@b.c", "", "").is_err());
+        assert!(validate_profile("a@b.c", "a#b", "").is_err());
+        assert!(validate_profile("a@b.c", "A", &"x".repeat(31)).is_err());
+        assert!(validate_username("bob").is_ok());
+        assert!(validate_username("b$b").is_err());
+        assert!(validate_username("").is_err());
+    }
+}

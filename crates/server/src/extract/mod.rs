@@ -1,5 +1,6 @@
 //! Request extractors shared by the surfaces.
 
+pub mod harbor;
 pub mod principal;
 
 pub use principal::Principal;

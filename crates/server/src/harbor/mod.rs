@@ -5,6 +5,14 @@ mod ldap;
 mod systeminfo;
 mod users;
 
+mod configurations;
+mod members;
+mod metadata;
+mod ping;
+mod projects;
+mod search;
+mod statistics;
+
 use axum::Router;
 use axum::extract::OriginalUri;
 use axum::http::Method;
@@ -19,6 +27,13 @@ pub fn router() -> Router<AppState> {
         .merge(ldap::router())
         .merge(systeminfo::router())
         .merge(users::router())
+        .merge(configurations::router())
+        .merge(members::router())
+        .merge(metadata::router())
+        .merge(ping::router())
+        .merge(projects::router())
+        .merge(search::router())
+        .merge(statistics::router())
         .method_not_allowed_fallback(method_not_allowed)
         .fallback(not_found)
 }

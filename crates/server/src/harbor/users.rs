@@ -1,12 +1,19 @@
 //! Harbor's users API (the part clients need).
 
+use axum::extract::{Path, State};
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Json, Router};
-use berth_domain::model::User;
-use serde::Serialize;
+use berth_domain::model::user::{validate_password, validate_profile, validate_username};
+use berth_domain::model::{ADMIN_USER_ID, NewUser, User};
+use berth_store::repo::users::UserFilter;
+use serde::{Deserialize, Serialize};
 
-use crate::error::HarborResult;
+use crate::error::{ApiError, HarborResult};
 use crate::extract::Principal;
+use crate::extract::harbor::{HarborJson, HarborQuery, paged};
+use crate::identity;
 use crate::state::AppState;
 
 /// Harbor's UserResp; empty strings are omitted as go-swagger does.
@@ -43,10 +50,317 @@ impl From<&User> for UserResp {
 }
 
 pub(super) fn router() -> Router<AppState> {
-    Router::new().route("/users/current", get(get_current_user_info))
+    Router::new()
+        .route("/users/current", get(get_current_user_info))
+        .merge(harbor_users_router())
 }
 
 /// The signed-in caller; 401 for anonymous callers.
 pub async fn get_current_user_info(principal: Principal) -> HarborResult<Json<UserResp>> {
     Ok(Json(UserResp::from(principal.require_user()?)))
+}
+
+fn harbor_users_router() -> Router<AppState> {
+    use axum::routing::put;
+    Router::new()
+        .route("/users", get(list_users).post(create_user))
+        .route("/users/search", get(search_users))
+        .route(
+            "/users/{user_id}",
+            get(get_user).put(update_user_profile).delete(delete_user),
+        )
+        .route("/users/{user_id}/password", put(update_user_password))
+        .route("/users/{user_id}/sysadmin", put(set_user_sys_admin))
+}
+
+fn parse_user_id(text: &str) -> Result<i64, ApiError> {
+    text.parse().map_err(|_| {
+        ApiError::bad_request(format!(
+            "validation failure list:\nuser_id in path must be of type int64: \"{text}\""
+        ))
+    })
+}
+
+fn user_not_found(id: i64) -> ApiError {
+    ApiError::not_found(format!("user {id} not found"))
+}
+
+/// Passes the user themself and system administrators; 401/403 otherwise.
+fn require_self_or_admin(principal: &Principal, id: i64) -> Result<&User, ApiError> {
+    let caller = principal.require_user()?;
+    if caller.sysadmin || caller.id == id {
+        Ok(caller)
+    } else {
+        Err(ApiError::forbidden("forbidden"))
+    }
+}
+
+/// The user `{user_id}` names, for that user or an administrator, with the caller.
+async fn user_for_self_or_admin<'p>(
+    state: &AppState,
+    principal: &'p Principal,
+    user_id: &str,
+) -> Result<(&'p User, User), ApiError> {
+    let id = parse_user_id(user_id)?;
+    let caller = require_self_or_admin(principal, id)?;
+    let user = state
+        .store
+        .users()
+        .find_by_id(id)
+        .await?
+        .ok_or_else(|| user_not_found(id))?;
+    Ok((caller, user))
+}
+
+/// What the generator-rest `q` searches: the e-mail and the name, normalized as there.
+fn keywords(email: &str, realname: &str) -> String {
+    berth_domain::rest_query::keywords_of([Some(email), Some(realname)])
+}
+
+/// Harbor's UserCreationReq.
+#[derive(Debug, Deserialize)]
+pub struct UserCreationReq {
+    #[serde(default)]
+    email: Option<String>,
+    #[serde(default)]
+    realname: Option<String>,
+    #[serde(default)]
+    comment: Option<String>,
+    #[serde(default)]
+    password: Option<String>,
+    #[serde(default)]
+    username: Option<String>,
+}
+
+/// Creates a local user: administrators always, anyone while self-registration is on.
+pub async fn create_user(
+    State(state): State<AppState>,
+    principal: Principal,
+    HarborJson(req): HarborJson<UserCreationReq>,
+) -> HarborResult<Response> {
+    let text = |v: &Option<String>| v.clone().unwrap_or_default();
+    let (username, email, realname, comment, password) = (
+        text(&req.username),
+        text(&req.email),
+        text(&req.realname),
+        text(&req.comment),
+        text(&req.password),
+    );
+    let config = state.store.configurations().load().await?;
+    let mode = config.string("auth_mode");
+    if mode != "db_auth" {
+        return Err(ApiError::forbidden(format!(
+            "creating local user is not allowed under auth mode: {mode}"
+        ))
+        .into());
+    }
+    if !config.flag("self_registration") {
+        principal.require_sysadmin()?;
+    }
+    validate_username(&username)?;
+    validate_profile(&email, &realname, &comment)?;
+    validate_password(&password)?;
+    let hash = identity::hash_password(&password).await?;
+    let user = state
+        .store
+        .users()
+        .create(&NewUser {
+            keywords: keywords(&email, &realname),
+            username,
+            email: Some(email),
+            realname: Some(realname),
+            comment: Some(comment).filter(|c| !c.is_empty()),
+            password_hash: Some(hash),
+            ..NewUser::default()
+        })
+        .await?;
+    let location = format!("/api/v2.0/users/{}", user.id);
+    Ok((StatusCode::CREATED, [(header::LOCATION, location)]).into_response())
+}
+
+/// A page of users (administrators); the built-in admin is not counted.
+pub async fn list_users(
+    State(state): State<AppState>,
+    principal: Principal,
+    query: HarborQuery,
+) -> HarborResult<Response> {
+    principal.require_sysadmin()?;
+    let filter = UserFilter {
+        query: query.query()?,
+        sort: query.sort()?,
+        paging: query.paging()?,
+        username: query.string("username"),
+        email: query.string("email"),
+    };
+    let (total, users) = state.store.users().list_harbor(&filter).await?;
+    let wire: Vec<UserResp> = users.iter().map(UserResp::from).collect();
+    Ok(paged(&wire, total, query.link(filter.paging, total)))
+}
+
+/// Harbor's UserSearchRespItem.
+#[derive(Debug, Serialize)]
+pub struct UserSearchRespItem {
+    user_id: i64,
+    username: String,
+}
+
+/// Users whose name contains `username`, for any signed-in caller.
+pub async fn search_users(
+    State(state): State<AppState>,
+    principal: Principal,
+    query: HarborQuery,
+) -> HarborResult<Response> {
+    principal.require_user()?;
+    let paging = query.paging()?;
+    let username = query.required("username")?;
+    let (total, found) = state.store.users().search_names(&username, paging).await?;
+    let wire: Vec<UserSearchRespItem> = found
+        .into_iter()
+        .map(|(user_id, username)| UserSearchRespItem { user_id, username })
+        .collect();
+    Ok(paged(&wire, total, query.link(paging, total)))
+}
+
+/// One user: the user themself or an administrator.
+pub async fn get_user(
+    State(state): State<AppState>,
+    principal: Principal,
+    Path(user_id): Path<String>,
+) -> HarborResult<Json<UserResp>> {
+    let (_, user) = user_for_self_or_admin(&state, &principal, &user_id).await?;
+    Ok(Json(UserResp::from(&user)))
+}
+
+/// Harbor's UserProfile.
+#[derive(Debug, Deserialize)]
+pub struct UserProfile {
+    #[serde(default)]
+    email: Option<String>,
+    #[serde(default)]
+    realname: Option<String>,
+    #[serde(default)]
+    comment: Option<String>,
+}
+
+/// Replaces e-mail, real name and comment: the user themself or an administrator.
+pub async fn update_user_profile(
+    State(state): State<AppState>,
+    principal: Principal,
+    Path(user_id): Path<String>,
+    HarborJson(req): HarborJson<UserProfile>,
+) -> HarborResult<StatusCode> {
+    let (_, user) = user_for_self_or_admin(&state, &principal, &user_id).await?;
+    let id = user.id;
+    let email = req.email.or(user.email).unwrap_or_default();
+    let realname = req.realname.or(user.realname).unwrap_or_default();
+    let comment = req.comment.or(user.comment).unwrap_or_default();
+    validate_profile(&email, &realname, &comment)?;
+    if !state
+        .store
+        .users()
+        .update_harbor_profile(
+            id,
+            &email,
+            &realname,
+            &comment,
+            &keywords(&email, &realname),
+        )
+        .await?
+    {
+        return Err(user_not_found(id).into());
+    }
+    Ok(StatusCode::OK)
+}
+
+/// Harbor's PasswordReq.
+#[derive(Debug, Deserialize)]
+pub struct PasswordReq {
+    #[serde(default)]
+    old_password: Option<String>,
+    #[serde(default)]
+    new_password: Option<String>,
+}
+
+/// Changes a password: users give their old one; administrators need none for others.
+pub async fn update_user_password(
+    State(state): State<AppState>,
+    principal: Principal,
+    Path(user_id): Path<String>,
+    HarborJson(req): HarborJson<PasswordReq>,
+) -> HarborResult<StatusCode> {
+    let (caller, user) = user_for_self_or_admin(&state, &principal, &user_id).await?;
+    let id = user.id;
+    let stored = user.password_hash.clone().unwrap_or_default();
+    let old_password = req.old_password.unwrap_or_default();
+    let new_password = req.new_password.unwrap_or_default();
+    if caller.id == id {
+        let old = old_password.clone();
+        let hash = stored.clone();
+        let matches = tokio::task::spawn_blocking(move || {
+            !hash.is_empty() && berth_auth::password::verify_password(&old, &hash)
+        })
+        .await
+        .map_err(ApiError::internal)?;
+        if !matches {
+            return Err(ApiError::forbidden("the old password is incorrect").into());
+        }
+    }
+    validate_password(&new_password)?;
+    if new_password == old_password && caller.id == id {
+        return Err(
+            ApiError::bad_request("the new password can not be same with the old one").into(),
+        );
+    }
+    let hash = identity::hash_password(&new_password).await?;
+    if !state.store.users().set_password(id, &hash).await? {
+        return Err(user_not_found(id).into());
+    }
+    Ok(StatusCode::OK)
+}
+
+/// Harbor's UserSysAdminFlag.
+#[derive(Debug, Deserialize)]
+pub struct UserSysAdminFlag {
+    #[serde(default)]
+    sysadmin_flag: Option<bool>,
+}
+
+/// Grants or revokes system administration (administrators).
+pub async fn set_user_sys_admin(
+    State(state): State<AppState>,
+    principal: Principal,
+    Path(user_id): Path<String>,
+    HarborJson(req): HarborJson<UserSysAdminFlag>,
+) -> HarborResult<StatusCode> {
+    let id = parse_user_id(&user_id)?;
+    principal.require_sysadmin()?;
+    let Some(flag) = req.sysadmin_flag else {
+        return Err(ApiError::bad_request("sysadmin_flag in body is required").into());
+    };
+    if id == ADMIN_USER_ID && !flag {
+        return Err(
+            ApiError::forbidden("the built-in admin cannot lose its administrator role").into(),
+        );
+    }
+    if !state.store.users().set_sysadmin(id, flag).await? {
+        return Err(user_not_found(id).into());
+    }
+    Ok(StatusCode::OK)
+}
+
+/// Marks a user deleted (administrators; not oneself nor the built-in admin).
+pub async fn delete_user(
+    State(state): State<AppState>,
+    principal: Principal,
+    Path(user_id): Path<String>,
+) -> HarborResult<StatusCode> {
+    let id = parse_user_id(&user_id)?;
+    let caller = principal.require_sysadmin()?;
+    if id == caller.id || id == ADMIN_USER_ID {
+        return Err(ApiError::forbidden(format!("the user {id} cannot be deleted")).into());
+    }
+    if !state.store.users().tombstone(id).await? {
+        return Err(user_not_found(id).into());
+    }
+    Ok(StatusCode::OK)
 }

@@ -5,7 +5,8 @@ use berth_domain::model::group::GROUP_TYPE_LDAP;
 use berth_domain::time;
 
 use crate::Store;
-use crate::error::StoreResult;
+use crate::error::{StoreResult, conflict_on_unique};
+use crate::repo::sql::Sql;
 
 #[derive(sqlx::FromRow)]
 struct GroupRow {
@@ -87,17 +88,16 @@ impl Groups<'_> {
         if dns.is_empty() {
             return Ok(Vec::new());
         }
-        // Numbered placeholders: sqlx's QueryBuilder<Any> writes `?`, which PostgreSQL rejects.
-        let placeholders: Vec<String> = (1..=dns.len()).map(|n| format!("${n}")).collect();
-        let sql = format!(
-            "SELECT id FROM user_groups WHERE ldap_group_dn IN ({})",
-            placeholders.join(", ")
-        );
-        let mut query = sqlx::query_scalar(sqlx::AssertSqlSafe(sql));
-        for dn in dns {
-            query = query.bind(dn);
+        let mut sql = Sql::new("SELECT id FROM user_groups WHERE ldap_group_dn IN (");
+        for (i, dn) in dns.iter().enumerate() {
+            if i > 0 {
+                sql.push(", ");
+            }
+            sql.text(dn.as_str());
         }
-        Ok(query.fetch_all(&self.0.pool).await?)
+        sql.push(")");
+        let ids: Vec<(i64,)> = sql.fetch_all(&self.0.pool).await?;
+        Ok(ids.into_iter().map(|(id,)| id).collect())
     }
 
     /// Replaces the groups `user_id` is in, in one transaction.
@@ -131,5 +131,57 @@ impl Groups<'_> {
         .fetch_all(&self.0.pool)
         .await?;
         Ok(ids.into_iter().map(|(id,)| id).collect())
+    }
+
+    /// The user group named `name`, of `group_type` (any type when 0).
+    pub async fn find_by_name(
+        &self,
+        group_type: i64,
+        name: &str,
+    ) -> StoreResult<Option<UserGroup>> {
+        let row: Option<GroupRow> = sqlx::query_as(
+            "SELECT id, group_name, group_type, ldap_group_dn FROM user_groups \
+             WHERE group_name = $1 AND ($2 = 0 OR group_type = $2) ORDER BY id LIMIT 1",
+        )
+        .bind(name)
+        .bind(group_type)
+        .fetch_optional(&self.0.pool)
+        .await?;
+        Ok(row.map(UserGroup::from))
+    }
+
+    /// Creates a user group; a taken name or DN is a `Conflict`.
+    pub async fn create(
+        &self,
+        group_name: &str,
+        group_type: i64,
+        ldap_group_dn: Option<&str>,
+    ) -> StoreResult<UserGroup> {
+        let row: GroupRow = sqlx::query_as(
+            "INSERT INTO user_groups (group_name, group_type, ldap_group_dn, created_at, updated_at) \
+             VALUES ($1, $2, $3, $4, $4) RETURNING id, group_name, group_type, ldap_group_dn",
+        )
+        .bind(group_name)
+        .bind(group_type)
+        .bind(ldap_group_dn)
+        .bind(time::now())
+        .fetch_one(&self.0.pool)
+        .await
+        .map_err(|err| conflict_on_unique(err, || format!("group {group_name} already exists")))?;
+        Ok(row.into())
+    }
+
+    /// Puts `user_id` into `group_id` (idempotent).
+    pub async fn add_member(&self, user_id: i64, group_id: i64) -> StoreResult<()> {
+        sqlx::query(
+            "INSERT INTO user_group_members (user_id, group_id, synced_at) VALUES ($1, $2, $3) \
+             ON CONFLICT (user_id, group_id) DO NOTHING",
+        )
+        .bind(user_id)
+        .bind(group_id)
+        .bind(time::now())
+        .execute(&self.0.pool)
+        .await?;
+        Ok(())
     }
 }

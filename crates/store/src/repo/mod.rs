@@ -12,5 +12,9 @@ pub(crate) fn flag(value: i64) -> bool {
 
 pub mod articles;
 pub mod identities;
+pub mod members;
+pub mod metadata;
 pub mod password_resets;
 mod rest_list;
+pub(crate) mod sql;
+pub mod statistics;

@@ -1,11 +1,17 @@
 //! The `projects` table and the caller's roles in a project.
 
-use berth_domain::model::{Project, ProjectRef};
+use std::collections::HashMap;
+
+use berth_domain::DomainError;
+use berth_domain::model::{CveAllowlist, NewProject, Project, ProjectCounts, ProjectRef};
+use berth_domain::query::{Paging, Query, QueryValue, SortKey};
 use berth_domain::rbac::Role;
+use berth_domain::time;
 
 use crate::Store;
-use crate::error::StoreResult;
+use crate::error::{StoreError, StoreResult, conflict_on_unique};
 use crate::repo::flag;
+use crate::repo::sql::{Column, Kind, Sql, like_pattern};
 
 /// Columns selected for a [`Project`], in `ProjectRow` order.
 pub(crate) const PROJECT_COLUMNS: &str =
@@ -89,4 +95,493 @@ impl Projects<'_> {
             .filter_map(|(id,)| Role::from_id(id))
             .collect())
     }
+}
+
+/// Who is looking at project lists, for Harbor's visibility rule (harbor-api.md §6.4).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Viewer {
+    /// A system administrator: sees everything.
+    Admin,
+    /// A signed-in user: member projects and public ones.
+    User(i64),
+    /// No credentials: public projects only.
+    Anonymous,
+}
+
+/// Appends ` AND <visibility>` for `viewer` over projects aliased `p`.
+pub(crate) fn push_visibility(sql: &mut Sql, viewer: Viewer, public: Option<bool>) {
+    match (viewer, public) {
+        (Viewer::Admin, None) => {}
+        (Viewer::Admin, Some(flag)) => {
+            sql.push(" AND p.public = ").int(i64::from(flag));
+        }
+        (Viewer::Anonymous, Some(false)) => {
+            sql.push(" AND 1 = 0");
+        }
+        (Viewer::Anonymous, _) | (Viewer::User(_), Some(true)) => {
+            sql.push(" AND p.public = 1");
+        }
+        (Viewer::User(user), None) => {
+            sql.push(" AND (p.public = 1 OR p.id IN (");
+            push_member_projects(sql, user);
+            sql.push("))");
+        }
+        (Viewer::User(user), Some(false)) => {
+            sql.push(" AND p.public = 0 AND p.id IN (");
+            push_member_projects(sql, user);
+            sql.push(")");
+        }
+    }
+}
+
+/// The ids of the projects `user` is a member of, directly or through a group.
+pub(crate) fn push_member_projects(sql: &mut Sql, user: i64) {
+    sql.push("SELECT project_id FROM project_members WHERE user_id = ")
+        .int(user)
+        .push(
+            " UNION SELECT m.project_id FROM project_members m \
+             JOIN user_group_members g ON g.group_id = m.group_id WHERE g.user_id = ",
+        )
+        .int(user);
+}
+
+/// The filters of listProjects.
+#[derive(Debug, Clone, Default)]
+pub struct ProjectFilter {
+    /// `public=`: only public (true) or only private (false) projects.
+    pub public: Option<bool>,
+    /// `name=`: case-insensitive substring.
+    pub name: Option<String>,
+    /// `owner=`: the owner's exact username.
+    pub owner: Option<String>,
+    /// `q=`.
+    pub query: Query,
+    /// `sort=`.
+    pub sort: Vec<SortKey>,
+    /// `page=`, `page_size=`.
+    pub paging: Paging,
+}
+
+const PROJECT_Q_COLUMNS: &[Column] = &[
+    Column {
+        names: &["project_id", "ProjectID"],
+        sql: "p.id",
+        kind: Kind::Int,
+    },
+    Column {
+        names: &["owner_id", "OwnerID"],
+        sql: "p.owner_id",
+        kind: Kind::Int,
+    },
+    Column {
+        names: &["name", "Name"],
+        sql: "p.name",
+        kind: Kind::Text,
+    },
+    Column {
+        names: &["creation_time", "CreationTime"],
+        sql: "p.created_at",
+        kind: Kind::Text,
+    },
+    Column {
+        names: &["update_time", "UpdateTime"],
+        sql: "p.updated_at",
+        kind: Kind::Text,
+    },
+    Column {
+        names: &["registry_id", "RegistryID"],
+        sql: "p.registry_id",
+        kind: Kind::Int,
+    },
+];
+
+const PROJECT_SORT_COLUMNS: &[(&[&str], &str)] = &[
+    (&["project_id", "ProjectID"], "p.id"),
+    (&["owner_id", "OwnerID"], "p.owner_id"),
+    (&["name", "Name"], "p.name"),
+    (&["creation_time", "CreationTime"], "p.created_at"),
+    (&["update_time", "UpdateTime"], "p.updated_at"),
+    (&["registry_id", "RegistryID"], "p.registry_id"),
+];
+
+/// `true`/`1` (and Go's other spellings) as Harbor reads the bool-ish `public` key of `q`.
+fn truthy(text: &str) -> bool {
+    berth_domain::model::metadata::parse_go_bool(text).unwrap_or(false)
+}
+
+fn push_project_filter(
+    sql: &mut Sql,
+    viewer: Viewer,
+    filter: &ProjectFilter,
+) -> Result<(), DomainError> {
+    let mut public = filter.public;
+    let mut owner = filter.owner.clone();
+    for term in &filter.query.terms {
+        match (term.key.as_str(), &term.value) {
+            ("public" | "Public", QueryValue::Exact(v)) => public = Some(truthy(v)),
+            ("owner" | "Owner", QueryValue::Exact(v)) => owner = Some(v.clone()),
+            ("deleted" | "Deleted", QueryValue::Exact(v)) if truthy(v) => {
+                sql.push(" AND 1 = 0");
+            }
+            _ => {}
+        }
+    }
+    push_visibility(sql, viewer, public);
+    if let Some(name) = &filter.name {
+        sql.push(" AND LOWER(p.name) LIKE ")
+            .text(like_pattern(name))
+            .push(" ESCAPE '\\'");
+    }
+    if let Some(owner) = owner {
+        sql.push(" AND p.owner_id IN (SELECT id FROM users WHERE deleted = 0 AND username = ")
+            .text(owner)
+            .push(")");
+    }
+    sql.query_terms(PROJECT_Q_COLUMNS, &filter.query)
+}
+
+/// What a detailed project listing adds to each project of a page, fetched in
+/// one batched query per kind.
+#[derive(Debug, Clone, Default)]
+pub struct ProjectDetails {
+    /// Owner usernames by project id.
+    pub owner_names: HashMap<i64, String>,
+    /// Repository counts by project id (absent = 0).
+    pub repo_counts: HashMap<i64, i64>,
+    /// The viewer's role ids by project id, ascending.
+    pub role_ids: HashMap<i64, Vec<i64>>,
+    /// Metadata by project id, in key order.
+    pub metadata: HashMap<i64, Vec<(String, String)>>,
+    /// CVE allowlists by project id.
+    pub allowlists: HashMap<i64, CveAllowlist>,
+}
+
+fn decode_items(text: &str) -> Vec<String> {
+    serde_json::from_str(text).unwrap_or_default()
+}
+
+impl Projects<'_> {
+    /// One page of the projects `viewer` may see, and the total matching count.
+    pub async fn list(
+        &self,
+        viewer: Viewer,
+        filter: &ProjectFilter,
+    ) -> StoreResult<(i64, Vec<Project>)> {
+        let mut count = Sql::new("SELECT COUNT(*) FROM projects p WHERE 1 = 1");
+        push_project_filter(&mut count, viewer, filter)?;
+        let total = count.fetch_count(&self.0.pool).await?;
+        if total == 0 {
+            return Ok((0, Vec::new()));
+        }
+        let mut page = Sql::new(&format!(
+            "SELECT {PROJECT_COLUMNS} FROM projects p WHERE 1 = 1"
+        ));
+        push_project_filter(&mut page, viewer, filter)?;
+        page.order_by(PROJECT_SORT_COLUMNS, &filter.sort, "p.name", "p.id")
+            .paging(filter.paging);
+        let rows: Vec<ProjectRow> = page.fetch_all(&self.0.pool).await?;
+        Ok((total, rows.into_iter().map(Project::from).collect()))
+    }
+
+    /// The projects `viewer` may see whose name contains `text` (case-sensitive), by name.
+    pub async fn search(&self, viewer: Viewer, text: &str) -> StoreResult<Vec<Project>> {
+        let mut sql = Sql::new(&format!(
+            "SELECT {PROJECT_COLUMNS} FROM projects p WHERE REPLACE(p.name, "
+        ));
+        sql.text(text).push(", '') <> p.name");
+        push_visibility(&mut sql, viewer, None);
+        sql.push(" ORDER BY p.name, p.id");
+        let rows: Vec<ProjectRow> = sql.fetch_all(&self.0.pool).await?;
+        Ok(rows.into_iter().map(Project::from).collect())
+    }
+
+    /// Owner names, repository counts, the viewer's roles, metadata and allowlists of `ids`.
+    /// `user` is the viewer's id (roles are only looked up for users); `full` adds
+    /// owner names, metadata and allowlists.
+    pub async fn details(
+        &self,
+        ids: &[i64],
+        user: Option<i64>,
+        full: bool,
+    ) -> StoreResult<ProjectDetails> {
+        let mut details = ProjectDetails::default();
+        if ids.is_empty() {
+            return Ok(details);
+        }
+        let mut sql =
+            Sql::new("SELECT project_id, COUNT(*) FROM repositories WHERE project_id IN ");
+        sql.int_list(ids).push(" GROUP BY project_id");
+        let counts: Vec<(i64, i64)> = sql.fetch_all(&self.0.pool).await?;
+        details.repo_counts = counts.into_iter().collect();
+        if let Some(user) = user {
+            let mut sql = Sql::new("SELECT project_id, role FROM project_members WHERE user_id = ");
+            sql.int(user).push(" AND project_id IN ").int_list(ids);
+            sql.push(
+                " UNION SELECT m.project_id, m.role FROM project_members m \
+                 JOIN user_group_members g ON g.group_id = m.group_id WHERE g.user_id = ",
+            )
+            .int(user)
+            .push(" AND m.project_id IN ")
+            .int_list(ids);
+            let roles: Vec<(i64, i64)> = sql.fetch_all(&self.0.pool).await?;
+            for (project, role) in roles {
+                details.role_ids.entry(project).or_default().push(role);
+            }
+            for list in details.role_ids.values_mut() {
+                list.sort_unstable();
+                list.dedup();
+            }
+        }
+        if !full {
+            return Ok(details);
+        }
+        let mut sql = Sql::new(
+            "SELECT p.id, u.username FROM projects p JOIN users u ON u.id = p.owner_id WHERE p.id IN ",
+        );
+        sql.int_list(ids);
+        let owners: Vec<(i64, String)> = sql.fetch_all(&self.0.pool).await?;
+        details.owner_names = owners.into_iter().collect();
+        let mut sql =
+            Sql::new("SELECT project_id, name, value FROM project_metadata WHERE project_id IN ");
+        sql.int_list(ids).push(" ORDER BY project_id, name");
+        let metadata: Vec<(i64, String, String)> = sql.fetch_all(&self.0.pool).await?;
+        for (project, name, value) in metadata {
+            details
+                .metadata
+                .entry(project)
+                .or_default()
+                .push((name, value));
+        }
+        let mut sql = Sql::new(
+            "SELECT project_id, expires_at, items FROM cve_allowlists WHERE project_id IN ",
+        );
+        sql.int_list(ids);
+        let lists: Vec<(i64, Option<i64>, String)> = sql.fetch_all(&self.0.pool).await?;
+        for (project, expires_at, items) in lists {
+            details.allowlists.insert(
+                project,
+                CveAllowlist {
+                    expires_at,
+                    items: decode_items(&items),
+                },
+            );
+        }
+        Ok(details)
+    }
+
+    /// Whether a project with exactly this name exists.
+    pub async fn exists_named(&self, name: &str) -> StoreResult<bool> {
+        let found: Option<(i64,)> = sqlx::query_as("SELECT id FROM projects WHERE name = $1")
+            .bind(name)
+            .fetch_optional(&self.0.pool)
+            .await?;
+        Ok(found.is_some())
+    }
+
+    /// Creates a project with its owner membership (projectAdmin), metadata,
+    /// quota and empty CVE allowlist, in one transaction. A taken name is a `Conflict`.
+    pub async fn create(&self, new: &NewProject) -> StoreResult<Project> {
+        let now = time::now();
+        let mut tx = self.0.pool.begin().await?;
+        let row: ProjectRow = sqlx::query_as(sqlx::AssertSqlSafe(format!(
+            "INSERT INTO projects (name, owner_id, public, created_at, updated_at) \
+             VALUES ($1, $2, $3, $4, $4) RETURNING {PROJECT_RETURNING}"
+        )))
+        .bind(&new.name)
+        .bind(new.owner_id)
+        .bind(i64::from(new.public()))
+        .bind(&now)
+        .fetch_one(&mut *tx)
+        .await
+        .map_err(|err| {
+            conflict_on_unique(err, || {
+                format!("The project named {} already exists", new.name)
+            })
+        })?;
+        sqlx::query(
+            "INSERT INTO project_members (project_id, user_id, role, created_at, updated_at) \
+             VALUES ($1, $2, 1, $3, $3)",
+        )
+        .bind(row.id)
+        .bind(new.owner_id)
+        .bind(&now)
+        .execute(&mut *tx)
+        .await?;
+        for (name, value) in &new.metadata {
+            sqlx::query(
+                "INSERT INTO project_metadata (project_id, name, value, created_at, updated_at) \
+                 VALUES ($1, $2, $3, $4, $4)",
+            )
+            .bind(row.id)
+            .bind(name)
+            .bind(value)
+            .bind(&now)
+            .execute(&mut *tx)
+            .await?;
+        }
+        sqlx::query("INSERT INTO project_quotas (project_id, hard, used, updated_at) VALUES ($1, $2, 0, $3)")
+            .bind(row.id)
+            .bind(new.storage_limit)
+            .bind(&now)
+            .execute(&mut *tx)
+            .await?;
+        sqlx::query(
+            "INSERT INTO cve_allowlists (project_id, items, created_at, updated_at) VALUES ($1, '[]', $2, $2)",
+        )
+        .bind(row.id)
+        .bind(&now)
+        .execute(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        Ok(row.into())
+    }
+
+    /// Merges `metadata` (already validated) into the project, keeping
+    /// `projects.public` in step, and replaces the allowlist when one is given; one transaction.
+    pub async fn update(
+        &self,
+        id: i64,
+        metadata: &[(String, String)],
+        allowlist: Option<&CveAllowlist>,
+    ) -> StoreResult<()> {
+        let now = time::now();
+        let mut tx = self.0.pool.begin().await?;
+        for (name, value) in metadata {
+            upsert_metadata(&mut tx, id, name, value, &now).await?;
+        }
+        if let Some(list) = allowlist {
+            let items =
+                serde_json::to_string(&list.items).map_err(|e| sqlx::Error::Encode(e.into()))?;
+            sqlx::query(
+                "INSERT INTO cve_allowlists (project_id, expires_at, items, created_at, updated_at) \
+                 VALUES ($1, $2, $3, $4, $4) ON CONFLICT (project_id) DO UPDATE SET \
+                 expires_at = excluded.expires_at, items = excluded.items, updated_at = excluded.updated_at",
+            )
+            .bind(id)
+            .bind(list.expires_at)
+            .bind(items)
+            .bind(&now)
+            .execute(&mut *tx)
+            .await?;
+        }
+        sqlx::query("UPDATE projects SET updated_at = $1 WHERE id = $2")
+            .bind(&now)
+            .bind(id)
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// The number of repositories in a project.
+    pub async fn repository_count(&self, id: i64) -> StoreResult<i64> {
+        let (count,): (i64,) =
+            sqlx::query_as("SELECT COUNT(*) FROM repositories WHERE project_id = $1")
+                .bind(id)
+                .fetch_one(&self.0.pool)
+                .await?;
+        Ok(count)
+    }
+
+    /// Deletes a project and everything that cascades from it. A project that
+    /// still has repositories is a `Precondition` failure; `false` if it was already gone.
+    pub async fn delete(&self, id: i64) -> StoreResult<bool> {
+        let mut tx = self.0.pool.begin().await?;
+        let done = sqlx::query(
+            "DELETE FROM projects WHERE id = $1 \
+             AND NOT EXISTS (SELECT 1 FROM repositories WHERE project_id = $1)",
+        )
+        .bind(id)
+        .execute(&mut *tx)
+        .await
+        .map_err(|err| match &err {
+            sqlx::Error::Database(db)
+                if db.kind() == sqlx::error::ErrorKind::ForeignKeyViolation =>
+            {
+                StoreError::Domain(DomainError::Precondition(REPOSITORIES_LEFT.into()))
+            }
+            _ => StoreError::Database(err),
+        })?;
+        if done.rows_affected() == 0 {
+            let (left,): (i64,) =
+                sqlx::query_as("SELECT COUNT(*) FROM repositories WHERE project_id = $1")
+                    .bind(id)
+                    .fetch_one(&mut *tx)
+                    .await?;
+            if left > 0 {
+                return Err(DomainError::Precondition(REPOSITORIES_LEFT.into()).into());
+            }
+            return Ok(false);
+        }
+        tx.commit().await?;
+        Ok(true)
+    }
+
+    /// Repository count, members per role and quota of one project (getProjectSummary).
+    pub async fn counts(&self, id: i64) -> StoreResult<ProjectCounts> {
+        let repo_count = self.repository_count(id).await?;
+        let members_by_role: Vec<(i64, i64)> = sqlx::query_as(
+            "SELECT role, COUNT(*) FROM project_members WHERE project_id = $1 GROUP BY role ORDER BY role",
+        )
+        .bind(id)
+        .fetch_all(&self.0.pool)
+        .await?;
+        let quota: Option<(i64, i64)> =
+            sqlx::query_as("SELECT hard, used FROM project_quotas WHERE project_id = $1")
+                .bind(id)
+                .fetch_optional(&self.0.pool)
+                .await?;
+        Ok(ProjectCounts {
+            repo_count,
+            members_by_role,
+            quota,
+        })
+    }
+}
+
+/// The columns of a [`ProjectRow`] in `RETURNING` clauses (no table alias).
+const PROJECT_RETURNING: &str = "id, name, owner_id, public, registry_id, created_at, updated_at";
+
+/// The message of a delete refused because repositories remain.
+pub const REPOSITORIES_LEFT: &str = "the project contains repositories, can not be deleted";
+
+/// Inserts or replaces one metadata value; `public` is mirrored into `projects.public`.
+pub(crate) async fn upsert_metadata(
+    tx: &mut sqlx::Transaction<'_, sqlx::Any>,
+    project_id: i64,
+    name: &str,
+    value: &str,
+    now: &str,
+) -> StoreResult<()> {
+    sqlx::query(
+        "INSERT INTO project_metadata (project_id, name, value, created_at, updated_at) \
+         VALUES ($1, $2, $3, $4, $4) ON CONFLICT (project_id, name) DO UPDATE SET \
+         value = excluded.value, updated_at = excluded.updated_at",
+    )
+    .bind(project_id)
+    .bind(name)
+    .bind(value)
+    .bind(now)
+    .execute(&mut **tx)
+    .await?;
+    sync_public(tx, project_id, name, value == "true", now).await
+}
+
+/// Mirrors the `public` metadata value into `projects.public` (no-op for other keys).
+pub(crate) async fn sync_public(
+    tx: &mut sqlx::Transaction<'_, sqlx::Any>,
+    project_id: i64,
+    name: &str,
+    public: bool,
+    now: &str,
+) -> StoreResult<()> {
+    if name == "public" {
+        sqlx::query("UPDATE projects SET public = $1, updated_at = $2 WHERE id = $3")
+            .bind(i64::from(public))
+            .bind(now)
+            .bind(project_id)
+            .execute(&mut **tx)
+            .await?;
+    }
+    Ok(())
 }

@@ -316,6 +316,144 @@ impl Users<'_> {
                     .into()
             })
     }
+}
+
+/// The filters of Harbor's listUsers.
+#[derive(Debug, Clone, Default)]
+pub struct UserFilter {
+    /// `q=`.
+    pub query: berth_domain::query::Query,
+    /// `sort=`.
+    pub sort: Vec<berth_domain::query::SortKey>,
+    /// `page=`, `page_size=`.
+    pub paging: berth_domain::query::Paging,
+    /// `username=`: case-insensitive substring.
+    pub username: Option<String>,
+    /// `email=`: case-insensitive substring.
+    pub email: Option<String>,
+}
+
+const HARBOR_USER_Q_COLUMNS: &[crate::repo::sql::Column] = {
+    use crate::repo::sql::{Column, Kind};
+    &[
+        Column {
+            names: &["user_id", "UserID"],
+            sql: "id",
+            kind: Kind::Int,
+        },
+        Column {
+            names: &["username", "Username"],
+            sql: "username",
+            kind: Kind::Text,
+        },
+        Column {
+            names: &["email", "Email"],
+            sql: "email",
+            kind: Kind::Text,
+        },
+        Column {
+            names: &["realname", "Realname"],
+            sql: "realname",
+            kind: Kind::Text,
+        },
+        Column {
+            names: &["comment", "Comment"],
+            sql: "comment",
+            kind: Kind::Text,
+        },
+        Column {
+            names: &["sysadmin_flag", "SysAdminFlag"],
+            sql: "sysadmin",
+            kind: Kind::Int,
+        },
+        Column {
+            names: &["creation_time", "CreationTime"],
+            sql: "created_at",
+            kind: Kind::Text,
+        },
+        Column {
+            names: &["update_time", "UpdateTime"],
+            sql: "updated_at",
+            kind: Kind::Text,
+        },
+    ]
+};
+
+const HARBOR_USER_SORT_COLUMNS: &[(&[&str], &str)] = &[
+    (&["user_id", "UserID"], "id"),
+    (&["username", "Username"], "username"),
+    (&["email", "Email"], "email"),
+    (&["realname", "Realname"], "realname"),
+    (&["creation_time", "CreationTime"], "created_at"),
+    (&["update_time", "UpdateTime"], "updated_at"),
+];
+
+fn push_harbor_user_filter(
+    sql: &mut crate::repo::sql::Sql,
+    filter: &UserFilter,
+    hide_admin: bool,
+) -> Result<(), berth_domain::DomainError> {
+    use crate::repo::sql::like_pattern;
+    if hide_admin {
+        sql.push(" AND id <> ")
+            .int(berth_domain::model::ADMIN_USER_ID);
+    }
+    if let Some(name) = &filter.username {
+        sql.push(" AND LOWER(username) LIKE ")
+            .text(like_pattern(name))
+            .push(" ESCAPE '\\'");
+    }
+    if let Some(email) = &filter.email {
+        sql.push(" AND LOWER(email) LIKE ")
+            .text(like_pattern(email))
+            .push(" ESCAPE '\\'");
+    }
+    sql.query_terms(HARBOR_USER_Q_COLUMNS, &filter.query)
+}
+
+impl Users<'_> {
+    /// Harbor's listUsers: a page of non-deleted users and the total. The built-in
+    /// admin is never counted and only listed when `q` filters on `user_id`.
+    pub async fn list_harbor(&self, filter: &UserFilter) -> StoreResult<(i64, Vec<User>)> {
+        use crate::repo::sql::Sql;
+        let mut count = Sql::new("SELECT COUNT(*) FROM users WHERE deleted = 0");
+        push_harbor_user_filter(&mut count, filter, true)?;
+        let total = count.fetch_count(&self.0.pool).await?;
+        let by_id = filter
+            .query
+            .terms
+            .iter()
+            .any(|t| t.key == "user_id" || t.key == "UserID");
+        let mut page = Sql::new(&format!(
+            "SELECT {USER_COLUMNS} FROM users WHERE deleted = 0"
+        ));
+        push_harbor_user_filter(&mut page, filter, !by_id)?;
+        page.order_by(HARBOR_USER_SORT_COLUMNS, &filter.sort, "username", "id")
+            .paging(filter.paging);
+        let rows: Vec<UserRow> = page.fetch_all(&self.0.pool).await?;
+        Ok((total, rows.into_iter().map(User::from).collect()))
+    }
+
+    /// Harbor's searchUsers: `(user_id, username)` of users whose username contains
+    /// `text` (case-insensitive), a page of them and the total.
+    pub async fn search_names(
+        &self,
+        text: &str,
+        paging: berth_domain::query::Paging,
+    ) -> StoreResult<(i64, Vec<(i64, String)>)> {
+        use crate::repo::sql::{Sql, like_pattern};
+        let pattern = like_pattern(text);
+        let mut count =
+            Sql::new("SELECT COUNT(*) FROM users WHERE deleted = 0 AND LOWER(username) LIKE ");
+        count.text(pattern.clone()).push(" ESCAPE '\\'");
+        let total = count.fetch_count(&self.0.pool).await?;
+        let mut page =
+            Sql::new("SELECT id, username FROM users WHERE deleted = 0 AND LOWER(username) LIKE ");
+        page.text(pattern)
+            .push(" ESCAPE '\\' ORDER BY username, id")
+            .paging(paging);
+        Ok((total, page.fetch_all(&self.0.pool).await?))
+    }
 
     /// The non-deleted user with exactly this username.
     pub async fn find_by_username(&self, username: &str) -> StoreResult<Option<User>> {
@@ -327,11 +465,37 @@ impl Users<'_> {
         Ok(row.map(User::from))
     }
 
-    /// Sets the administrator flag; a change bumps `auth_version`. Returns whether it changed.
+    /// Replaces a user's e-mail, real name, comment and search keywords (Harbor's
+    /// updateUserProfile). A taken e-mail is a `Conflict`; `false` if the user does not exist.
+    pub async fn update_harbor_profile(
+        &self,
+        id: i64,
+        email: &str,
+        realname: &str,
+        comment: &str,
+        keywords: &str,
+    ) -> StoreResult<bool> {
+        let done = sqlx::query(
+            "UPDATE users SET email = $1, realname = $2, comment = $3, keywords = $6, updated_at = $4 \
+             WHERE id = $5 AND deleted = 0",
+        )
+        .bind(email)
+        .bind(realname)
+        .bind(comment)
+        .bind(time::now())
+        .bind(id)
+        .bind(keywords)
+        .execute(&self.0.pool)
+        .await
+        .map_err(|err| conflict_on_unique(err, || format!("email {email} already exists")))?;
+        Ok(done.rows_affected() == 1)
+    }
+
+    /// Grants or revokes system administration; bumps `auth_version`. `false` if no such user.
     pub async fn set_sysadmin(&self, id: i64, sysadmin: bool) -> StoreResult<bool> {
         let done = sqlx::query(
             "UPDATE users SET sysadmin = $1, auth_version = auth_version + 1, updated_at = $2 \
-             WHERE id = $3 AND deleted = 0 AND sysadmin <> $1",
+             WHERE id = $3 AND deleted = 0",
         )
         .bind(i64::from(sysadmin))
         .bind(time::now())
@@ -339,5 +503,15 @@ impl Users<'_> {
         .execute(&self.0.pool)
         .await?;
         Ok(done.rows_affected() == 1)
+    }
+
+    /// How many non-deleted users exist besides the built-in admin.
+    pub async fn count_besides_admin(&self) -> StoreResult<i64> {
+        let (count,): (i64,) =
+            sqlx::query_as("SELECT COUNT(*) FROM users WHERE deleted = 0 AND id <> $1")
+                .bind(berth_domain::model::ADMIN_USER_ID)
+                .fetch_one(&self.0.pool)
+                .await?;
+        Ok(count)
     }
 }

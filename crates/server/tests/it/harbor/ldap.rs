@@ -273,3 +273,81 @@ backend_test!(
         assert!(res.json()["errors"][0]["message"].as_str().unwrap().starts_with("LDAP directory"));
     }
 );
+
+backend_test!(
+    async fn members_are_onboarded_from_the_directory_and_groups_grant_roles(app) {
+        configure(&app, &[("auth_mode", s("ldap_auth"))]).await;
+        let project = crate::harbor::fixtures::project(&app, None, "team", false).await;
+
+        // A username the registry does not know yet is looked up and onboarded.
+        let res = app
+            .post("/api/v2.0/projects/team/members")
+            .admin()
+            .json(&json!({"role_id": 3, "member_user": {"username": "dave"}}))
+            .send()
+            .await;
+        assert_eq!(res.status, StatusCode::CREATED, "{}", res.text());
+        let dave = app.store().users().find_by_username("dave").await.unwrap().unwrap();
+        assert_eq!(dave.ldap_dn.as_deref(), Some("uid=dave,ou=people,dc=berth,dc=test"));
+        let missing = app
+            .post("/api/v2.0/projects/team/members")
+            .admin()
+            .json(&json!({"role_id": 3, "member_user": {"username": "nobody"}}))
+            .send()
+            .await;
+        assert_eq!(missing.status, StatusCode::NOT_FOUND);
+
+        // So is a group DN; its members then get the group's role at sign-in.
+        let res = app
+            .post("/api/v2.0/projects/team/members")
+            .admin()
+            .json(&json!({"role_id": 2, "member_group": {"ldap_group_dn": DEVELOPERS}}))
+            .send()
+            .await;
+        assert_eq!(res.status, StatusCode::CREATED, "{}", res.text());
+        let members = app.get("/api/v2.0/projects/team/members").admin().send().await.json();
+        let group = members.as_array().unwrap().iter().find(|m| m["entity_type"] == "g").unwrap();
+        assert_eq!(group["entity_name"], "developers");
+        assert_eq!(group["role_name"], "developer");
+
+        let bob = app.get(&format!("/api/v2.0/projects/{project}")).basic("bob", "bob-pw").send().await;
+        assert_eq!(bob.status, StatusCode::OK, "bob is a developer through his group");
+        assert_eq!(bob.json()["current_user_role_ids"], json!([2]));
+        let carol = app.get(&format!("/api/v2.0/projects/{project}")).basic("carol", "carol-pw").send().await;
+        assert_eq!(carol.status, StatusCode::OK, "carol is a system administrator");
+        let unknown_group = app
+            .post("/api/v2.0/projects/team/members")
+            .admin()
+            .json(&json!({"role_id": 2, "member_group": {"ldap_group_dn": "cn=nope,ou=groups,dc=berth,dc=test"}}))
+            .send()
+            .await;
+        assert_eq!(unknown_group.status, StatusCode::NOT_FOUND);
+    }
+);
+
+backend_test!(
+    async fn ldap_settings_go_through_the_configurations_api(app) {
+        let res = app
+            .put("/api/v2.0/configurations")
+            .admin()
+            .json(&json!({
+                "ldap_url": env("BERTH_TEST_LDAP_URL"),
+                "ldap_search_dn": env("BERTH_TEST_LDAP_BIND_DN"),
+                "ldap_search_password": env("BERTH_TEST_LDAP_BIND_PASSWORD"),
+                "ldap_base_dn": PEOPLE,
+                "ldap_uid": "uid",
+                "ldap_scope": 2,
+                "ldap_timeout": 3,
+                "auth_mode": "ldap_auth",
+            }))
+            .send()
+            .await;
+        assert_eq!(res.status, StatusCode::OK, "{}", res.text());
+        let config = app.get("/api/v2.0/configurations").admin().send().await.json();
+        assert_eq!(config["ldap_url"]["value"], env("BERTH_TEST_LDAP_URL"));
+        assert!(config.get("ldap_search_password").is_none(), "secrets are never returned");
+        assert_eq!(ping(&app, json!({})).await.1, json!({"success": true}));
+        let alice = app.get("/api/v2.0/users/current").basic("alice", "alice-pw").send().await;
+        assert_eq!(alice.status, StatusCode::OK);
+    }
+);

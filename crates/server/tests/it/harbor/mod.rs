@@ -1,5 +1,13 @@
 //! Harbor management API (`/api/v2.0`).
 
+mod compat;
+mod configurations;
+pub mod fixtures;
 mod ldap;
+mod members;
+mod metadata;
+mod projects;
+mod search_statistics;
 mod system;
 mod users;
+mod users_api;

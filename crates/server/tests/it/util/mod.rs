@@ -30,3 +30,4 @@ macro_rules! backend_test {
         }
     };
 }
+pub use request::RequestBuilder;

@@ -1,0 +1,8 @@
+//! Query grammars of the list operations: Harbor's `q` and `sort`, and paging
+//! with its `X-Total-Count` / `Link` headers.
+
+pub mod harbor;
+pub mod paging;
+
+pub use harbor::{Query, QueryOp, QueryTerm, QueryValue, Scalar, SortKey, parse_query, parse_sort};
+pub use paging::Paging;

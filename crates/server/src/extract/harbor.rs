@@ -1,0 +1,182 @@
+//! Harbor request parts: a JSON body and query parameters whose every rejection
+//! is a Harbor 400 body, and the boolean headers Harbor reads.
+
+use axum::body::Bytes;
+use axum::extract::{FromRequest, FromRequestParts, OriginalUri, Request};
+use axum::http::request::Parts;
+use axum::http::{HeaderMap, header};
+use axum::response::{IntoResponse, Response};
+use berth_domain::query::{Paging, Query, SortKey, parse_query, parse_sort};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use crate::error::{ApiError, HarborError};
+
+/// The largest JSON body a Harbor operation accepts.
+const BODY_LIMIT: usize = 1024 * 1024;
+
+/// A JSON request body. Wrong content types, empty or malformed bodies and
+/// wrong field types are 400s with Harbor's error body.
+#[derive(Debug)]
+pub struct HarborJson<T>(pub T);
+
+impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for HarborJson<T> {
+    type Rejection = HarborError;
+
+    async fn from_request(request: Request, state: &S) -> Result<Self, Self::Rejection> {
+        let content_type = request
+            .headers()
+            .get(header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("")
+            .to_string();
+        let essence = content_type
+            .split(';')
+            .next()
+            .unwrap_or("")
+            .trim()
+            .to_ascii_lowercase();
+        let bytes = Bytes::from_request(request, state)
+            .await
+            .map_err(|e| ApiError::bad_request(format!("failed to read the request body: {e}")))?;
+        if bytes.len() > BODY_LIMIT {
+            return Err(ApiError::bad_request("the request body is too large").into());
+        }
+        if bytes.iter().all(u8::is_ascii_whitespace) {
+            return Err(ApiError::bad_request("the request body is required").into());
+        }
+        if essence != "application/json" && !essence.ends_with("+json") {
+            return Err(ApiError::bad_request(format!(
+                "unsupported media type \"{content_type}\", only [application/json] are allowed"
+            ))
+            .into());
+        }
+        serde_json::from_slice(&bytes).map(Self).map_err(|e| {
+            ApiError::bad_request(format!("parsing the request body failed, because {e}")).into()
+        })
+    }
+}
+
+/// The decoded query string of a request, in order, with the request path,
+/// for typed lookups and for building `Link` headers.
+#[derive(Debug, Clone)]
+pub struct HarborQuery {
+    /// The request path as routed (`/api/v2.0/...`).
+    pub path: String,
+    /// Every `key=value` pair, decoded once.
+    pub pairs: Vec<(String, String)>,
+}
+
+fn validation(message: String) -> ApiError {
+    ApiError::bad_request(format!("validation failure list:\n{message}"))
+}
+
+impl HarborQuery {
+    /// The first value of `name`.
+    pub fn get(&self, name: &str) -> Option<&str> {
+        self.pairs
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// A non-empty value of `name`, if given.
+    pub fn string(&self, name: &str) -> Option<String> {
+        self.get(name).filter(|v| !v.is_empty()).map(str::to_string)
+    }
+
+    /// A required, non-empty value.
+    pub fn required(&self, name: &str) -> Result<String, ApiError> {
+        self.string(name)
+            .ok_or_else(|| validation(format!("{name} in query is required")))
+    }
+
+    /// An int64 value, or `default` when absent.
+    pub fn int(&self, name: &str, default: i64) -> Result<i64, ApiError> {
+        match self.get(name) {
+            None | Some("") => Ok(default),
+            Some(v) => v
+                .parse()
+                .map_err(|_| validation(format!("{name} in query must be of type int64: \"{v}\""))),
+        }
+    }
+
+    /// A boolean as go-openapi reads it (`true`, `1`, `yes`, ... are true; all else false).
+    pub fn bool(&self, name: &str, default: bool) -> bool {
+        match self.get(name) {
+            None | Some("") => default,
+            Some(v) => convert_bool(v),
+        }
+    }
+
+    /// An optional boolean.
+    pub fn opt_bool(&self, name: &str) -> Option<bool> {
+        self.get(name).filter(|v| !v.is_empty()).map(convert_bool)
+    }
+
+    /// `page` and `page_size`.
+    pub fn paging(&self) -> Result<Paging, ApiError> {
+        let page = self.int("page", 1)?;
+        let size = self.int("page_size", berth_domain::query::paging::DEFAULT_PAGE_SIZE)?;
+        Ok(Paging::new(page, size)?)
+    }
+
+    /// `q`, parsed.
+    pub fn query(&self) -> Result<Query, ApiError> {
+        Ok(parse_query(self.get("q").unwrap_or(""))?)
+    }
+
+    /// `sort`, parsed.
+    pub fn sort(&self) -> Result<Vec<SortKey>, ApiError> {
+        Ok(parse_sort(self.get("sort").unwrap_or(""))?)
+    }
+
+    /// The `Link` header of a page.
+    pub fn link(&self, paging: Paging, total: i64) -> Option<String> {
+        paging.link(&self.path, &self.pairs, total)
+    }
+}
+
+impl<S: Send + Sync> FromRequestParts<S> for HarborQuery {
+    type Rejection = HarborError;
+
+    async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, Self::Rejection> {
+        let uri = parts
+            .extensions
+            .get::<OriginalUri>()
+            .map_or_else(|| parts.uri.clone(), |o| o.0.clone());
+        let pairs: Vec<(String, String)> = serde_urlencoded::from_str(uri.query().unwrap_or(""))
+            .map_err(|e| ApiError::bad_request(format!("invalid query string: {e}")))?;
+        Ok(Self {
+            path: uri.path().to_string(),
+            pairs,
+        })
+    }
+}
+
+/// go-openapi's `ConvertBool`.
+pub fn convert_bool(value: &str) -> bool {
+    matches!(
+        value.to_ascii_lowercase().as_str(),
+        "true" | "1" | "yes" | "ok" | "y" | "on" | "selected" | "checked" | "t" | "enabled"
+    )
+}
+
+/// A boolean request header (`X-Is-Resource-Name` ...), false when absent.
+pub fn header_bool(headers: &HeaderMap, name: &str) -> bool {
+    headers
+        .get(name)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(convert_bool)
+}
+
+/// A JSON 200 with Harbor's paging headers.
+pub fn paged<T: Serialize>(items: &T, total: i64, link: Option<String>) -> Response {
+    let mut response = axum::Json(items).into_response();
+    let headers = response.headers_mut();
+    headers.insert("x-total-count", total.into());
+    if let Some(link) = link.and_then(|l| l.parse().ok()) {
+        headers.insert(header::LINK, link);
+    }
+    response
+}

@@ -1,0 +1,138 @@
+//! System configuration: getConfigurations, updateConfigurations, getInternalconfig
+//! (administrators only; passwords are accepted and never returned).
+
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::routing::get;
+use axum::{Json, Router};
+use berth_domain::model::configuration::{ConfigType, KEYS, find_key, validate_item};
+use berth_domain::model::{ConfigValue, Configuration};
+use serde_json::{Map, Value, json};
+
+use crate::error::{ApiError, HarborResult};
+use crate::extract::Principal;
+use crate::extract::harbor::HarborJson;
+use crate::state::AppState;
+
+pub(super) fn router() -> Router<AppState> {
+    Router::new()
+        .route(
+            "/configurations",
+            get(get_configurations).put(update_configurations),
+        )
+        .route("/internalconfig", get(get_internalconfig))
+}
+
+fn wire_value(value: &ConfigValue) -> Value {
+    match value {
+        ConfigValue::String(s) => Value::String(s.clone()),
+        ConfigValue::Bool(b) => Value::Bool(*b),
+        ConfigValue::Int(i) => Value::from(*i),
+    }
+}
+
+/// `{"key": {"value": ..., "editable": ...}}` for every non-password item.
+async fn response_map(state: &AppState) -> Result<Map<String, Value>, ApiError> {
+    let config = state.store.configurations().load().await?;
+    let users_exist = state.store.users().count_besides_admin().await? > 0;
+    let mut map = Map::new();
+    for key in KEYS.iter().filter(|k| k.kind != ConfigType::Password) {
+        let value = config
+            .get(key.name)
+            .cloned()
+            .unwrap_or_else(|| key.default_value());
+        let editable = key.name != "auth_mode" || !users_exist;
+        map.insert(
+            key.name.to_string(),
+            json!({"value": wire_value(&value), "editable": editable}),
+        );
+    }
+    Ok(map)
+}
+
+/// The configuration in effect (administrators).
+pub async fn get_configurations(
+    State(state): State<AppState>,
+    principal: Principal,
+) -> HarborResult<Json<Map<String, Value>>> {
+    principal.require_sysadmin()?;
+    Ok(Json(response_map(&state).await?))
+}
+
+/// The same map for administrators (the user's spec opens it to them; Harbor
+/// reserves it for internal services). Passwords are not included.
+pub async fn get_internalconfig(
+    State(state): State<AppState>,
+    principal: Principal,
+) -> HarborResult<Json<Map<String, Value>>> {
+    principal.require_sysadmin()?;
+    Ok(Json(response_map(&state).await?))
+}
+
+/// Converts one JSON item to its typed value; unknown keys and wrong types are 400s.
+fn typed_item(name: &str, value: &Value) -> Result<(&'static str, ConfigValue), ApiError> {
+    let key = find_key(name).ok_or_else(|| {
+        ApiError::bad_request(format!("bad request: unknown configuration item: {name}"))
+    })?;
+    let wrong = |expected: &str| {
+        ApiError::bad_request(format!(
+            "bad request: the value of {name} must be of type {expected}"
+        ))
+    };
+    let typed = match (key.kind, value) {
+        (ConfigType::String | ConfigType::Password, Value::String(s)) => {
+            ConfigValue::String(s.clone())
+        }
+        (ConfigType::String | ConfigType::Password, _) => return Err(wrong("string")),
+        (ConfigType::Bool, Value::Bool(b)) => ConfigValue::Bool(*b),
+        (ConfigType::Bool, _) => return Err(wrong("boolean")),
+        (ConfigType::Int, Value::Number(n)) => {
+            ConfigValue::Int(n.as_i64().ok_or_else(|| wrong("integer"))?)
+        }
+        (ConfigType::Int, _) => return Err(wrong("integer")),
+    };
+    validate_item(key.name, &typed)?;
+    Ok((key.name, typed))
+}
+
+/// Updates the given items (any subset), all or nothing.
+pub async fn update_configurations(
+    State(state): State<AppState>,
+    principal: Principal,
+    HarborJson(body): HarborJson<Map<String, Value>>,
+) -> HarborResult<StatusCode> {
+    principal.require_sysadmin()?;
+    if body.is_empty() {
+        return Err(ApiError::bad_request("Missing configure item").into());
+    }
+    let items = body
+        .iter()
+        .map(|(name, value)| typed_item(name, value))
+        .collect::<Result<Vec<_>, _>>()?;
+    let current = state.store.configurations().load().await?;
+    if let Some((_, ConfigValue::String(mode))) = items.iter().find(|(k, _)| *k == "auth_mode")
+        && mode != current.string("auth_mode")
+        && state.store.users().count_besides_admin().await? > 0
+    {
+        return Err(ApiError::bad_request(
+            "the auth mode cannot be modified as new users have been inserted into database",
+        )
+        .into());
+    }
+    let merged = Configuration::from_stored(
+        current
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.clone()))
+            .chain(items.iter().map(|(k, v)| (k.to_string(), v.clone()))),
+    );
+    if merged.flag("skip_audit_log_database")
+        && merged.string("audit_log_forward_endpoint").is_empty()
+    {
+        return Err(ApiError::bad_request(
+            "bad request: skip_audit_log_database can only be enabled when audit_log_forward_endpoint is set",
+        )
+        .into());
+    }
+    state.store.configurations().save(&items).await?;
+    Ok(StatusCode::OK)
+}

@@ -1,0 +1,348 @@
+//! Project members: listProjectMembers, createProjectMember, getProjectMember,
+//! updateProjectMember, deleteProjectMember.
+
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::{Json, Router};
+use berth_auth::ldap;
+use berth_domain::model::{Member, MemberEntity};
+use berth_domain::rbac::{Action, Resource, Role};
+use berth_store::repo::members::DUPLICATE_MEMBER;
+use serde::{Deserialize, Serialize};
+
+use crate::directory;
+use crate::error::{ApiError, ErrorKind, HarborResult};
+use crate::extract::Principal;
+use crate::extract::harbor::{HarborJson, HarborQuery, paged};
+use crate::harbor::projects::{access_project, project_ref};
+use crate::state::AppState;
+
+pub(super) fn router() -> Router<AppState> {
+    Router::new()
+        .route(
+            "/projects/{project_name_or_id}/members",
+            get(list_project_members).post(create_project_member),
+        )
+        .route(
+            "/projects/{project_name_or_id}/members/{mid}",
+            get(get_project_member)
+                .put(update_project_member)
+                .delete(delete_project_member),
+        )
+}
+
+/// Harbor's ProjectMemberEntity.
+#[derive(Debug, Serialize)]
+pub struct ProjectMemberEntity {
+    id: i64,
+    project_id: i64,
+    entity_name: String,
+    role_name: &'static str,
+    role_id: i64,
+    entity_id: i64,
+    entity_type: &'static str,
+}
+
+impl From<&Member> for ProjectMemberEntity {
+    fn from(m: &Member) -> Self {
+        Self {
+            id: m.id,
+            project_id: m.project_id,
+            entity_name: m.entity_name.clone(),
+            role_name: Role::from_id(m.role_id).map_or("", Role::name),
+            role_id: m.role_id,
+            entity_id: m.entity.id(),
+            entity_type: m.entity.kind(),
+        }
+    }
+}
+
+fn parse_mid(text: &str) -> Result<i64, ApiError> {
+    text.parse().map_err(|_| {
+        ApiError::bad_request(format!(
+            "validation failure list:\nmid in path must be of type int64: \"{text}\""
+        ))
+    })
+}
+
+/// A page of the project's members, ordered by entity name.
+pub async fn list_project_members(
+    State(state): State<AppState>,
+    principal: Principal,
+    headers: HeaderMap,
+    query: HarborQuery,
+    Path(project_name_or_id): Path<String>,
+) -> HarborResult<Response> {
+    let paging = query.paging()?;
+    let access = access_project(
+        &state,
+        &principal,
+        &headers,
+        &project_name_or_id,
+        Resource::Member,
+        Action::List,
+    )
+    .await?;
+    let project_id = access.project.id;
+    let total = state.store.members().count(project_id).await?;
+    if total == 0 {
+        return Ok(paged(&Vec::<ProjectMemberEntity>::new(), 0, None));
+    }
+    let entity_name = query.string("entityname");
+    let members = state
+        .store
+        .members()
+        .list(project_id, entity_name.as_deref(), paging)
+        .await?;
+    let wire: Vec<ProjectMemberEntity> = members.iter().map(ProjectMemberEntity::from).collect();
+    Ok(paged(&wire, total, query.link(paging, total)))
+}
+
+/// Harbor's UserEntity.
+#[derive(Debug, Default, Deserialize)]
+pub struct UserEntity {
+    #[serde(default)]
+    user_id: Option<i64>,
+    #[serde(default)]
+    username: Option<String>,
+}
+
+/// Harbor's UserGroup as a member request names it.
+#[derive(Debug, Default, Deserialize)]
+pub struct UserGroupReq {
+    #[serde(default)]
+    id: Option<i64>,
+    #[serde(default)]
+    group_name: Option<String>,
+    #[serde(default)]
+    group_type: Option<i64>,
+    #[serde(default)]
+    ldap_group_dn: Option<String>,
+}
+
+/// Harbor's ProjectMember request.
+#[derive(Debug, Deserialize)]
+pub struct ProjectMemberReq {
+    #[serde(default)]
+    role_id: Option<i64>,
+    #[serde(default)]
+    member_user: Option<UserEntity>,
+    #[serde(default)]
+    member_group: Option<UserGroupReq>,
+}
+
+async fn resolve_entity(
+    state: &AppState,
+    req: &ProjectMemberReq,
+) -> Result<MemberEntity, ApiError> {
+    let user = req.member_user.as_ref();
+    let group = req.member_group.as_ref();
+    if let Some(id) = user.and_then(|u| u.user_id).filter(|id| *id > 0) {
+        return match state.store.users().find_by_id(id).await? {
+            Some(u) => Ok(MemberEntity::User(u.id)),
+            None => Err(ApiError::bad_request(format!("User {id} not found"))),
+        };
+    }
+    if let Some(id) = group.and_then(|g| g.id).filter(|id| *id > 0) {
+        return match state.store.groups().find_by_id(id).await? {
+            Some(g) => Ok(MemberEntity::Group(g.id)),
+            None => Err(ApiError::bad_request(format!("Group {id} not found"))),
+        };
+    }
+    if let Some(name) = user
+        .and_then(|u| u.username.as_deref())
+        .filter(|n| !n.is_empty())
+    {
+        let found = match state.store.users().find_by_username(name).await? {
+            Some(u) => Some(u),
+            None if ldap_mode(state).await? => directory::onboard_username(state, name).await?,
+            None => None,
+        };
+        return match found {
+            Some(u) => Ok(MemberEntity::User(u.id)),
+            None => Err(ApiError::not_found(format!("user {name} is not found"))),
+        };
+    }
+    if let Some(dn) = group
+        .and_then(|g| g.ldap_group_dn.as_deref())
+        .filter(|d| !d.is_empty())
+    {
+        let alias = group.and_then(|g| g.group_name.as_deref());
+        let found = match state
+            .store
+            .groups()
+            .find_by_ldap_dn(&ldap::normalize_dn(dn))
+            .await?
+        {
+            Some(g) => Some(g),
+            None if ldap_mode(state).await? => directory::onboard_group(state, dn, alias).await?,
+            None => None,
+        };
+        return match found {
+            Some(g) => Ok(MemberEntity::Group(g.id)),
+            None => Err(ApiError::not_found(format!(
+                "the LDAP group {dn} is not found"
+            ))),
+        };
+    }
+    if let Some(g) = group
+        && let Some(name) = g.group_name.as_deref().filter(|n| !n.is_empty())
+    {
+        let group_type = g.group_type.unwrap_or(0);
+        return match state.store.groups().find_by_name(group_type, name).await? {
+            Some(found) => Ok(MemberEntity::Group(found.id)),
+            None => Err(ApiError::bad_request(format!(
+                "the group {name} is not known here and directory onboarding is not available"
+            ))),
+        };
+    }
+    Err(ApiError::bad_request(
+        "at least one of member_user or member_group must be provided",
+    ))
+}
+
+/// Adds a user or group member with a role; 201 with its `Location`.
+pub async fn create_project_member(
+    State(state): State<AppState>,
+    principal: Principal,
+    headers: HeaderMap,
+    Path(project_name_or_id): Path<String>,
+    HarborJson(req): HarborJson<ProjectMemberReq>,
+) -> HarborResult<Response> {
+    let access = access_project(
+        &state,
+        &principal,
+        &headers,
+        &project_name_or_id,
+        Resource::Member,
+        Action::Create,
+    )
+    .await?;
+    let project_id = access.project.id;
+    let reference = project_ref(&project_name_or_id, &headers)?;
+    let entity = resolve_entity(&state, &req).await?;
+    if state.store.members().is_member(project_id, entity).await? {
+        return Err(ApiError::new(ErrorKind::Conflict, DUPLICATE_MEMBER).into());
+    }
+    let role = req.role_id.unwrap_or(0);
+    if Role::from_id(role).is_none() {
+        return Err(ApiError::bad_request(
+            "Failed to update project member, role is not in 1,2,3,4,5",
+        )
+        .into());
+    }
+    let id = state
+        .store
+        .members()
+        .create(project_id, entity, role)
+        .await?;
+    let location = format!("/api/v2.0/projects/{reference}/members/{id}");
+    Ok((StatusCode::CREATED, [(header::LOCATION, location)]).into_response())
+}
+
+/// One member of the project.
+pub async fn get_project_member(
+    State(state): State<AppState>,
+    principal: Principal,
+    headers: HeaderMap,
+    Path((project_name_or_id, mid)): Path<(String, String)>,
+) -> HarborResult<Json<ProjectMemberEntity>> {
+    let mid = parse_mid(&mid)?;
+    let access = access_project(
+        &state,
+        &principal,
+        &headers,
+        &project_name_or_id,
+        Resource::Member,
+        Action::Read,
+    )
+    .await?;
+    if mid == 0 {
+        return Err(ApiError::bad_request("the member id can not be empty!").into());
+    }
+    let project_id = access.project.id;
+    match state.store.members().find(project_id, mid).await? {
+        Some(member) => Ok(Json(ProjectMemberEntity::from(&member))),
+        None => Err(ApiError::not_found(format!(
+            "the project member is not found, project id {project_id}, member id {mid}"
+        ))
+        .into()),
+    }
+}
+
+/// Harbor's RoleRequest.
+#[derive(Debug, Deserialize)]
+pub struct RoleRequest {
+    #[serde(default)]
+    role_id: Option<i64>,
+}
+
+/// Changes a member's role (a missing member is a no-op, as in Harbor).
+pub async fn update_project_member(
+    State(state): State<AppState>,
+    principal: Principal,
+    headers: HeaderMap,
+    Path((project_name_or_id, mid)): Path<(String, String)>,
+    HarborJson(req): HarborJson<RoleRequest>,
+) -> HarborResult<StatusCode> {
+    let mid = parse_mid(&mid)?;
+    let access = access_project(
+        &state,
+        &principal,
+        &headers,
+        &project_name_or_id,
+        Resource::Member,
+        Action::Update,
+    )
+    .await?;
+    if mid == 0 {
+        return Err(ApiError::bad_request("member id can not be empty").into());
+    }
+    let Some(role) = req.role_id else {
+        return Err(ApiError::bad_request("role can not be empty").into());
+    };
+    if Role::from_id(role).is_none() {
+        return Err(ApiError::bad_request(
+            "Failed to update project member, role is not in 1,2,3,4,5",
+        )
+        .into());
+    }
+    state
+        .store
+        .members()
+        .update_role(access.project.id, mid, role)
+        .await?;
+    Ok(StatusCode::OK)
+}
+
+/// Removes a member (a missing member is a no-op, as in Harbor).
+pub async fn delete_project_member(
+    State(state): State<AppState>,
+    principal: Principal,
+    headers: HeaderMap,
+    Path((project_name_or_id, mid)): Path<(String, String)>,
+) -> HarborResult<StatusCode> {
+    let mid = parse_mid(&mid)?;
+    let access = access_project(
+        &state,
+        &principal,
+        &headers,
+        &project_name_or_id,
+        Resource::Member,
+        Action::Delete,
+    )
+    .await?;
+    if mid == 0 {
+        return Err(ApiError::bad_request("the project member id is required.").into());
+    }
+    state.store.members().delete(access.project.id, mid).await?;
+    Ok(StatusCode::OK)
+}
+
+/// Whether users and groups unknown here are looked up in the LDAP directory.
+async fn ldap_mode(state: &AppState) -> Result<bool, ApiError> {
+    let config = state.store.configurations().load().await?;
+    Ok(config.string("auth_mode") == directory::LDAP_AUTH)
+}

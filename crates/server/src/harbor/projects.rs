@@ -1,0 +1,630 @@
+//! Projects: listProjects, headProject, createProject, getProject, updateProject,
+//! deleteProject, getProjectDeletable, getProjectSummary.
+
+use std::collections::BTreeMap;
+
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::{Json, Router};
+use berth_domain::model::project::{MAX_STORAGE_LIMIT, validate_project_name};
+use berth_domain::model::{CveAllowlist, NewProject, Project, ProjectRef, metadata};
+use berth_domain::rbac::{Action, Resource, Role};
+use berth_domain::time::ZERO_TIME;
+use berth_store::repo::projects::{ProjectDetails, ProjectFilter, REPOSITORIES_LEFT, Viewer};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::access::{ProjectAccess, require_project};
+use crate::error::{ApiError, HarborResult};
+use crate::extract::Principal;
+use crate::extract::harbor::{HarborJson, HarborQuery, header_bool, paged};
+use crate::state::AppState;
+
+pub(super) fn router() -> Router<AppState> {
+    Router::new()
+        .route(
+            "/projects",
+            get(list_projects).head(head_project).post(create_project),
+        )
+        .route(
+            "/projects/{project_name_or_id}",
+            get(get_project).put(update_project).delete(delete_project),
+        )
+        .route(
+            "/projects/{project_name_or_id}/_deletable",
+            get(get_project_deletable),
+        )
+        .route(
+            "/projects/{project_name_or_id}/summary",
+            get(get_project_summary),
+        )
+}
+
+/// Harbor's CVEAllowlistItem.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct CveAllowlistItem {
+    cve_id: String,
+}
+
+/// Harbor's CVEAllowlist as projects carry it (both times always the zero date).
+#[derive(Debug, Serialize)]
+pub struct CveAllowlistWire {
+    #[serde(skip_serializing_if = "is_zero")]
+    id: i64,
+    #[serde(skip_serializing_if = "is_zero")]
+    project_id: i64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    expires_at: Option<i64>,
+    items: Option<Vec<CveAllowlistItem>>,
+    creation_time: &'static str,
+    update_time: &'static str,
+}
+
+fn is_zero(v: &i64) -> bool {
+    *v == 0
+}
+
+/// Harbor's Project model, with go-swagger's omission rules.
+#[derive(Debug, Serialize)]
+pub struct ProjectWire {
+    project_id: i64,
+    #[serde(skip_serializing_if = "is_zero")]
+    owner_id: i64,
+    name: String,
+    #[serde(skip_serializing_if = "is_zero")]
+    registry_id: i64,
+    creation_time: String,
+    update_time: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    owner_name: String,
+    #[serde(skip_serializing_if = "is_zero")]
+    current_user_role_id: i64,
+    current_user_role_ids: Option<Vec<i64>>,
+    repo_count: i64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    metadata: Option<BTreeMap<String, String>>,
+    cve_allowlist: CveAllowlistWire,
+}
+
+/// Builds the wire form of `project` from the batched `details`.
+pub(super) fn project_wire(project: &Project, details: &ProjectDetails, full: bool) -> ProjectWire {
+    let role_ids = details.role_ids.get(&project.id).cloned();
+    let highest = role_ids
+        .as_deref()
+        .unwrap_or_default()
+        .iter()
+        .filter_map(|&id| Role::from_id(id))
+        .max_by_key(|r| r.rank())
+        .map_or(0, Role::id);
+    let allowlist = full.then(|| details.allowlists.get(&project.id)).flatten();
+    let cve_allowlist = match allowlist {
+        Some(list) => CveAllowlistWire {
+            id: project.id,
+            project_id: project.id,
+            expires_at: list.expires_at,
+            items: Some(
+                list.items
+                    .iter()
+                    .map(|c| CveAllowlistItem { cve_id: c.clone() })
+                    .collect(),
+            ),
+            creation_time: ZERO_TIME,
+            update_time: ZERO_TIME,
+        },
+        None => CveAllowlistWire {
+            id: 0,
+            project_id: 0,
+            expires_at: None,
+            items: None,
+            creation_time: ZERO_TIME,
+            update_time: ZERO_TIME,
+        },
+    };
+    ProjectWire {
+        project_id: project.id,
+        owner_id: project.owner_id,
+        name: project.name.clone(),
+        registry_id: project.registry_id.unwrap_or(0),
+        creation_time: project.created_at.clone(),
+        update_time: project.updated_at.clone(),
+        owner_name: if full {
+            details
+                .owner_names
+                .get(&project.id)
+                .cloned()
+                .unwrap_or_default()
+        } else {
+            String::new()
+        },
+        current_user_role_id: highest,
+        current_user_role_ids: role_ids,
+        repo_count: details.repo_counts.get(&project.id).copied().unwrap_or(0),
+        metadata: full.then(|| {
+            details
+                .metadata
+                .get(&project.id)
+                .map(|m| m.iter().cloned().collect())
+                .unwrap_or_default()
+        }),
+        cve_allowlist,
+    }
+}
+
+/// The viewer of lists for a principal.
+pub(super) fn viewer(principal: &Principal) -> Viewer {
+    match principal.user() {
+        Some(u) if u.sysadmin => Viewer::Admin,
+        Some(u) => Viewer::User(u.id),
+        None => Viewer::Anonymous,
+    }
+}
+
+/// Lists the projects the caller may see, paged.
+pub async fn list_projects(
+    State(state): State<AppState>,
+    principal: Principal,
+    query: HarborQuery,
+) -> HarborResult<Response> {
+    let filter = ProjectFilter {
+        public: query.opt_bool("public"),
+        name: query.string("name"),
+        owner: query.string("owner"),
+        query: query.query()?,
+        sort: query.sort()?,
+        paging: query.paging()?,
+    };
+    let with_detail = query.bool("with_detail", true);
+    let (total, projects) = state
+        .store
+        .projects()
+        .list(viewer(&principal), &filter)
+        .await?;
+    if total == 0 {
+        return Ok(paged(&Vec::<ProjectWire>::new(), 0, None));
+    }
+    let ids: Vec<i64> = projects.iter().map(|p| p.id).collect();
+    let details = state
+        .store
+        .projects()
+        .details(&ids, principal.user().map(|u| u.id), with_detail)
+        .await?;
+    let wire: Vec<ProjectWire> = projects
+        .iter()
+        .map(|p| project_wire(p, &details, with_detail))
+        .collect();
+    Ok(paged(&wire, total, query.link(filter.paging, total)))
+}
+
+/// 200 when a project with exactly `project_name` exists, else 404 (signed-in callers).
+pub async fn head_project(
+    State(state): State<AppState>,
+    principal: Principal,
+    query: HarborQuery,
+) -> HarborResult<StatusCode> {
+    principal.require_user()?;
+    let name = query.required("project_name")?;
+    if name.contains(' ') {
+        return Err(ApiError::bad_request(format!("invalid project name: {name}")).into());
+    }
+    if state.store.projects().exists_named(&name).await? {
+        Ok(StatusCode::OK)
+    } else {
+        Err(ApiError::not_found(format!("project {name} not found")).into())
+    }
+}
+
+/// Harbor's ProjectReq.
+#[derive(Debug, Deserialize)]
+pub struct ProjectReq {
+    #[serde(default)]
+    project_name: Option<String>,
+    #[serde(default)]
+    public: Option<bool>,
+    #[serde(default)]
+    metadata: Option<serde_json::Map<String, Value>>,
+    #[serde(default)]
+    cve_allowlist: Option<CveAllowlistReq>,
+    #[serde(default)]
+    storage_limit: Option<i64>,
+    #[serde(default)]
+    registry_id: Option<i64>,
+}
+
+/// Harbor's CVEAllowlist as a request carries it.
+#[derive(Debug, Deserialize)]
+pub struct CveAllowlistReq {
+    #[serde(default)]
+    project_id: Option<i64>,
+    #[serde(default)]
+    expires_at: Option<i64>,
+    #[serde(default)]
+    items: Option<Vec<CveAllowlistItem>>,
+}
+
+/// Harbor's message for a `retention_id` in a createProject body.
+const RETENTION_ON_CREATE: &str = "bad request: the retention_id in the request's payload when creating a project should be omitted, alternatively passing an empty string";
+/// Harbor's message for a `retention_id` in an updateProject body.
+const RETENTION_ON_UPDATE: &str = "the retention_id in the request's payload when updating a project should be omitted, alternatively passing the one that has already been associated to this project";
+
+/// The metadata of a ProjectReq, as given: unknown keys are dropped (as
+/// go-swagger's binding drops them), and so are the proxy-cache keys of a
+/// normal project; values must be strings; a non-empty `retention_id` is a 400
+/// with `retention_message`.
+fn request_metadata(
+    map: Option<&serde_json::Map<String, Value>>,
+    retention_message: &'static str,
+) -> Result<Vec<(String, String)>, ApiError> {
+    let mut out = Vec::new();
+    for (key, value) in map.into_iter().flatten() {
+        let proxy_only = key.starts_with("proxy_") || key == "max_upstream_conn";
+        if key != "retention_id" && (!metadata::is_writable(key) || proxy_only) {
+            continue;
+        }
+        let value = match value {
+            Value::String(s) => s.clone(),
+            Value::Null => continue,
+            _ => {
+                return Err(ApiError::bad_request(format!(
+                    "metadata.{key} in body must be of type string"
+                )));
+            }
+        };
+        if key == "retention_id" {
+            if !value.is_empty() {
+                return Err(ApiError::bad_request(retention_message));
+            }
+            continue;
+        }
+        out.push((key.clone(), value));
+    }
+    Ok(out)
+}
+
+/// Creates a project owned by the caller, who becomes its projectAdmin.
+pub async fn create_project(
+    State(state): State<AppState>,
+    principal: Principal,
+    headers: HeaderMap,
+    query: HarborQuery,
+    HarborJson(req): HarborJson<ProjectReq>,
+) -> HarborResult<Response> {
+    let user = principal.require_user()?;
+    let config = state.store.configurations().load().await?;
+    if config.string("project_creation_restriction") == "adminonly" && !user.sysadmin {
+        return Err(ApiError::forbidden("Only system admin can create project").into());
+    }
+    if req.registry_id.is_some() {
+        if !user.sysadmin {
+            return Err(
+                ApiError::forbidden("Only system admin can create proxy cache project").into(),
+            );
+        }
+        return Err(ApiError::bad_request(format!(
+            "bad request: registry {} not found: proxy cache projects are not supported",
+            req.registry_id.unwrap_or_default()
+        ))
+        .into());
+    }
+    let mut storage_limit = -1;
+    if config.flag("quota_per_project_enable") {
+        storage_limit = match req.storage_limit {
+            Some(limit) if limit != 0 && user.sysadmin => limit,
+            _ => config.int("storage_per_project"),
+        };
+    }
+    let mut pairs = request_metadata(req.metadata.as_ref(), RETENTION_ON_CREATE)?;
+    if !pairs.iter().any(|(k, v)| k == "public" && !v.is_empty()) {
+        pairs.retain(|(k, _)| k != "public");
+        let public = req.public.unwrap_or(false);
+        pairs.push(("public".into(), public.to_string()));
+    }
+    let mut validated = Vec::new();
+    for (key, value) in pairs.into_iter().filter(|(_, v)| !v.is_empty()) {
+        if key == "public" && value != "true" && value != "false" {
+            return Err(ApiError::bad_request(format!(
+                "metadata.public should only be 'true' or 'false', but got: '{value}'"
+            ))
+            .into());
+        }
+        validated.push((key.clone(), metadata::normalize(&key, &value)?));
+    }
+    if storage_limit != -1 && !(1..=MAX_STORAGE_LIMIT).contains(&storage_limit) {
+        return Err(ApiError::bad_request(format!(
+            "bad request: invalid storage limit {storage_limit}: it should be -1 or between 1 and {MAX_STORAGE_LIMIT}"
+        ))
+        .into());
+    }
+    let name = req.project_name.unwrap_or_default();
+    validate_project_name(&name)?;
+    let project = state
+        .store
+        .projects()
+        .create(&NewProject {
+            name,
+            owner_id: user.id,
+            metadata: validated,
+            storage_limit,
+        })
+        .await?;
+    let base = query.path.trim_end_matches('/');
+    let location = if header_bool(&headers, "x-resource-name-in-location") {
+        format!("{base}/{}", project.name)
+    } else {
+        format!("{base}/{}", project.id)
+    };
+    Ok((StatusCode::CREATED, [(header::LOCATION, location)]).into_response())
+}
+
+/// The project a path names, honouring `X-Is-Resource-Name`.
+pub(super) fn project_ref(text: &str, headers: &HeaderMap) -> Result<ProjectRef, ApiError> {
+    let reference = ProjectRef::parse(text, header_bool(headers, "x-is-resource-name"));
+    if let ProjectRef::Name(name) = &reference
+        && name.contains(' ')
+    {
+        return Err(ApiError::bad_request(format!(
+            "invalid project name: {name}"
+        )));
+    }
+    Ok(reference)
+}
+
+/// Resolves `{project_name_or_id}` and checks that the caller may do
+/// `action` on `resource` there (Harbor's 401/403/404 semantics).
+pub(super) async fn access_project(
+    state: &AppState,
+    principal: &Principal,
+    headers: &HeaderMap,
+    project_name_or_id: &str,
+    resource: Resource,
+    action: Action,
+) -> Result<ProjectAccess, ApiError> {
+    let reference = project_ref(project_name_or_id, headers)?;
+    require_project(state, principal.user(), &reference, resource, action).await
+}
+
+/// One project with its details.
+pub async fn get_project(
+    State(state): State<AppState>,
+    principal: Principal,
+    headers: HeaderMap,
+    Path(project_name_or_id): Path<String>,
+) -> HarborResult<Json<ProjectWire>> {
+    let access = access_project(
+        &state,
+        &principal,
+        &headers,
+        &project_name_or_id,
+        Resource::Project,
+        Action::Read,
+    )
+    .await?;
+    let details = state
+        .store
+        .projects()
+        .details(&[access.project.id], principal.user().map(|u| u.id), true)
+        .await?;
+    Ok(Json(project_wire(&access.project, &details, true)))
+}
+
+/// Applies the metadata and CVE allowlist of a ProjectReq (other fields are ignored).
+pub async fn update_project(
+    State(state): State<AppState>,
+    principal: Principal,
+    headers: HeaderMap,
+    Path(project_name_or_id): Path<String>,
+    HarborJson(req): HarborJson<ProjectReq>,
+) -> HarborResult<StatusCode> {
+    let access = access_project(
+        &state,
+        &principal,
+        &headers,
+        &project_name_or_id,
+        Resource::Project,
+        Action::Update,
+    )
+    .await?;
+    let project_id = access.project.id;
+    let validated = request_metadata(req.metadata.as_ref(), RETENTION_ON_UPDATE)?
+        .into_iter()
+        .map(|(key, value)| metadata::normalize(&key, &value).map(|v| (key, v)))
+        .collect::<Result<Vec<_>, _>>()?;
+    let allowlist = match req.cve_allowlist {
+        None => None,
+        Some(list) => {
+            if let Some(id) = list.project_id
+                && id != 0
+                && id != project_id
+            {
+                return Err(ApiError::bad_request(format!(
+                    "project_id in cve_allowlist must be {project_id} but it's {id}"
+                ))
+                .into());
+            }
+            let mut items: Vec<String> = Vec::new();
+            for item in list.items.unwrap_or_default() {
+                let id = item.cve_id.trim().to_string();
+                if id.is_empty() {
+                    return Err(
+                        ApiError::bad_request("the cve_id of an allowlist item is empty").into(),
+                    );
+                }
+                if items.contains(&id) {
+                    return Err(ApiError::bad_request(format!(
+                        "the cve_id {id} is duplicated in the allowlist"
+                    ))
+                    .into());
+                }
+                items.push(id);
+            }
+            Some(CveAllowlist {
+                expires_at: list.expires_at,
+                items,
+            })
+        }
+    };
+    state
+        .store
+        .projects()
+        .update(project_id, &validated, allowlist.as_ref())
+        .await?;
+    Ok(StatusCode::OK)
+}
+
+/// Deletes a project; 412 while it still has repositories.
+pub async fn delete_project(
+    State(state): State<AppState>,
+    principal: Principal,
+    headers: HeaderMap,
+    Path(project_name_or_id): Path<String>,
+) -> HarborResult<StatusCode> {
+    let access = access_project(
+        &state,
+        &principal,
+        &headers,
+        &project_name_or_id,
+        Resource::Project,
+        Action::Delete,
+    )
+    .await?;
+    match state.store.projects().delete(access.project.id).await {
+        Ok(_) => Ok(StatusCode::OK),
+        Err(berth_store::StoreError::Domain(berth_domain::DomainError::Precondition(m))) => {
+            Err(ApiError::new(
+                crate::error::ErrorKind::Precondition,
+                format!("precondition failed: {m}"),
+            )
+            .into())
+        }
+        Err(other) => Err(other.into()),
+    }
+}
+
+/// Harbor's ProjectDeletable (`deletable: false` is omitted).
+#[derive(Debug, Serialize)]
+pub struct ProjectDeletable {
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    deletable: bool,
+    #[serde(skip_serializing_if = "str::is_empty")]
+    message: &'static str,
+}
+
+/// Whether the project could be deleted now.
+pub async fn get_project_deletable(
+    State(state): State<AppState>,
+    principal: Principal,
+    headers: HeaderMap,
+    Path(project_name_or_id): Path<String>,
+) -> HarborResult<Json<ProjectDeletable>> {
+    let access = access_project(
+        &state,
+        &principal,
+        &headers,
+        &project_name_or_id,
+        Resource::Project,
+        Action::Delete,
+    )
+    .await?;
+    let repos = state
+        .store
+        .projects()
+        .repository_count(access.project.id)
+        .await?;
+    Ok(Json(if repos > 0 {
+        ProjectDeletable {
+            deletable: false,
+            message: REPOSITORIES_LEFT,
+        }
+    } else {
+        ProjectDeletable {
+            deletable: true,
+            message: "",
+        }
+    }))
+}
+
+/// Harbor's ResourceList.
+#[derive(Debug, Serialize)]
+pub struct ResourceList {
+    storage: i64,
+}
+
+/// The quota part of a summary.
+#[derive(Debug, Serialize)]
+pub struct SummaryQuota {
+    hard: ResourceList,
+    used: ResourceList,
+}
+
+/// Harbor's ProjectSummary.
+#[derive(Debug, Default, Serialize)]
+pub struct ProjectSummary {
+    repo_count: i64,
+    #[serde(skip_serializing_if = "is_zero")]
+    project_admin_count: i64,
+    #[serde(skip_serializing_if = "is_zero")]
+    maintainer_count: i64,
+    #[serde(skip_serializing_if = "is_zero")]
+    developer_count: i64,
+    #[serde(skip_serializing_if = "is_zero")]
+    guest_count: i64,
+    #[serde(skip_serializing_if = "is_zero")]
+    limited_guest_count: i64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    quota: Option<SummaryQuota>,
+}
+
+/// Repository count, member counts (for callers who may list members) and quota.
+pub async fn get_project_summary(
+    State(state): State<AppState>,
+    principal: Principal,
+    headers: HeaderMap,
+    Path(project_name_or_id): Path<String>,
+) -> HarborResult<Json<ProjectSummary>> {
+    let access = access_project(
+        &state,
+        &principal,
+        &headers,
+        &project_name_or_id,
+        Resource::Project,
+        Action::Read,
+    )
+    .await?;
+    let counts = state.store.projects().counts(access.project.id).await?;
+    let mut summary = ProjectSummary {
+        repo_count: counts.repo_count,
+        ..ProjectSummary::default()
+    };
+    if access.allows(Resource::Member, Action::List) {
+        for (role, count) in counts.members_by_role {
+            match Role::from_id(role) {
+                Some(Role::ProjectAdmin) => summary.project_admin_count = count,
+                Some(Role::Maintainer) => summary.maintainer_count = count,
+                Some(Role::Developer) => summary.developer_count = count,
+                Some(Role::Guest) => summary.guest_count = count,
+                Some(Role::LimitedGuest) => summary.limited_guest_count = count,
+                None => {}
+            }
+        }
+    }
+    if access.allows(Resource::Quota, Action::Read) {
+        let config = state.store.configurations().load().await?;
+        if config.flag("quota_per_project_enable")
+            && let Some((hard, used)) = counts.quota
+        {
+            summary.quota = Some(SummaryQuota {
+                hard: ResourceList { storage: hard },
+                used: ResourceList { storage: used },
+            });
+        }
+    }
+    Ok(Json(summary))
+}
+
+impl ProjectWire {
+    /// Drops `owner_name` (search results do not carry it).
+    pub(super) fn clear_owner_name(&mut self) {
+        self.owner_name.clear();
+    }
+}

@@ -1,0 +1,50 @@
+//! `GET /statistics`: project and repository counts the caller may see.
+
+use axum::extract::State;
+use axum::routing::get;
+use axum::{Json, Router};
+use serde::Serialize;
+
+use crate::error::HarborResult;
+use crate::extract::Principal;
+use crate::harbor::projects::viewer;
+use crate::state::AppState;
+
+pub(super) fn router() -> Router<AppState> {
+    Router::new().route("/statistics", get(get_statistic))
+}
+
+/// Harbor's Statistic (every field always present).
+#[derive(Debug, Serialize)]
+pub struct Statistic {
+    private_project_count: i64,
+    private_repo_count: i64,
+    public_project_count: i64,
+    public_repo_count: i64,
+    total_project_count: i64,
+    total_repo_count: i64,
+    total_storage_consumption: i64,
+}
+
+/// Counts for a signed-in caller: public ones for everybody, private ones of
+/// the caller's projects, totals for administrators.
+pub async fn get_statistic(
+    State(state): State<AppState>,
+    principal: Principal,
+) -> HarborResult<Json<Statistic>> {
+    principal.require_user()?;
+    let s = state
+        .store
+        .statistics()
+        .statistic(viewer(&principal))
+        .await?;
+    Ok(Json(Statistic {
+        private_project_count: s.private_project_count,
+        private_repo_count: s.private_repo_count,
+        public_project_count: s.public_project_count,
+        public_repo_count: s.public_repo_count,
+        total_project_count: s.total_project_count,
+        total_repo_count: s.total_repo_count,
+        total_storage_consumption: s.total_storage_consumption,
+    }))
+}

@@ -1,0 +1,163 @@
+"""Drives Berth's Harbor API with the real `harborapi` client (PyPI).
+
+Usage: python3 harborapi_compat.py <base-url> <admin-password>
+
+Every call goes through harborapi, which validates the responses with its
+pydantic models, so field names and types must match Harbor's. Exits non-zero
+(with a traceback) on the first failed expectation.
+"""
+
+import asyncio
+import sys
+
+from harborapi import HarborAsyncClient
+from harborapi.exceptions import Conflict, NotFound, Unauthorized, Forbidden, BadRequest
+from harborapi.models import (
+    Configurations,
+    ProjectMetadata,
+    ProjectReq,
+    UserCreationReq,
+    UserProfile,
+)
+
+
+def expect(condition, message):
+    if not condition:
+        raise AssertionError(message)
+
+
+async def expect_error(kind, coroutine):
+    try:
+        await coroutine
+    except kind:
+        return
+    raise AssertionError(f"expected {kind.__name__}")
+
+
+async def main(base, password):
+    url = f"{base}/api/v2.0"
+    admin = HarborAsyncClient(url=url, username="admin", secret=password)
+
+    # System.
+    expect((await admin.ping()).strip() == "Pong", "ping")
+    health = await admin.health_check()
+    expect(health.status == "healthy", f"health: {health}")
+
+    # Users.
+    location = await admin.create_user(
+        UserCreationReq(
+            username="compat-alice",
+            email="compat-alice@example.com",
+            realname="Alice Compat",
+            password="Compat-Passw0rd",
+            comment="made by harborapi",
+        )
+    )
+    expect(location.startswith("/api/v2.0/users/"), f"user location {location}")
+    alice_id = int(location.rsplit("/", 1)[1])
+    await expect_error(
+        Conflict,
+        admin.create_user(
+            UserCreationReq(
+                username="compat-alice",
+                email="other@example.com",
+                realname="Dup",
+                password="Compat-Passw0rd",
+            )
+        ),
+    )
+    users = await admin.get_users()
+    expect([u.username for u in users] == ["compat-alice"], f"users {users}")
+    found = await admin.search_users_by_username("compat")
+    expect(found[0].user_id == alice_id, f"search users {found}")
+    alice = await admin.get_user_by_username("compat-alice")
+    expect(alice.email == "compat-alice@example.com" and not alice.sysadmin_flag, f"{alice}")
+    await admin.update_user(alice_id, UserProfile(email="alice2@example.com", realname="Alice Two", comment="c"))
+    expect((await admin.get_user(alice_id)).realname == "Alice Two", "profile update")
+    await admin.set_user_password(alice_id, new_password="Other-Passw0rd")
+    alice_client = HarborAsyncClient(url=url, username="compat-alice", secret="Other-Passw0rd")
+    me = await alice_client.get_current_user()
+    expect(me.user_id == alice_id, f"current user {me}")
+    await admin.set_user_admin(alice_id, True)
+    expect((await admin.get_user(alice_id)).sysadmin_flag, "sysadmin set")
+    await admin.set_user_admin(alice_id, False)
+
+    # Projects.
+    expect(await admin.project_exists("library"), "library exists")
+    expect(not await admin.project_exists("compat-none"), "missing project")
+    location = await admin.create_project(
+        ProjectReq(project_name="compat-proj", metadata=ProjectMetadata(public="false", auto_scan="true"))
+    )
+    expect(location == "/api/v2.0/projects/compat-proj", f"project location {location}")
+    await expect_error(Conflict, admin.create_project(ProjectReq(project_name="compat-proj")))
+    await expect_error(BadRequest, admin.create_project(ProjectReq(project_name="Bad Name")))
+    project = await admin.get_project("compat-proj")
+    expect(project.name == "compat-proj" and project.owner_name == "admin", f"{project}")
+    expect(project.metadata.public == "false" and project.metadata.auto_scan == "true", f"{project.metadata}")
+    expect(project.current_user_role_ids == [1], f"roles {project.current_user_role_ids}")
+    same = await admin.get_project(project.project_id)
+    expect(same.name == "compat-proj", "get by id")
+    projects = await admin.get_projects(query="name=~compat")
+    expect([p.name for p in projects] == ["compat-proj"], f"list {projects}")
+    every = await admin.get_projects(page_size=1, limit=10)
+    expect({p.name for p in every} == {"library", "compat-proj"}, f"paged list {every}")
+    await admin.update_project("compat-proj", ProjectReq(metadata=ProjectMetadata(severity="high")))
+    expect((await admin.get_project("compat-proj")).metadata.severity == "high", "update project")
+    summary = await admin.get_project_summary("compat-proj")
+    expect(summary.repo_count == 0 and summary.project_admin_count == 1, f"summary {summary}")
+    deletable = await admin.get_project_deletable("compat-proj")
+    expect(deletable.deletable, f"deletable {deletable}")
+
+    # Members.
+    member_location = await admin.add_project_member_user("compat-proj", "compat-alice", 2)
+    mid = int(member_location.rsplit("/", 1)[1])
+    members = await admin.get_project_members("compat-proj")
+    expect(sorted(m.entity_name for m in members) == ["admin", "compat-alice"], f"members {members}")
+    member = await admin.get_project_member("compat-proj", mid)
+    expect(member.role_name == "developer" and member.entity_type == "u", f"{member}")
+    await admin.update_project_member_role("compat-proj", mid, 4)
+    expect((await admin.get_project_member("compat-proj", mid)).role_id == 4, "role update")
+    alice_view = await alice_client.get_project("compat-proj")
+    expect(alice_view.current_user_role_ids == [4], f"alice roles {alice_view}")
+    await expect_error(Forbidden, alice_client.delete_project("compat-proj"))
+    await admin.remove_project_member("compat-proj", mid)
+    await expect_error(Forbidden, alice_client.get_project("compat-proj"))
+
+    # Metadata.
+    await admin.set_project_metadata("compat-proj", ProjectMetadata(prevent_vul="true"))
+    await expect_error(Conflict, admin.set_project_metadata("compat-proj", ProjectMetadata(prevent_vul="true")))
+    meta = await admin.get_project_metadata("compat-proj")
+    expect(meta.prevent_vul == "true" and meta.public == "false", f"metadata {meta}")
+    entry = await admin.get_project_metadata_entry("compat-proj", "prevent_vul")
+    expect(entry == {"prevent_vul": "true"}, f"entry {entry}")
+    await admin.update_project_metadata_entry("compat-proj", "public", {"public": "true"})
+    expect("compat-proj" in [p.name for p in await alice_client.get_projects()], "public now")
+    await admin.delete_project_metadata_entry("compat-proj", "prevent_vul")
+    expect(await admin.get_project_metadata_entry("compat-proj", "prevent_vul") == {}, "entry deleted")
+
+    # Search, statistics, configuration.
+    result = await admin.search("compat")
+    expect([p.name for p in result.project] == ["compat-proj"], f"search {result}")
+    stats = await admin.get_statistics()
+    expect(stats.total_project_count == 2 and stats.public_project_count == 2, f"stats {stats}")
+    config = await admin.get_config()
+    expect(config.auth_mode.value == "db_auth", f"config {config.auth_mode}")
+    await admin.update_config(Configurations(project_creation_restriction="adminonly", token_expiration=45))
+    config = await admin.get_config()
+    expect(config.project_creation_restriction.value == "adminonly", "config update")
+    expect(config.token_expiration.value == 45, "config int")
+    await expect_error(Forbidden, alice_client.get_config())
+    await expect_error(Forbidden, alice_client.create_project(ProjectReq(project_name="by-alice")))
+
+    # Clean-up paths.
+    await admin.delete_project("compat-proj")
+    expect(not await admin.project_exists("compat-proj"), "project deleted")
+    await admin.delete_user(alice_id)
+    bad_alice = HarborAsyncClient(url=url, username="compat-alice", secret="Other-Passw0rd")
+    await expect_error(Unauthorized, bad_alice.get_current_user())
+    await expect_error(NotFound, admin.get_user(alice_id))
+    print("harborapi compatibility: all checks passed")
+
+
+if __name__ == "__main__":
+    asyncio.run(main(sys.argv[1], sys.argv[2]))

@@ -1,0 +1,290 @@
+//! A small builder for dynamic SQL with numbered `$N` placeholders, which both
+//! backends accept through `Any` (sqlx's `QueryBuilder<Any>` writes `?`, which
+//! PostgreSQL rejects), and the Harbor `q`/`sort`/paging translation on top of it.
+//! Identifiers only ever come from the whitelists passed in; values are always bound.
+
+use berth_domain::DomainError;
+use berth_domain::query::{Paging, Query, QueryOp, QueryValue, Scalar, SortKey};
+use sqlx::any::{AnyArguments, AnyRow};
+use sqlx::{Any, FromRow};
+
+/// A bound value.
+#[derive(Debug, Clone)]
+pub(crate) enum Bind {
+    Int(i64),
+    Text(String),
+}
+
+/// SQL text and its bound values, in placeholder order.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Sql {
+    text: String,
+    binds: Vec<Bind>,
+}
+
+impl Sql {
+    pub(crate) fn new(text: &str) -> Self {
+        Self {
+            text: text.to_string(),
+            binds: Vec::new(),
+        }
+    }
+
+    /// Appends trusted SQL text (never user input).
+    pub(crate) fn push(&mut self, text: &str) -> &mut Self {
+        self.text.push_str(text);
+        self
+    }
+
+    /// Appends a placeholder bound to an integer.
+    pub(crate) fn int(&mut self, value: i64) -> &mut Self {
+        self.binds.push(Bind::Int(value));
+        self.placeholder()
+    }
+
+    /// Appends a placeholder bound to a text value.
+    pub(crate) fn text(&mut self, value: impl Into<String>) -> &mut Self {
+        self.binds.push(Bind::Text(value.into()));
+        self.placeholder()
+    }
+
+    fn placeholder(&mut self) -> &mut Self {
+        let n = self.binds.len();
+        self.text.push('$');
+        self.text.push_str(&n.to_string());
+        self
+    }
+
+    /// `(v1, v2, ...)` of bound integers; `(NULL)` for an empty list, which matches nothing.
+    pub(crate) fn int_list(&mut self, values: &[i64]) -> &mut Self {
+        self.push("(");
+        if values.is_empty() {
+            self.push("NULL");
+        }
+        for (i, v) in values.iter().enumerate() {
+            if i > 0 {
+                self.push(", ");
+            }
+            self.int(*v);
+        }
+        self.push(")")
+    }
+
+    /// `LIMIT/OFFSET` of a page, nothing for "all rows".
+    pub(crate) fn paging(&mut self, paging: Paging) -> &mut Self {
+        if let Some((limit, offset)) = paging.limit_offset() {
+            self.push(" LIMIT ").int(limit).push(" OFFSET ").int(offset);
+        }
+        self
+    }
+
+    fn bound(&self) -> sqlx::query::Query<'_, Any, AnyArguments> {
+        let mut query = sqlx::query(sqlx::AssertSqlSafe(self.text.clone()));
+        for bind in &self.binds {
+            query = match bind {
+                Bind::Int(i) => query.bind(*i),
+                Bind::Text(t) => query.bind(t.clone()),
+            };
+        }
+        query
+    }
+
+    /// Runs the statement, returning every row decoded as `T`.
+    pub(crate) async fn fetch_all<'e, T, E>(&self, executor: E) -> Result<Vec<T>, sqlx::Error>
+    where
+        T: for<'r> FromRow<'r, AnyRow> + Send + Unpin,
+        E: sqlx::Executor<'e, Database = Any>,
+    {
+        let rows = self.bound().fetch_all(executor).await?;
+        rows.iter().map(T::from_row).collect()
+    }
+
+    /// Runs a `SELECT COUNT(*) ...`.
+    pub(crate) async fn fetch_count<'e, E>(&self, executor: E) -> Result<i64, sqlx::Error>
+    where
+        E: sqlx::Executor<'e, Database = Any>,
+    {
+        let row = self.bound().fetch_one(executor).await?;
+        let (count,): (i64,) = FromRow::from_row(&row)?;
+        Ok(count)
+    }
+}
+
+/// How a filterable column compares.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Kind {
+    /// BIGINT.
+    Int,
+    /// TEXT, including the fixed-width timestamps.
+    Text,
+}
+
+/// A column `q` may filter on: the names Harbor accepts for it, its SQL and kind.
+pub(crate) struct Column {
+    pub(crate) names: &'static [&'static str],
+    pub(crate) sql: &'static str,
+    pub(crate) kind: Kind,
+}
+
+fn invalid(value: &str) -> DomainError {
+    DomainError::bad_request(format!("invalid query string value: {value}"))
+}
+
+/// Harbor's fuzzy match: `LOWER(col) LIKE '%v%'` with `%`, `_` and `\` escaped.
+pub(crate) fn like_pattern(value: &str) -> String {
+    let mut out = String::from("%");
+    for c in value.to_lowercase().chars() {
+        if matches!(c, '%' | '_' | '\\') {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out.push('%');
+    out
+}
+
+impl Sql {
+    fn scalar(&mut self, column: &Column, value: &Scalar) -> Result<(), DomainError> {
+        match (column.kind, value) {
+            (Kind::Int, Scalar::Int(i)) => {
+                self.int(*i);
+            }
+            (Kind::Int, other) => return Err(invalid(&other.text())),
+            (Kind::Text, v) => {
+                self.text(v.text());
+            }
+        }
+        Ok(())
+    }
+
+    fn exact(&mut self, column: &Column, value: &str) -> Result<(), DomainError> {
+        match column.kind {
+            Kind::Int => {
+                let v = value.parse::<i64>().map_err(|_| invalid(value))?;
+                self.int(v);
+            }
+            Kind::Text => {
+                self.text(value);
+            }
+        }
+        Ok(())
+    }
+
+    /// Appends ` AND <predicate>` for every `q` term on a whitelisted column;
+    /// terms on other keys are ignored, as Harbor ignores them.
+    pub(crate) fn query_terms(
+        &mut self,
+        columns: &[Column],
+        query: &Query,
+    ) -> Result<(), DomainError> {
+        for term in &query.terms {
+            let Some(column) = columns
+                .iter()
+                .find(|c| c.names.contains(&term.key.as_str()))
+            else {
+                continue;
+            };
+            let sql = column.sql;
+            match &term.value {
+                QueryValue::Fuzzy(v) => {
+                    self.push(" AND LOWER(CAST(")
+                        .push(sql)
+                        .push(" AS TEXT)) LIKE ");
+                    self.text(like_pattern(v)).push(" ESCAPE '\\'");
+                }
+                QueryValue::Exact(v) => {
+                    let op = match term.op {
+                        Some(QueryOp::IContains) => {
+                            self.push(" AND LOWER(CAST(")
+                                .push(sql)
+                                .push(" AS TEXT)) LIKE ");
+                            self.text(like_pattern(v)).push(" ESCAPE '\\'");
+                            continue;
+                        }
+                        Some(QueryOp::Gte) => " >= ",
+                        Some(QueryOp::Lte) => " <= ",
+                        Some(QueryOp::Gt) => " > ",
+                        Some(QueryOp::Lt) => " < ",
+                        Some(QueryOp::In | QueryOp::Exact) | None => " = ",
+                    };
+                    self.push(" AND ").push(sql).push(op);
+                    self.exact(column, v)?;
+                }
+                QueryValue::Range { min, max } => {
+                    if let Some(min) = min {
+                        self.push(" AND ").push(sql).push(" >= ");
+                        self.scalar(column, min)?;
+                    }
+                    if let Some(max) = max {
+                        self.push(" AND ").push(sql).push(" <= ");
+                        self.scalar(column, max)?;
+                    }
+                }
+                QueryValue::OrList(items) => {
+                    if items.is_empty() {
+                        self.push(" AND 1 = 0");
+                        continue;
+                    }
+                    self.push(" AND ").push(sql).push(" IN (");
+                    for (i, item) in items.iter().enumerate() {
+                        if i > 0 {
+                            self.push(", ");
+                        }
+                        self.scalar(column, item)?;
+                    }
+                    self.push(")");
+                }
+                QueryValue::AndList(_) => {}
+            }
+        }
+        Ok(())
+    }
+
+    /// Appends ` ORDER BY ...` from the whitelisted sort keys, else `default`;
+    /// `tie` (a unique column) always ends the list so pages are stable.
+    pub(crate) fn order_by(
+        &mut self,
+        columns: &[(&[&str], &str)],
+        sort: &[SortKey],
+        default: &str,
+        tie: &str,
+    ) -> &mut Self {
+        let mut parts = Vec::new();
+        for key in sort {
+            if let Some((_, sql)) = columns
+                .iter()
+                .find(|(names, _)| names.contains(&key.key.as_str()))
+            {
+                parts.push(format!(
+                    "{sql} {}",
+                    if key.descending { "DESC" } else { "ASC" }
+                ));
+            }
+        }
+        if parts.is_empty() {
+            parts.push(default.to_string());
+        }
+        parts.push(tie.to_string());
+        self.push(" ORDER BY ").push(&parts.join(", "))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn placeholders_are_numbered() {
+        let mut sql = Sql::new("SELECT 1 WHERE a = ");
+        sql.int(1)
+            .push(" AND b IN ")
+            .int_list(&[2, 3])
+            .push(" AND c = ")
+            .text("x");
+        assert_eq!(
+            sql.text,
+            "SELECT 1 WHERE a = $1 AND b IN ($2, $3) AND c = $4"
+        );
+        assert_eq!(like_pattern("A_b%"), "%a\\_b\\%%");
+    }
+}
