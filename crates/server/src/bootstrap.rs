@@ -47,7 +47,7 @@ pub async fn open(settings: &Settings) -> anyhow::Result<AppState> {
         );
     }
     let rest = RestServices::new(RestConfig::from_settings(settings))?;
-    Ok(build_state_with_rest(
+    Ok(build_state(
         store,
         SecretKey::new(secrets.master_key),
         secrets.jwt_secret.as_bytes(),
@@ -86,28 +86,6 @@ async fn ensure_admin_password(store: &Store) -> anyhow::Result<()> {
 
 /// Assembles the application state from its parts (also used by the tests).
 pub fn build_state(
-    store: Store,
-    master_key: SecretKey,
-    jwt_secret: &[u8],
-    jwt_expires_in: i64,
-    blob_dir: PathBuf,
-    external_url: String,
-) -> AppState {
-    let rest = RestServices::new(RestConfig::default())
-        .expect("the default generator-rest configuration is valid");
-    build_state_with_rest(
-        store,
-        master_key,
-        jwt_secret,
-        jwt_expires_in,
-        blob_dir,
-        external_url,
-        rest,
-    )
-}
-
-/// [`build_state`] with the generator-rest services given (mail, providers, CORS).
-pub fn build_state_with_rest(
     store: Store,
     master_key: SecretKey,
     jwt_secret: &[u8],

@@ -72,29 +72,35 @@ pub async fn verify_password(
         }
         state.credentials.remove(login, password);
     }
-    let user = match state.store.users().find_by_login(login).await? {
-        Some(user) if user.id == ADMIN_USER_ID => Some(user),
-        found => {
-            // In `ldap_auth` mode everyone but the built-in admin signs in through the directory.
-            let config = state.store.configurations().load().await?;
-            if config.string("auth_mode") == directory::LDAP_AUTH {
-                let user = directory::sign_in(state, &config, login, password).await?;
-                if let Some(user) = &user {
-                    state.credentials.put(
-                        login,
-                        password,
-                        CachedCredential {
-                            user_id: user.id,
-                            auth_version: user.auth_version,
-                        },
-                    );
-                }
-                return Ok(user);
-            }
-            found
+    let verified = verify_uncached(state, login, password).await?;
+    if let Some(user) = &verified {
+        state.credentials.put(
+            login,
+            password,
+            CachedCredential {
+                user_id: user.id,
+                auth_version: user.auth_version,
+            },
+        );
+    }
+    Ok(verified)
+}
+
+/// The slow path of [`verify_password`]: a password hash, or the directory in
+/// `ldap_auth` mode (for everyone but the built-in admin).
+async fn verify_uncached(
+    state: &AppState,
+    login: &str,
+    password: &str,
+) -> Result<Option<Arc<User>>, ApiError> {
+    let found = state.store.users().find_by_login(login).await?;
+    if found.as_ref().is_none_or(|u| u.id != ADMIN_USER_ID) {
+        let config = state.store.configurations().load().await?;
+        if config.string("auth_mode") == directory::LDAP_AUTH {
+            return directory::sign_in(state, &config, login, password).await;
         }
-    };
-    let Some(user) = user else {
+    }
+    let Some(user) = found else {
         return Ok(None);
     };
     let Some(stored) = user.password_hash.clone() else {
@@ -105,18 +111,7 @@ pub async fn verify_password(
         tokio::task::spawn_blocking(move || password::verify_password(&candidate, &stored))
             .await
             .map_err(ApiError::internal)?;
-    if !matches {
-        return Ok(None);
-    }
-    state.credentials.put(
-        login,
-        password,
-        CachedCredential {
-            user_id: user.id,
-            auth_version: user.auth_version,
-        },
-    );
-    Ok(Some(Arc::new(user)))
+    Ok(matches.then(|| Arc::new(user)))
 }
 
 /// Hashes a password off the async workers.

@@ -2,6 +2,7 @@
 
 use berth::app::App;
 use berth::bootstrap;
+use berth::rest::{RestConfig, RestServices};
 use berth::state::AppState;
 use berth_auth::secret::SecretKey;
 use berth_store::Store;
@@ -53,14 +54,9 @@ impl TestApp {
         assert!(store.users().set_password_if_unset(1, &hash).await.unwrap());
         let blob_dir = bootstrap::blob_dir(dir.path());
         std::fs::create_dir_all(&blob_dir).unwrap();
-        let state = bootstrap::build_state(
-            store,
-            SecretKey::new(MASTER_KEY),
-            JWT_SECRET.as_bytes(),
-            7 * 86_400,
-            blob_dir,
-            "http://127.0.0.1:9000".into(),
-        );
+        let rest =
+            RestServices::new(RestConfig::default()).expect("the default REST configuration");
+        let state = test_state(store, blob_dir, rest);
         Self {
             app: berth::app::build(state.clone()),
             state,
@@ -102,21 +98,26 @@ pub async fn postgres_database_url() -> String {
 impl TestApp {
     /// The same application and database with another generator-rest
     /// configuration (mail server, identity providers, CORS).
-    pub fn with_rest(self, config: berth::rest::RestConfig) -> Self {
-        let rest = berth::rest::RestServices::new(config).expect("valid REST configuration");
-        let state = bootstrap::build_state_with_rest(
-            self.state.store.clone(),
-            SecretKey::new(MASTER_KEY),
-            JWT_SECRET.as_bytes(),
-            7 * 86_400,
-            self.state.blob_dir.clone(),
-            self.state.external_url.clone(),
-            rest,
-        );
+    pub fn with_rest(self, config: RestConfig) -> Self {
+        let rest = RestServices::new(config).expect("valid REST configuration");
+        let state = test_state(self.state.store.clone(), self.state.blob_dir.clone(), rest);
         Self {
             app: berth::app::build(state.clone()),
             state,
             ..self
         }
     }
+}
+
+/// The application state every test runs with: the test secrets, tokens valid for a week.
+fn test_state(store: Store, blob_dir: std::path::PathBuf, rest: RestServices) -> AppState {
+    bootstrap::build_state(
+        store,
+        SecretKey::new(MASTER_KEY),
+        JWT_SECRET.as_bytes(),
+        7 * 86_400,
+        blob_dir,
+        "http://127.0.0.1:9000".into(),
+        rest,
+    )
 }
