@@ -5,6 +5,7 @@
 
 pub mod error;
 pub mod model;
+pub mod oci;
 pub mod rbac;
 pub mod time;
 
