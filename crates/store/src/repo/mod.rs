@@ -8,3 +8,5 @@ pub mod users;
 pub(crate) fn flag(value: i64) -> bool {
     value != 0
 }
+
+pub mod registry;
