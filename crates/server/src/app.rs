@@ -18,6 +18,7 @@ use tracing::Level;
 
 use crate::error::{ApiError, HarborError};
 use crate::harbor;
+use crate::registry;
 use crate::state::AppState;
 
 /// The application as a service: the router behind path normalization.
@@ -29,6 +30,7 @@ const X_REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
 pub fn build(state: AppState) -> App {
     let router = Router::new()
         .nest("/api/v2.0", harbor::router())
+        .merge(registry::router(state.clone()))
         .fallback(not_found)
         .with_state(state)
         .layer(

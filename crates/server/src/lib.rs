@@ -11,5 +11,6 @@ pub mod error;
 pub mod extract;
 pub mod harbor;
 pub mod identity;
+pub mod registry;
 pub mod secrets;
 pub mod state;

@@ -27,6 +27,8 @@ pub struct Inner {
     pub blob_dir: PathBuf,
     /// The URL clients reach this server at, without a trailing slash.
     pub external_url: String,
+    /// The distribution surface: blob storage, registry tokens, pull bookkeeping.
+    pub registry: crate::registry::RegistryState,
 }
 
 impl AppState {
