@@ -321,7 +321,7 @@ pub async fn get_tags_list(ctx: Ctx, name: &str) -> RegistryResult<Response> {
 /// `GET /v2/_catalog?n=&last=`: repository names (system administrators only).
 pub async fn get_catalog(ctx: Ctx) -> RegistryResult<Response> {
     if !ctx.caller.may_list_catalog() {
-        return Err(if ctx.caller.is_authenticated() {
+        return Err(if matches!(ctx.caller, super::Caller::User(_)) {
             oci(
                 ErrorKind::Forbidden,
                 "DENIED",

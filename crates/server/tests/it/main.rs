@@ -10,4 +10,5 @@ mod util;
 
 mod cli;
 mod harbor;
+mod registry;
 mod store;

@@ -98,3 +98,33 @@ pub async fn postgres_database_url() -> String {
     let (base, _) = server.rsplit_once('/').expect("URL with a database name");
     format!("{base}/{name}")
 }
+
+impl TestApp {
+    /// Another application over `other`'s database and data directory (a
+    /// restart); `other` must outlive it.
+    pub fn from_state(other: &TestApp, state: AppState) -> RestartedApp<'_> {
+        RestartedApp {
+            inner: TestApp {
+                app: berth::app::build(state.clone()),
+                state,
+                backend: other.backend,
+                dir: tempfile::tempdir().expect("temp dir"),
+            },
+            _other: other,
+        }
+    }
+}
+
+/// A [`TestApp`] sharing another's database and data directory.
+pub struct RestartedApp<'a> {
+    inner: TestApp,
+    _other: &'a TestApp,
+}
+
+impl std::ops::Deref for RestartedApp<'_> {
+    type Target = TestApp;
+
+    fn deref(&self) -> &TestApp {
+        &self.inner
+    }
+}

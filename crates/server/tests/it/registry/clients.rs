@@ -1,0 +1,1 @@
+//! Real clients (skopeo) against a real socket.
