@@ -301,10 +301,12 @@ pub async fn get_tags_list(ctx: Ctx, name: &str) -> RegistryResult<Response> {
     ctx.authorize(name, RepoAction::Pull).await?;
     let (n, last) = pagination(&ctx)?;
     let tags = if n == 0 {
-        match ctx.state.store.registry().repository_id(name).await? {
-            Some(_) => Some(Vec::new()),
-            None => None,
-        }
+        ctx.state
+            .store
+            .registry()
+            .repository_id(name)
+            .await?
+            .map(|_| Vec::new())
     } else {
         ctx.state.store.registry().tags(name, &last, n).await?
     };
