@@ -1,6 +1,10 @@
 //! Harbor's management API, mounted at `/api/v2.0`.
 
+mod artifacts;
 mod health;
+mod labels;
+mod listing;
+mod repositories;
 mod systeminfo;
 mod users;
 
@@ -17,6 +21,9 @@ pub fn router() -> Router<AppState> {
         .merge(health::router())
         .merge(systeminfo::router())
         .merge(users::router())
+        .merge(repositories::router())
+        .merge(artifacts::router())
+        .merge(labels::router())
         .method_not_allowed_fallback(method_not_allowed)
         .fallback(not_found)
 }

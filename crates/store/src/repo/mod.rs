@@ -9,4 +9,5 @@ pub(crate) fn flag(value: i64) -> bool {
     value != 0
 }
 
+pub mod artifacts;
 pub mod registry;

@@ -1,4 +1,5 @@
 //! Harbor management API (`/api/v2.0`).
 
+mod registry_content;
 mod system;
 mod users;

@@ -494,17 +494,3 @@ backend_test!(
         assert_eq!(res.body, all);
     }
 );
-
-backend_test!(
-    async fn pulls_are_recorded(app) {
-        let name = "library/pulled";
-        push_image(&app, name, "v1", &[b"q"]).await;
-        app.get(&format!("/v2/{name}/manifests/v1")).send().await;
-        app.get(&format!("/v2/{name}/manifests/v1")).send().await;
-        app.state.registry.flush_pulls(app.store()).await;
-        let res = app.get("/v2/_catalog").admin().send().await;
-        assert_eq!(res.status, StatusCode::OK);
-        let counts = app.store().registry().tags(name, "", 10).await.unwrap().unwrap();
-        assert_eq!(counts, vec!["v1".to_string()]);
-    }
-);
