@@ -284,6 +284,29 @@ impl From<TagRow> for Tag {
 }
 
 #[derive(sqlx::FromRow)]
+struct ReferenceRow {
+    parent_id: i64,
+    child_id: i64,
+    child_digest: String,
+    platform: Option<String>,
+    urls: Option<String>,
+    annotations: Option<String>,
+}
+
+impl From<ReferenceRow> for ArtifactReference {
+    fn from(r: ReferenceRow) -> Self {
+        Self {
+            parent_id: r.parent_id,
+            child_id: r.child_id,
+            child_digest: r.child_digest,
+            platform: r.platform,
+            urls: r.urls,
+            annotations: r.annotations,
+        }
+    }
+}
+
+#[derive(sqlx::FromRow)]
 struct LabelRow {
     id: i64,
     name: String,
@@ -746,29 +769,8 @@ impl Artifacts<'_> {
         sql.push("SELECT parent_id, child_id, child_digest, platform, urls, annotations FROM artifact_references WHERE parent_id IN (")
             .ints(parent_ids)
             .push(") ORDER BY parent_id, child_id");
-        let rows: Vec<(
-            i64,
-            i64,
-            String,
-            Option<String>,
-            Option<String>,
-            Option<String>,
-        )> = sql.fetch_all(&self.0.pool).await?;
-        Ok(rows
-            .into_iter()
-            .map(
-                |(parent_id, child_id, child_digest, platform, urls, annotations)| {
-                    ArtifactReference {
-                        parent_id,
-                        child_id,
-                        child_digest,
-                        platform,
-                        urls,
-                        annotations,
-                    }
-                },
-            )
-            .collect())
+        let rows: Vec<ReferenceRow> = sql.fetch_all(&self.0.pool).await?;
+        Ok(rows.into_iter().map(ArtifactReference::from).collect())
     }
 
     /// The labels of `artifact_ids`, as `(artifact_id, label)`.
