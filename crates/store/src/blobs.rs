@@ -190,6 +190,29 @@ impl BlobStore {
         Ok(found)
     }
 
+    /// Every committed blob file, with its modification time.
+    pub async fn committed_files(&self) -> io::Result<Vec<(Digest, std::time::SystemTime)>> {
+        let mut found = Vec::new();
+        let mut prefixes = match tokio::fs::read_dir(self.root.join("sha256")).await {
+            Ok(dir) => dir,
+            Err(err) if err.kind() == io::ErrorKind::NotFound => return Ok(found),
+            Err(err) => return Err(err),
+        };
+        while let Some(prefix) = prefixes.next_entry().await? {
+            if !prefix.file_type().await?.is_dir() {
+                continue;
+            }
+            let mut files = tokio::fs::read_dir(prefix.path()).await?;
+            while let Some(file) = files.next_entry().await? {
+                let name = file.file_name().to_string_lossy().into_owned();
+                if let Ok(digest) = Digest::parse(&format!("sha256:{name}")) {
+                    found.push((digest, file.metadata().await?.modified()?));
+                }
+            }
+        }
+        Ok(found)
+    }
+
     /// Renames a complete, fsynced staging file to the blob path of `digest`.
     async fn install(&self, staged: &Path, digest: &Digest) -> Result<(), BlobError> {
         let target = self.blob_path(digest);

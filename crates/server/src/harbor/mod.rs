@@ -1,6 +1,7 @@
 //! Harbor's management API, mounted at `/api/v2.0`.
 
 mod artifacts;
+mod gc;
 mod health;
 mod labels;
 mod listing;
@@ -24,6 +25,7 @@ pub fn router() -> Router<AppState> {
         .merge(repositories::router())
         .merge(artifacts::router())
         .merge(labels::router())
+        .merge(gc::router())
         .method_not_allowed_fallback(method_not_allowed)
         .fallback(not_found)
 }

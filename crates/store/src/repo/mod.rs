@@ -10,4 +10,5 @@ pub(crate) fn flag(value: i64) -> bool {
 }
 
 pub mod artifacts;
+pub mod gc;
 pub mod registry;

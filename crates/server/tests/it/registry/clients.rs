@@ -406,6 +406,28 @@ async fn crash_during_chunked_upload(backend: Backend) {
     assert_eq!(res.headers()["docker-content-digest"], digest.as_str());
     let body = res.bytes().await.unwrap();
     assert_eq!(digest_of(&body), digest);
+    server.crash();
+
+    // `berth gc` with no grace: the blob no manifest uses goes.
+    let output = Command::new(BIN)
+        .args(["gc", "--grace", "0"])
+        .arg("--data-dir")
+        .arg(&data)
+        .env("DATABASE_URL", &url)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{stdout} {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(
+        stdout.contains(&format!("1 blobs ({} bytes) deleted", blob.len())),
+        "{stdout}"
+    );
+    let hex = &digest["sha256:".len()..];
+    assert!(!data.join("blobs/sha256").join(&hex[..2]).join(hex).exists());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -1,6 +1,7 @@
 //! The OCI distribution API (`/v2/`) and the token service.
 
 mod clients;
+mod gc;
 mod protocol;
 
 use axum::http::{Method, StatusCode};
