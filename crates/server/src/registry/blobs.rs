@@ -16,7 +16,7 @@ use berth_store::repo::registry::Upload;
 use bytes::Bytes;
 use tokio::io::{AsyncReadExt, AsyncSeekExt};
 
-use super::{Ctx, RegistryError, RegistryResult, RepoAction, oci};
+use super::{Caller, Ctx, RegistryError, RegistryResult, RepoAction, oci};
 use crate::error::{ApiError, ErrorKind, OciError};
 
 /// `Docker-Content-Digest`.
@@ -136,6 +136,15 @@ pub async fn get_blob(
         .project_blob(project.id, digest.as_str())
         .await?
         .ok_or_else(|| blob_unknown(&digest))?;
+    if !with_body && may_push(&ctx, name).await {
+        // A pusher checking whether to upload: keep the blob through the grace period.
+        let throttle = i64::try_from(berth_store::repo::gc::DEFAULT_GRACE_SECS / 4).unwrap_or(3600);
+        ctx.state
+            .store
+            .registry()
+            .renew_link(project.id, blob.id, throttle)
+            .await?;
+    }
     let size = u64::try_from(blob.size).unwrap_or(0);
     let range = ctx
         .header("range")
@@ -193,6 +202,15 @@ pub async fn get_blob(
         response.headers_mut().insert(k, v);
     }
     Ok(response)
+}
+
+/// Whether the caller may push to `name` (no extra query for token callers).
+async fn may_push(ctx: &Ctx, name: &str) -> bool {
+    match &ctx.caller {
+        Caller::Anonymous => false,
+        Caller::Token(claims) => claims.allows("repository", name, "push"),
+        Caller::User(_) => ctx.authorize(name, RepoAction::Push).await.is_ok(),
+    }
 }
 
 /// Streams `len` bytes of `file` from its current position.

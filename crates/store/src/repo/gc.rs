@@ -22,10 +22,13 @@ pub struct GcOptions {
     pub upload_expiry: Duration,
 }
 
+/// The default grace of pushed, unused blob links.
+pub const DEFAULT_GRACE_SECS: u64 = 24 * 3600;
+
 impl Default for GcOptions {
     fn default() -> Self {
         Self {
-            grace: Duration::from_secs(24 * 3600),
+            grace: Duration::from_secs(DEFAULT_GRACE_SECS),
             upload_expiry: Duration::from_secs(24 * 3600),
         }
     }

@@ -232,6 +232,28 @@ impl Registry<'_> {
         })
     }
 
+    /// Renews project `project_id`'s link to blob `blob_id` for a pusher that
+    /// found the blob with HEAD (so a collection cannot take it before the
+    /// manifest arrives). Writes at most once per `throttle_secs`.
+    pub async fn renew_link(
+        &self,
+        project_id: i64,
+        blob_id: i64,
+        throttle_secs: i64,
+    ) -> StoreResult<()> {
+        sqlx::query(
+            "UPDATE project_blobs SET pending_since = $3, version = version + 1 \
+             WHERE project_id = $1 AND blob_id = $2 AND (pending_since IS NULL OR pending_since < $4)",
+        )
+        .bind(project_id)
+        .bind(blob_id)
+        .bind(time::now())
+        .bind(time::now_plus_seconds(-throttle_secs))
+        .execute(&self.0.pool)
+        .await?;
+        Ok(())
+    }
+
     /// Links an existing blob of `from_project` into `to_project` (a mount);
     /// `None` when the source project cannot address it.
     pub async fn mount_blob(
