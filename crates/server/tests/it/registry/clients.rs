@@ -439,3 +439,94 @@ async fn crash_in_the_middle_of_a_chunked_upload_then_resume_sqlite() {
 async fn crash_in_the_middle_of_a_chunked_upload_then_resume_postgres() {
     crash_during_chunked_upload(Backend::Postgres).await;
 }
+
+/// `podman` with private storage under `dir` (vfs: no kernel overlay needed).
+fn podman(dir: &Path) -> Command {
+    let mut command = Command::new("podman");
+    command
+        .arg("--root")
+        .arg(dir.join("root"))
+        .arg("--runroot")
+        .arg(dir.join("runroot"))
+        .args(["--storage-driver", "vfs"]);
+    command
+}
+
+async fn podman_round_trip(backend: Backend) {
+    require("podman");
+    require("skopeo");
+    let work = tempfile::tempdir().unwrap();
+    let layout = build_layout(work.path());
+    let server = Server::start(
+        &work.path().join("data"),
+        &database_url(backend, work.path()).await,
+    )
+    .await;
+    let creds = format!("admin:{ADMIN_PASSWORD}");
+    let storage = work.path().join("podman");
+    let source = format!("{}/library/podman:source", server.host());
+    run(skopeo()
+        .args(["copy", "--dest-tls-verify=false", "--dest-creds", &creds])
+        .arg(format!("oci:{}:v3", layout.dir.display()))
+        .arg(format!("docker://{source}")));
+    let image = run(podman(&storage).args(["pull", "-q", "--tls-verify=false", &source]));
+    let image = image.trim();
+    // Docker schema 2 this time (podman converts), then OCI.
+    for (format, tag) in [("v2s2", "docker"), ("oci", "oci")] {
+        let target = format!("{}/library/podman:{tag}", server.host());
+        run(podman(&storage)
+            .args([
+                "push",
+                "--tls-verify=false",
+                "--creds",
+                &creds,
+                "--format",
+                format,
+                image,
+            ])
+            .arg(format!("docker://{target}")));
+        let raw = run(skopeo()
+            .args(["inspect", "--raw", "--tls-verify=false", "--no-creds"])
+            .arg(format!("docker://{target}")));
+        let manifest: Value = serde_json::from_str(&raw).unwrap();
+        let expected = if format == "v2s2" {
+            "application/vnd.docker.distribution.manifest.v2+json"
+        } else {
+            OCI_MANIFEST
+        };
+        assert_eq!(
+            manifest["mediaType"].as_str().unwrap_or(OCI_MANIFEST),
+            expected
+        );
+        assert_eq!(manifest["layers"].as_array().unwrap().len(), 3);
+        let res = reqwest::Client::new()
+            .head(server.url(&format!("/v2/library/podman/manifests/{tag}")))
+            .header("accept", expected)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.headers()["content-type"], expected);
+        assert_eq!(
+            res.headers()["docker-content-digest"],
+            digest_of(raw.as_bytes()).as_str()
+        );
+
+        // Pull it back anonymously into empty storage; podman checks every digest.
+        let fresh = work.path().join(format!("podman-{tag}"));
+        run(podman(&fresh).args(["pull", "-q", "--tls-verify=false", &target]));
+        let inspect = run(podman(&fresh).args(["image", "inspect", &target]));
+        let inspect: Value = serde_json::from_str(&inspect).unwrap();
+        assert_eq!(inspect[0]["Digest"], digest_of(raw.as_bytes()).as_str());
+        assert_eq!(inspect[0]["RootFS"]["Layers"].as_array().unwrap().len(), 3);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn podman_push_and_pull_round_trips_sqlite() {
+    podman_round_trip(Backend::Sqlite).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn podman_push_and_pull_round_trips_postgres() {
+    podman_round_trip(Backend::Postgres).await;
+}
