@@ -201,8 +201,8 @@ async fn sweep(
 
     // B. Links no artifact of the project uses and no push renewed within the grace.
     let cutoff = time::now_plus_seconds(-seconds(options.grace));
-    let stale: Vec<(i64, i64, i64)> = sqlx::query_as(
-        "SELECT pb.project_id, pb.blob_id, pb.version FROM project_blobs pb \
+    let stale: Vec<(i64, i64, i64, i64)> = sqlx::query_as(
+        "SELECT pb.project_id, pb.blob_id, pb.version, b.size FROM project_blobs pb JOIN blobs b ON b.id = pb.blob_id \
          WHERE (pb.pending_since IS NULL OR pb.pending_since < $1) AND NOT EXISTS (\
          SELECT 1 FROM artifact_blobs ab JOIN artifacts a ON a.id = ab.artifact_id \
          WHERE a.project_id = pb.project_id AND ab.blob_id = pb.blob_id)",
@@ -210,7 +210,8 @@ async fn sweep(
     .bind(&cutoff)
     .fetch_all(pool)
     .await?;
-    for (project_id, blob_id, version) in stale {
+    for (project_id, blob_id, version, size) in stale {
+        let mut tx = pool.begin().await?;
         let done = sqlx::query(
             "DELETE FROM project_blobs WHERE project_id = $1 AND blob_id = $2 AND version = $3 \
              AND (pending_since IS NULL OR pending_since < $4) AND NOT EXISTS (\
@@ -221,8 +222,12 @@ async fn sweep(
         .bind(blob_id)
         .bind(version)
         .bind(&cutoff)
-        .execute(pool)
+        .execute(&mut *tx)
         .await?;
+        if done.rows_affected() == 1 {
+            crate::repo::registry::release_quota(&mut *tx, project_id, size).await?;
+        }
+        tx.commit().await?;
         stats.links += done.rows_affected();
     }
     store.gc_heartbeat(run).await?;

@@ -170,10 +170,81 @@ const UPSERT_BLOB: &str = "INSERT INTO blobs (digest, size, media_type, version,
      ON CONFLICT (digest) DO UPDATE SET version = blobs.version + 1, updated_at = $4 \
      WHERE blobs.deleting = 0 RETURNING id";
 
-const UPSERT_LINK: &str = "INSERT INTO project_blobs (project_id, blob_id, version, pending_since, created_at) \
-     VALUES ($1, $2, 1, $3, $4) \
-     ON CONFLICT (project_id, blob_id) DO UPDATE SET version = project_blobs.version + 1, \
-     pending_since = $3";
+/// Links blob `blob_id` (of `size` bytes) to a project inside `tx`: a new link
+/// is charged to the project's quota (refused with `Precondition` beyond the
+/// hard limit), an existing one gets a new version and `pending_since`.
+async fn link_blob(
+    tx: &mut sqlx::Transaction<'_, sqlx::Any>,
+    project_id: i64,
+    blob_id: i64,
+    size: i64,
+    pending_since: Option<&str>,
+    now: &str,
+) -> StoreResult<()> {
+    let inserted = sqlx::query(
+        "INSERT INTO project_blobs (project_id, blob_id, version, pending_since, created_at) \
+         VALUES ($1, $2, 1, $3, $4) ON CONFLICT (project_id, blob_id) DO NOTHING",
+    )
+    .bind(project_id)
+    .bind(blob_id)
+    .bind(pending_since)
+    .bind(now)
+    .execute(&mut **tx)
+    .await?;
+    if inserted.rows_affected() == 0 {
+        sqlx::query(
+            "UPDATE project_blobs SET version = version + 1, pending_since = $3 \
+             WHERE project_id = $1 AND blob_id = $2",
+        )
+        .bind(project_id)
+        .bind(blob_id)
+        .bind(pending_since)
+        .execute(&mut **tx)
+        .await?;
+        return Ok(());
+    }
+    let charged = sqlx::query(
+        "UPDATE project_quotas SET used = used + $2, updated_at = $3 \
+         WHERE project_id = $1 AND (hard < 0 OR used + $2 <= hard)",
+    )
+    .bind(project_id)
+    .bind(size)
+    .bind(now)
+    .execute(&mut **tx)
+    .await?;
+    if charged.rows_affected() == 0 {
+        let quota: Option<(i64, i64)> =
+            sqlx::query_as("SELECT hard, used FROM project_quotas WHERE project_id = $1")
+                .bind(project_id)
+                .fetch_optional(&mut **tx)
+                .await?;
+        if let Some((hard, used)) = quota {
+            return Err(berth_domain::DomainError::Precondition(format!(
+                "adding {size} bytes of storage to the current usage of {used} bytes would exceed the project's limit of {hard} bytes"
+            ))
+            .into());
+        }
+    }
+    Ok(())
+}
+
+/// Releases a dropped link's `size` bytes from the project's quota.
+pub(crate) async fn release_quota(
+    executor: impl sqlx::Executor<'_, Database = sqlx::Any>,
+    project_id: i64,
+    size: i64,
+) -> StoreResult<()> {
+    sqlx::query(
+        "UPDATE project_quotas SET used = CASE WHEN used > $2 THEN used - $2 ELSE 0 END, updated_at = $3 \
+         WHERE project_id = $1",
+    )
+    .bind(project_id)
+    .bind(size)
+    .bind(time::now())
+    .execute(executor)
+    .await?;
+    Ok(())
+}
 
 fn deleting(digest: &str) -> StoreError {
     berth_domain::DomainError::Conflict(format!("blob {digest} is being garbage collected")).into()
@@ -217,13 +288,7 @@ impl Registry<'_> {
         let Some((id,)) = id else {
             return Err(deleting(digest));
         };
-        sqlx::query(UPSERT_LINK)
-            .bind(project_id)
-            .bind(id)
-            .bind(Some(&now))
-            .bind(&now)
-            .execute(&mut *tx)
-            .await?;
+        link_blob(&mut tx, project_id, id, size, Some(&now), &now).await?;
         tx.commit().await?;
         Ok(BlobInfo {
             id,
@@ -286,13 +351,7 @@ impl Registry<'_> {
         if bumped.rows_affected() == 0 {
             return Ok(None);
         }
-        sqlx::query(UPSERT_LINK)
-            .bind(to_project)
-            .bind(blob.id)
-            .bind(Some(&now))
-            .bind(&now)
-            .execute(&mut *tx)
-            .await?;
+        link_blob(&mut tx, to_project, blob.id, blob.size, Some(&now), &now).await?;
         tx.commit().await?;
         Ok(Some(blob))
     }
@@ -301,15 +360,15 @@ impl Registry<'_> {
     /// artifacts uses the blob. `Ok(None)`: no link; `Ok(Some(false))`: in use.
     pub async fn unlink_blob(&self, project_id: i64, digest: &str) -> StoreResult<Option<bool>> {
         let mut tx = self.0.pool.begin().await?;
-        let link: Option<(i64,)> = sqlx::query_as(
-            "SELECT pb.blob_id FROM project_blobs pb JOIN blobs b ON b.id = pb.blob_id \
+        let link: Option<(i64, i64)> = sqlx::query_as(
+            "SELECT pb.blob_id, b.size FROM project_blobs pb JOIN blobs b ON b.id = pb.blob_id \
              WHERE pb.project_id = $1 AND b.digest = $2 AND b.deleting = 0",
         )
         .bind(project_id)
         .bind(digest)
         .fetch_optional(&mut *tx)
         .await?;
-        let Some((blob_id,)) = link else {
+        let Some((blob_id, size)) = link else {
             return Ok(None);
         };
         let done = sqlx::query(
@@ -321,6 +380,9 @@ impl Registry<'_> {
         .bind(blob_id)
         .execute(&mut *tx)
         .await?;
+        if done.rows_affected() == 1 {
+            release_quota(&mut *tx, project_id, size).await?;
+        }
         tx.commit().await?;
         Ok(Some(done.rows_affected() == 1))
     }
@@ -500,13 +562,15 @@ impl Registry<'_> {
             .bind(m.body.clone())
             .execute(&mut *tx)
             .await?;
-        sqlx::query(UPSERT_LINK)
-            .bind(m.project_id)
-            .bind(manifest_blob_id)
-            .bind(None::<String>)
-            .bind(&now)
-            .execute(&mut *tx)
-            .await?;
+        link_blob(
+            &mut tx,
+            m.project_id,
+            manifest_blob_id,
+            body_len,
+            None,
+            &now,
+        )
+        .await?;
 
         let (artifact_id,): (i64,) = sqlx::query_as(
             "INSERT INTO artifacts (project_id, repository_id, digest, manifest_blob_id, manifest_media_type, \
@@ -790,4 +854,29 @@ pub(crate) async fn delete_artifact_tree(
         .execute(&mut **tx)
         .await?;
     Ok(())
+}
+
+impl Registry<'_> {
+    /// A project's storage quota as `(hard, used)` in bytes (`hard < 0`: unlimited).
+    pub async fn quota(&self, project_id: i64) -> StoreResult<Option<(i64, i64)>> {
+        Ok(
+            sqlx::query_as("SELECT hard, used FROM project_quotas WHERE project_id = $1")
+                .bind(project_id)
+                .fetch_optional(&self.0.pool)
+                .await?,
+        )
+    }
+
+    /// Sets a project's storage limit in bytes (`-1`: unlimited).
+    pub async fn set_storage_limit(&self, project_id: i64, hard: i64) -> StoreResult<bool> {
+        let done = sqlx::query(
+            "UPDATE project_quotas SET hard = $2, updated_at = $3 WHERE project_id = $1",
+        )
+        .bind(project_id)
+        .bind(hard)
+        .bind(time::now())
+        .execute(&self.0.pool)
+        .await?;
+        Ok(done.rows_affected() == 1)
+    }
 }
