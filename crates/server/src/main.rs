@@ -67,6 +67,7 @@ async fn serve(settings: &Settings) -> anyhow::Result<()> {
         .with_graceful_shutdown(shutdown_signal())
         .await
         .context("serving")?;
+    state.registry.flush_pulls(&state.store).await;
     state.store.close().await;
     tracing::info!("berth stopped");
     Ok(())
