@@ -201,9 +201,6 @@ impl Manifest {
                 .into_iter()
                 .map(|d| d.into_descriptor("layer"))
                 .collect::<Result<Vec<_>, _>>()?;
-            if media_type == media_type::DOCKER_MANIFEST && layers.is_empty() {
-                return Err(ManifestError("a Docker image manifest needs layers".into()));
-            }
             ManifestKind::Image { config, layers }
         };
         let subject = raw

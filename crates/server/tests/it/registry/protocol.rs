@@ -494,3 +494,49 @@ backend_test!(
         assert_eq!(res.body, all);
     }
 );
+
+backend_test!(
+    async fn docker_schema2_manifest_and_manifest_list(app) {
+        const DOCKER_MANIFEST: &str = "application/vnd.docker.distribution.manifest.v2+json";
+        const DOCKER_LIST: &str = "application/vnd.docker.distribution.manifest.list.v2+json";
+        let name = "library/dockerish";
+        let config = br#"{"architecture":"amd64","os":"linux"}"#;
+        push_blob(&app, name, config).await;
+        push_blob(&app, name, b"docker layer").await;
+        let manifest = json!({
+            "schemaVersion": 2,
+            "mediaType": DOCKER_MANIFEST,
+            "config": descriptor("application/vnd.docker.container.image.v1+json", config),
+            "layers": [descriptor("application/vnd.docker.image.rootfs.diff.tar.gzip", b"docker layer")],
+        })
+        .to_string()
+        .into_bytes();
+        let res = put_manifest(&app, name, "amd64", DOCKER_MANIFEST, &manifest).await;
+        assert_eq!(res.status, StatusCode::CREATED, "{}", res.text());
+        let list = json!({
+            "schemaVersion": 2,
+            "mediaType": DOCKER_LIST,
+            "manifests": [{"mediaType": DOCKER_MANIFEST, "digest": digest_of(&manifest), "size": manifest.len(),
+                           "platform": {"architecture": "amd64", "os": "linux"}}],
+        })
+        .to_string()
+        .into_bytes();
+        let res = put_manifest(&app, name, "latest", DOCKER_LIST, &list).await;
+        assert_eq!(res.status, StatusCode::CREATED, "{}", res.text());
+        let res = app.get(&format!("/v2/{name}/manifests/latest")).send().await;
+        assert_eq!(res.header("content-type"), Some(DOCKER_LIST));
+        assert_eq!(res.body, list);
+        let res = app.get(&format!("/v2/{name}/manifests/amd64")).send().await;
+        assert_eq!(res.header("content-type"), Some(DOCKER_MANIFEST));
+        let res = app.get("/api/v2.0/projects/library/repositories/dockerish/artifacts/amd64").send().await;
+        let body = res.json();
+        assert_eq!(body["type"], "IMAGE");
+        assert_eq!(body["media_type"], "application/vnd.docker.container.image.v1+json");
+        assert_eq!(body["extra_attrs"]["os"], "linux");
+        let res = app.get("/api/v2.0/projects/library/repositories/dockerish/artifacts/latest").send().await;
+        assert_eq!(res.json()["references"][0]["platform"]["architecture"], "amd64");
+        // A body whose mediaType contradicts the Content-Type is refused.
+        let res = put_manifest(&app, name, "bad", OCI_MANIFEST, &manifest).await;
+        assert_eq!(error_code(&res), "MANIFEST_INVALID");
+    }
+);
