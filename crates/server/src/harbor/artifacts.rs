@@ -561,14 +561,18 @@ pub async fn add_label(
         .ok_or_else(|| ApiError::bad_request("the label id is required"))?;
     let label = state
         .store
-        .artifacts()
-        .label(id)
+        .labels()
+        .find(id)
         .await?
         .ok_or_else(|| ApiError::not_found(format!("label {id} not found")))?;
     if label.project_id.is_some_and(|p| p != artifact.project_id) {
         return Err(ApiError::bad_request(format!("label {id} belongs to another project")).into());
     }
-    state.store.artifacts().add_label(artifact.id, id).await?;
+    state
+        .store
+        .labels()
+        .add_to_artifact(artifact.id, id)
+        .await?;
     Ok(())
 }
 
@@ -598,8 +602,8 @@ pub async fn remove_label(
     .await?;
     if !state
         .store
-        .artifacts()
-        .remove_label(artifact.id, label_id)
+        .labels()
+        .remove_from_artifact(artifact.id, label_id)
         .await?
     {
         return Err(ApiError::not_found(format!(
@@ -613,7 +617,7 @@ pub async fn remove_label(
 
 #[cfg(test)]
 mod tests {
-    use berth_store::repo::artifacts::TextMatch;
+    use berth_store::repo::filter::TextMatch;
 
     use super::*;
 

@@ -11,7 +11,8 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use berth_domain::model::{Label, ProjectRef};
 use berth_domain::rbac::{Action, Resource};
-use berth_store::repo::artifacts::NewLabel;
+use berth_store::repo::filter::TextMatch;
+use berth_store::repo::labels::NewLabel;
 use serde_json::{Value, json};
 
 use super::listing::{Paging, parse_q};
@@ -111,8 +112,8 @@ pub async fn create_label(
     require_scope(&state, &principal, project_id, Action::Create).await?;
     let label = state
         .store
-        .artifacts()
-        .create_label(&NewLabel {
+        .labels()
+        .create(&NewLabel {
             name,
             description: text("description"),
             color: text("color"),
@@ -149,7 +150,7 @@ pub async fn list_labels(
     require_scope(&state, &principal, project_id, Action::List).await?;
     let mut name = param(&pairs, "name")
         .filter(|n| !n.is_empty())
-        .map(|n| berth_store::repo::artifacts::TextMatch::Fuzzy(n.to_string()));
+        .map(|n| TextMatch::Fuzzy(n.to_string()));
     if let Some(q) = param(&pairs, "q").filter(|q| !q.is_empty()) {
         for (key, value) in parse_q(q)? {
             if key == "name" {
@@ -159,8 +160,8 @@ pub async fn list_labels(
     }
     let (labels, total) = state
         .store
-        .artifacts()
-        .list_labels(project_id, name.as_ref(), paging.store_page())
+        .labels()
+        .list(project_id, name.as_ref(), paging.store_page())
         .await?;
     let body: Vec<Value> = labels.iter().map(label_json).collect();
     Ok((paging.headers(&uri, total), axum::Json(body)).into_response())
@@ -172,8 +173,8 @@ async fn load_label(state: &AppState, label_id: &str) -> Result<Label, ApiError>
         .map_err(|_| ApiError::bad_request(format!("invalid label id {label_id}")))?;
     state
         .store
-        .artifacts()
-        .label(id)
+        .labels()
+        .find(id)
         .await?
         .ok_or_else(|| ApiError::not_found(format!("label {id} not found")))
 }
@@ -198,6 +199,6 @@ pub async fn delete_label(
     principal.require_user()?;
     let label = load_label(&state, &label_id).await?;
     require_scope(&state, &principal, label.project_id, Action::Delete).await?;
-    state.store.artifacts().delete_label(label.id).await?;
+    state.store.labels().delete(label.id).await?;
     Ok(())
 }

@@ -7,7 +7,7 @@
 
 use axum::http::header::LINK;
 use axum::http::{HeaderMap, HeaderName, HeaderValue, Uri};
-use berth_store::repo::artifacts::{Page, TextMatch};
+use berth_store::repo::filter::{Page, TextMatch};
 use percent_encoding::percent_decode_str;
 
 use crate::error::ApiError;

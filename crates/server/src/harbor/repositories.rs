@@ -10,7 +10,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use berth_domain::model::{Project, ProjectRef, Repository};
 use berth_domain::rbac::{Action, Resource};
-use berth_store::repo::artifacts::{RepositoryQuery, RepositorySort, Visibility};
+use berth_store::repo::repositories::{RepositoryQuery, RepositorySort, Visibility};
 use percent_encoding::percent_decode_str;
 use serde_json::{Value, json};
 
@@ -129,7 +129,7 @@ async fn list(
     query: RepositoryQuery,
     paging: Paging,
 ) -> HarborResult<Response> {
-    let (repositories, total) = state.store.artifacts().list_repositories(&query).await?;
+    let (repositories, total) = state.store.repositories().list(&query).await?;
     let body: Vec<Value> = repositories.iter().map(repository_json).collect();
     Ok((paging.headers(uri, total), axum::Json(body)).into_response())
 }
@@ -191,7 +191,7 @@ pub(super) async fn load_repository(
     )
     .await?;
     let name = full_name(project_name, repository_name);
-    let repository = state.store.artifacts().repository(&name).await?;
+    let repository = state.store.repositories().find(&name).await?;
     Ok((access.project, name, repository))
 }
 
@@ -265,8 +265,8 @@ pub async fn update_repository(
     };
     state
         .store
-        .artifacts()
-        .update_repository_description(repository.id, &description)
+        .repositories()
+        .update_description(repository.id, &description)
         .await?;
     Ok(())
 }
@@ -288,11 +288,7 @@ pub async fn delete_repository(
     )
     .await?;
     let repository = repository.ok_or_else(|| repository_not_found(&name))?;
-    state
-        .store
-        .artifacts()
-        .delete_repository(repository.id)
-        .await?;
+    state.store.repositories().delete(repository.id).await?;
     Ok(())
 }
 

@@ -10,5 +10,8 @@ pub(crate) fn flag(value: i64) -> bool {
 }
 
 pub mod artifacts;
+pub mod filter;
 pub mod gc;
+pub mod labels;
 pub mod registry;
+pub mod repositories;
