@@ -1,14 +1,11 @@
-//! Harbor's artifacts, their tags and labels: listArtifacts, getArtifact,
-//! deleteArtifact, listTags, createTag, deleteTag, addLabel, removeLabel.
+//! Harbor's artifacts: listArtifacts, getArtifact, deleteArtifact.
 
 use axum::Router;
-use axum::body::Bytes;
 use axum::extract::{OriginalUri, Path, RawQuery, State};
-use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use axum::routing::{delete, get};
-use berth_domain::model::{Artifact, ArtifactReference, Label, Tag};
-use berth_domain::oci::{Digest, is_valid_tag};
+use axum::routing::get;
+use berth_domain::model::{Artifact, ArtifactReference, Label};
+use berth_domain::oci::Digest;
 use berth_domain::rbac::{Action, Resource};
 use berth_store::repo::artifacts::{ArtifactColumn, ArtifactQuery, TagMatch};
 use percent_encoding::{NON_ALPHANUMERIC, utf8_percent_encode};
@@ -17,6 +14,7 @@ use serde_json::{Value, json};
 use super::labels::label_json;
 use super::listing::{Paging, QValue, parse_bool, parse_q, parse_sort};
 use super::repositories::{load_repository, param, query_pairs};
+use super::tags::tag_json;
 use crate::error::{ApiError, HarborResult};
 use crate::extract::Principal;
 use crate::state::AppState;
@@ -27,31 +25,13 @@ const ICON_IMAGE: &str = "sha256:0048162a053eef4d4ce3fe7518615bef084403614f8bca4
 const ICON_DEFAULT: &str =
     "sha256:da834479c923584f4cbcdecc0dac61f32bef1d51e8aae598cf16bd154efab49f";
 
-const BASE: &str = "/projects/{project_name}/repositories/{repository_name}/artifacts";
+pub(super) const BASE: &str = "/projects/{project_name}/repositories/{repository_name}/artifacts";
 
 pub(super) fn router() -> Router<AppState> {
-    Router::new()
-        .route(BASE, get(list_artifacts))
-        .route(
-            &format!("{BASE}/{{reference}}"),
-            get(get_artifact).delete(delete_artifact),
-        )
-        .route(
-            &format!("{BASE}/{{reference}}/tags"),
-            get(list_tags).post(create_tag),
-        )
-        .route(
-            &format!("{BASE}/{{reference}}/tags/{{tag_name}}"),
-            delete(delete_tag),
-        )
-        .route(
-            &format!("{BASE}/{{reference}}/labels"),
-            axum::routing::post(add_label),
-        )
-        .route(
-            &format!("{BASE}/{{reference}}/labels/{{label_id}}"),
-            delete(remove_label),
-        )
+    Router::new().route(BASE, get(list_artifacts)).route(
+        &format!("{BASE}/{{reference}}"),
+        get(get_artifact).delete(delete_artifact),
+    )
 }
 
 /// What to embed in each artifact.
@@ -68,18 +48,6 @@ impl Embed {
             labels: parse_bool(param(pairs, "with_label"), false),
         }
     }
-}
-
-fn tag_json(tag: &Tag) -> Value {
-    json!({
-        "id": tag.id,
-        "repository_id": tag.repository_id,
-        "artifact_id": tag.artifact_id,
-        "name": tag.name,
-        "push_time": tag.push_time,
-        "pull_time": tag.pull_time,
-        "immutable": false,
-    })
 }
 
 fn parse_json(text: Option<&str>) -> Option<Value> {
@@ -334,7 +302,7 @@ pub async fn list_artifacts(
 }
 
 /// Loads the artifact a `{reference}` (digest or tag) names, after checking `action`.
-async fn load_artifact(
+pub(super) async fn load_artifact(
     state: &AppState,
     principal: &Principal,
     project_name: &str,
@@ -429,189 +397,6 @@ pub async fn delete_artifact(
             }
             err => err,
         })?;
-    Ok(())
-}
-
-/// `GET .../artifacts/{reference}/tags`.
-pub async fn list_tags(
-    State(state): State<AppState>,
-    principal: Principal,
-    Path((project_name, repository_name, reference)): Path<(String, String, String)>,
-    OriginalUri(uri): OriginalUri,
-    RawQuery(raw): RawQuery,
-) -> HarborResult<Response> {
-    let pairs = query_pairs(raw.as_deref())?;
-    let paging = Paging::parse(param(&pairs, "page"), param(&pairs, "page_size"))?;
-    let mut name = None;
-    if let Some(q) = param(&pairs, "q").filter(|q| !q.is_empty()) {
-        for (key, value) in parse_q(q)? {
-            if key == "name" {
-                name = value.text_match();
-            }
-        }
-    }
-    let artifact = load_artifact(
-        &state,
-        &principal,
-        &project_name,
-        &repository_name,
-        &reference,
-        Resource::Tag,
-        Action::List,
-    )
-    .await?;
-    let (tags, total) = state
-        .store
-        .artifacts()
-        .list_tags(artifact.id, name.as_ref(), paging.store_page())
-        .await?;
-    let body: Vec<Value> = tags.iter().map(tag_json).collect();
-    Ok((paging.headers(&uri, total), axum::Json(body)).into_response())
-}
-
-/// `POST .../artifacts/{reference}/tags` with `{"name"}`: 201, no `Location`.
-pub async fn create_tag(
-    State(state): State<AppState>,
-    principal: Principal,
-    Path((project_name, repository_name, reference)): Path<(String, String, String)>,
-    body: Bytes,
-) -> HarborResult<StatusCode> {
-    let artifact = load_artifact(
-        &state,
-        &principal,
-        &project_name,
-        &repository_name,
-        &reference,
-        Resource::Tag,
-        Action::Create,
-    )
-    .await?;
-    let body: Value = serde_json::from_slice(&body)
-        .map_err(|e| ApiError::bad_request(format!("invalid tag body: {e}")))?;
-    let name = body.get("name").and_then(Value::as_str).unwrap_or_default();
-    if !is_valid_tag(name) {
-        return Err(ApiError::bad_request(format!("bad request: invalid tag name: {name}")).into());
-    }
-    state
-        .store
-        .artifacts()
-        .create_tag(artifact.repository_id, artifact.id, name)
-        .await?;
-    Ok(StatusCode::CREATED)
-}
-
-/// `DELETE .../artifacts/{reference}/tags/{tag_name}`.
-pub async fn delete_tag(
-    State(state): State<AppState>,
-    principal: Principal,
-    Path((project_name, repository_name, reference, tag_name)): Path<(
-        String,
-        String,
-        String,
-        String,
-    )>,
-) -> HarborResult<()> {
-    let artifact = load_artifact(
-        &state,
-        &principal,
-        &project_name,
-        &repository_name,
-        &reference,
-        Resource::Tag,
-        Action::Delete,
-    )
-    .await?;
-    if !state
-        .store
-        .artifacts()
-        .delete_tag(artifact.id, &tag_name)
-        .await?
-    {
-        return Err(ApiError::not_found(format!(
-            "tag {tag_name} attached to artifact {} not found",
-            artifact.id
-        ))
-        .into());
-    }
-    Ok(())
-}
-
-/// `POST .../artifacts/{reference}/labels` with `{"id"}`: a global label or one of the project.
-pub async fn add_label(
-    State(state): State<AppState>,
-    principal: Principal,
-    Path((project_name, repository_name, reference)): Path<(String, String, String)>,
-    body: Bytes,
-) -> HarborResult<()> {
-    let artifact = load_artifact(
-        &state,
-        &principal,
-        &project_name,
-        &repository_name,
-        &reference,
-        Resource::ArtifactLabel,
-        Action::Create,
-    )
-    .await?;
-    let body: Value = serde_json::from_slice(&body)
-        .map_err(|e| ApiError::bad_request(format!("invalid label body: {e}")))?;
-    let id = body
-        .get("id")
-        .and_then(Value::as_i64)
-        .ok_or_else(|| ApiError::bad_request("the label id is required"))?;
-    let label = state
-        .store
-        .labels()
-        .find(id)
-        .await?
-        .ok_or_else(|| ApiError::not_found(format!("label {id} not found")))?;
-    if label.project_id.is_some_and(|p| p != artifact.project_id) {
-        return Err(ApiError::bad_request(format!("label {id} belongs to another project")).into());
-    }
-    state
-        .store
-        .labels()
-        .add_to_artifact(artifact.id, id)
-        .await?;
-    Ok(())
-}
-
-/// `DELETE .../artifacts/{reference}/labels/{label_id}`.
-pub async fn remove_label(
-    State(state): State<AppState>,
-    principal: Principal,
-    Path((project_name, repository_name, reference, label_id)): Path<(
-        String,
-        String,
-        String,
-        String,
-    )>,
-) -> HarborResult<()> {
-    let label_id: i64 = label_id
-        .parse()
-        .map_err(|_| ApiError::bad_request(format!("invalid label id {label_id}")))?;
-    let artifact = load_artifact(
-        &state,
-        &principal,
-        &project_name,
-        &repository_name,
-        &reference,
-        Resource::ArtifactLabel,
-        Action::Delete,
-    )
-    .await?;
-    if !state
-        .store
-        .labels()
-        .remove_from_artifact(artifact.id, label_id)
-        .await?
-    {
-        return Err(ApiError::not_found(format!(
-            "label {label_id} is not added to the artifact {}",
-            artifact.id
-        ))
-        .into());
-    }
     Ok(())
 }
 

@@ -1,6 +1,7 @@
-//! Harbor's labels: createLabel, listLabels, getLabelByID, deleteLabel. Global
-//! labels (`scope: g`) belong to system administrators; project labels
-//! (`scope: p`) to the project's maintainers and admins.
+//! Harbor's labels: createLabel, listLabels, getLabelByID, deleteLabel, and
+//! addLabel/removeLabel on an artifact. Global labels (`scope: g`) belong to
+//! system administrators; project labels (`scope: p`) to the project's
+//! maintainers and admins.
 
 use axum::Router;
 use axum::body::Bytes;
@@ -8,13 +9,14 @@ use axum::extract::{OriginalUri, Path, RawQuery, State};
 use axum::http::header::LOCATION;
 use axum::http::{HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
+use axum::routing::{delete, get, post};
 use berth_domain::model::{Label, ProjectRef};
 use berth_domain::rbac::{Action, Resource};
 use berth_store::repo::filter::TextMatch;
 use berth_store::repo::labels::NewLabel;
 use serde_json::{Value, json};
 
+use super::artifacts::{BASE, load_artifact};
 use super::listing::{Paging, parse_q};
 use super::repositories::{param, query_pairs};
 use crate::access::require_project;
@@ -28,6 +30,11 @@ pub(super) fn router() -> Router<AppState> {
         .route(
             "/labels/{label_id}",
             get(get_label_by_id).delete(delete_label),
+        )
+        .route(&format!("{BASE}/{{reference}}/labels"), post(add_label))
+        .route(
+            &format!("{BASE}/{{reference}}/labels/{{label_id}}"),
+            delete(remove_label),
         )
 }
 
@@ -200,5 +207,84 @@ pub async fn delete_label(
     let label = load_label(&state, &label_id).await?;
     require_scope(&state, &principal, label.project_id, Action::Delete).await?;
     state.store.labels().delete(label.id).await?;
+    Ok(())
+}
+
+/// `POST .../artifacts/{reference}/labels` with `{"id"}`: a global label or one of the project.
+pub async fn add_label(
+    State(state): State<AppState>,
+    principal: Principal,
+    Path((project_name, repository_name, reference)): Path<(String, String, String)>,
+    body: Bytes,
+) -> HarborResult<()> {
+    let artifact = load_artifact(
+        &state,
+        &principal,
+        &project_name,
+        &repository_name,
+        &reference,
+        Resource::ArtifactLabel,
+        Action::Create,
+    )
+    .await?;
+    let body: Value = serde_json::from_slice(&body)
+        .map_err(|e| ApiError::bad_request(format!("invalid label body: {e}")))?;
+    let id = body
+        .get("id")
+        .and_then(Value::as_i64)
+        .ok_or_else(|| ApiError::bad_request("the label id is required"))?;
+    let label = state
+        .store
+        .labels()
+        .find(id)
+        .await?
+        .ok_or_else(|| ApiError::not_found(format!("label {id} not found")))?;
+    if label.project_id.is_some_and(|p| p != artifact.project_id) {
+        return Err(ApiError::bad_request(format!("label {id} belongs to another project")).into());
+    }
+    state
+        .store
+        .labels()
+        .add_to_artifact(artifact.id, id)
+        .await?;
+    Ok(())
+}
+
+/// `DELETE .../artifacts/{reference}/labels/{label_id}`.
+pub async fn remove_label(
+    State(state): State<AppState>,
+    principal: Principal,
+    Path((project_name, repository_name, reference, label_id)): Path<(
+        String,
+        String,
+        String,
+        String,
+    )>,
+) -> HarborResult<()> {
+    let label_id: i64 = label_id
+        .parse()
+        .map_err(|_| ApiError::bad_request(format!("invalid label id {label_id}")))?;
+    let artifact = load_artifact(
+        &state,
+        &principal,
+        &project_name,
+        &repository_name,
+        &reference,
+        Resource::ArtifactLabel,
+        Action::Delete,
+    )
+    .await?;
+    if !state
+        .store
+        .labels()
+        .remove_from_artifact(artifact.id, label_id)
+        .await?
+    {
+        return Err(ApiError::not_found(format!(
+            "label {label_id} is not added to the artifact {}",
+            artifact.id
+        ))
+        .into());
+    }
     Ok(())
 }

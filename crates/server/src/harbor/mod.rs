@@ -7,6 +7,7 @@ mod labels;
 mod listing;
 mod repositories;
 mod systeminfo;
+mod tags;
 mod users;
 
 use axum::Router;
@@ -24,6 +25,7 @@ pub fn router() -> Router<AppState> {
         .merge(users::router())
         .merge(repositories::router())
         .merge(artifacts::router())
+        .merge(tags::router())
         .merge(labels::router())
         .merge(gc::router())
         .method_not_allowed_fallback(method_not_allowed)

@@ -5,7 +5,7 @@ use axum::http::header::{CONTENT_LENGTH, CONTENT_TYPE, ETAG, LINK, LOCATION};
 use axum::http::{HeaderName, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use berth_domain::oci::{Digest, Manifest, Reference, manifest::image_extra_attrs, media_type};
-use berth_store::repo::registry::{
+use berth_store::repo::manifests::{
     DeleteManifest, NewManifest, NewReference, Pull, PutManifest, StoredManifest,
 };
 use serde_json::{Value, json};

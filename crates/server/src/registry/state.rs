@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use berth_auth::RegistryTokenKeys;
-use berth_store::repo::registry::Pull;
+use berth_store::repo::manifests::Pull;
 use berth_store::{BlobStore, Store};
 
 /// How long pulls are gathered before one batched write.

@@ -9,7 +9,7 @@ use crate::Store;
 use crate::error::{StoreResult, conflict_on_unique};
 use crate::repo::filter::{Page, Sql, TextMatch, push_page, push_text_match};
 use crate::repo::labels::LabelRow;
-use crate::repo::registry::delete_artifact_tree;
+use crate::repo::manifests::delete_artifact_tree;
 
 const ARTIFACT_COLUMNS: &str = "a.id, a.project_id, a.repository_id, r.name AS repository_name, a.digest, \
      a.manifest_media_type, a.media_type, a.artifact_type, a.type AS kind, a.size, a.icon, a.subject_digest, \

@@ -13,5 +13,6 @@ pub mod artifacts;
 pub mod filter;
 pub mod gc;
 pub mod labels;
+pub mod manifests;
 pub mod registry;
 pub mod repositories;
