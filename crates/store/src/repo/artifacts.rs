@@ -7,7 +7,7 @@ use berth_domain::time;
 
 use crate::Store;
 use crate::error::{StoreResult, conflict_on_unique};
-use crate::repo::filter::{Page, Sql, TextMatch, push_page, push_text_match};
+use crate::repo::filter::{Page, Sql, TextMatch, fetch_page, order_by, push_text_match};
 use crate::repo::labels::LabelRow;
 use crate::repo::manifests::delete_artifact_tree;
 
@@ -265,28 +265,15 @@ impl Artifacts<'_> {
             }
             push_text_match(&mut filter, column.column(), matcher);
         }
-        let mut count = Sql::default();
-        count.push("SELECT COUNT(*)").push(&filter.text);
-        count.args.clone_from(&filter.args);
-        let total = count.count(&self.0.pool).await?;
-        let mut sql = Sql::default();
-        sql.push("SELECT ")
-            .push(ARTIFACT_COLUMNS)
-            .push(&filter.text);
-        sql.args = filter.args;
-        sql.push(" ORDER BY ");
-        if query.sort.is_empty() {
-            sql.push("a.push_time DESC, a.id DESC");
-        } else {
-            let order: Vec<String> = query
-                .sort
-                .iter()
-                .map(|(c, desc)| format!("{} {}", c.column(), if *desc { "DESC" } else { "ASC" }))
-                .collect();
-            sql.push(&order.join(", ")).push(", a.id DESC");
-        }
-        push_page(&mut sql, query.page);
-        let rows: Vec<ArtifactRow> = sql.fetch_all(&self.0.pool).await?;
+        let sort: Vec<(&str, bool)> = query.sort.iter().map(|(c, d)| (c.column(), *d)).collect();
+        let (rows, total): (Vec<ArtifactRow>, i64) = fetch_page(
+            &self.0.pool,
+            ARTIFACT_COLUMNS,
+            filter,
+            &order_by(&sort, "a.push_time DESC, a.id DESC", "a.id DESC"),
+            query.page,
+        )
+        .await?;
         Ok((rows.into_iter().map(Artifact::from).collect(), total))
     }
 
@@ -351,17 +338,14 @@ impl Artifacts<'_> {
         if let Some(name) = name {
             push_text_match(&mut filter, "t.name", name);
         }
-        let mut count = Sql::default();
-        count.push("SELECT COUNT(*)").push(&filter.text);
-        count.args.clone_from(&filter.args);
-        let total = count.count(&self.0.pool).await?;
-        let mut sql = Sql::default();
-        sql.push("SELECT t.id, t.repository_id, t.artifact_id, t.name, t.push_time, t.pull_time")
-            .push(&filter.text);
-        sql.args = filter.args;
-        sql.push(" ORDER BY t.push_time DESC, t.id DESC");
-        push_page(&mut sql, page);
-        let rows: Vec<TagRow> = sql.fetch_all(&self.0.pool).await?;
+        let (rows, total): (Vec<TagRow>, i64) = fetch_page(
+            &self.0.pool,
+            "t.id, t.repository_id, t.artifact_id, t.name, t.push_time, t.pull_time",
+            filter,
+            "t.push_time DESC, t.id DESC",
+            page,
+        )
+        .await?;
         Ok((rows.into_iter().map(Tag::from).collect(), total))
     }
 

@@ -125,6 +125,45 @@ pub(crate) fn push_text_match(sql: &mut Sql, column: &str, matcher: &TextMatch) 
 /// A page: `(offset, limit)`; `None` for all rows.
 pub type Page = Option<(i64, i64)>;
 
+/// One page of a listing and its total: `SELECT COUNT(*)` and `SELECT columns`
+/// over the same `filter` (`" FROM ... WHERE ..."`), the rows in `order`.
+pub(crate) async fn fetch_page<T>(
+    pool: &AnyPool,
+    columns: &str,
+    filter: Sql,
+    order: &str,
+    page: Page,
+) -> StoreResult<(Vec<T>, i64)>
+where
+    T: for<'r> sqlx::FromRow<'r, sqlx::any::AnyRow> + Send + Unpin,
+{
+    let count = Sql {
+        text: format!("SELECT COUNT(*){}", filter.text),
+        args: filter.args.clone(),
+    };
+    let total = count.count(pool).await?;
+    let mut sql = Sql {
+        text: format!("SELECT {columns}{} ORDER BY {order}", filter.text),
+        args: filter.args,
+    };
+    push_page(&mut sql, page);
+    Ok((sql.fetch_all(pool).await?, total))
+}
+
+/// `ORDER BY` text for whitelisted `(column, descending)` pairs, else `default`;
+/// `tiebreak` keeps pages stable.
+pub(crate) fn order_by(sort: &[(&str, bool)], default: &str, tiebreak: &str) -> String {
+    if sort.is_empty() {
+        return default.to_string();
+    }
+    let mut order: Vec<String> = sort
+        .iter()
+        .map(|(column, desc)| format!("{column} {}", if *desc { "DESC" } else { "ASC" }))
+        .collect();
+    order.push(tiebreak.to_string());
+    order.join(", ")
+}
+
 pub(crate) fn push_page(sql: &mut Sql, page: Page) {
     if let Some((offset, limit)) = page {
         sql.push(" LIMIT ").int(limit).push(" OFFSET ").int(offset);

@@ -5,7 +5,7 @@ use berth_domain::time;
 
 use crate::Store;
 use crate::error::{StoreResult, conflict_on_unique};
-use crate::repo::filter::{Page, Sql, TextMatch, push_page, push_text_match};
+use crate::repo::filter::{Page, Sql, TextMatch, fetch_page, push_text_match};
 
 #[derive(sqlx::FromRow)]
 pub(crate) struct LabelRow {
@@ -111,17 +111,14 @@ impl Labels<'_> {
         if let Some(name) = name {
             push_text_match(&mut filter, "l.name", name);
         }
-        let mut count = Sql::default();
-        count.push("SELECT COUNT(*)").push(&filter.text);
-        count.args.clone_from(&filter.args);
-        let total = count.count(&self.0.pool).await?;
-        let mut sql = Sql::default();
-        sql.push("SELECT l.id, l.name, l.description, l.color, l.scope, l.project_id, l.created_at, l.updated_at")
-            .push(&filter.text);
-        sql.args = filter.args;
-        sql.push(" ORDER BY l.id");
-        push_page(&mut sql, page);
-        let rows: Vec<LabelRow> = sql.fetch_all(&self.0.pool).await?;
+        let (rows, total): (Vec<LabelRow>, i64) = fetch_page(
+            &self.0.pool,
+            "l.id, l.name, l.description, l.color, l.scope, l.project_id, l.created_at, l.updated_at",
+            filter,
+            "l.id",
+            page,
+        )
+        .await?;
         Ok((rows.into_iter().map(Label::from).collect(), total))
     }
 

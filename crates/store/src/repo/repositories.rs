@@ -5,7 +5,7 @@ use berth_domain::time;
 
 use crate::Store;
 use crate::error::StoreResult;
-use crate::repo::filter::{Page, Sql, TextMatch, push_page, push_text_match};
+use crate::repo::filter::{Page, Sql, TextMatch, fetch_page, order_by, push_text_match};
 
 /// Whose repositories a listing may show.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -129,28 +129,15 @@ impl Repositories<'_> {
 
     /// One page of repositories (with artifact counts) and the total.
     pub async fn list(&self, query: &RepositoryQuery) -> StoreResult<(Vec<Repository>, i64)> {
-        let filter = Self::repository_where(query);
-        let mut count = Sql::default();
-        count.push("SELECT COUNT(*)").push(&filter.text);
-        count.args.clone_from(&filter.args);
-        let total = count.count(&self.0.pool).await?;
-        let mut sql = Sql::default();
-        sql.push("SELECT r.id, r.project_id, r.name, r.description, r.pull_count, r.created_at, r.updated_at")
-            .push(&filter.text);
-        sql.args = filter.args;
-        sql.push(" ORDER BY ");
-        if query.sort.is_empty() {
-            sql.push("r.created_at DESC, r.id DESC");
-        } else {
-            let order: Vec<String> = query
-                .sort
-                .iter()
-                .map(|(c, desc)| format!("{} {}", c.column(), if *desc { "DESC" } else { "ASC" }))
-                .collect();
-            sql.push(&order.join(", ")).push(", r.id DESC");
-        }
-        push_page(&mut sql, query.page);
-        let rows: Vec<RepositoryRow> = sql.fetch_all(&self.0.pool).await?;
+        let sort: Vec<(&str, bool)> = query.sort.iter().map(|(c, d)| (c.column(), *d)).collect();
+        let (rows, total): (Vec<RepositoryRow>, i64) = fetch_page(
+            &self.0.pool,
+            "r.id, r.project_id, r.name, r.description, r.pull_count, r.created_at, r.updated_at",
+            Self::repository_where(query),
+            &order_by(&sort, "r.created_at DESC, r.id DESC", "r.id DESC"),
+            query.page,
+        )
+        .await?;
         let mut repositories: Vec<Repository> = rows.into_iter().map(Repository::from).collect();
         if !repositories.is_empty() {
             let ids: Vec<i64> = repositories.iter().map(|r| r.id).collect();

@@ -2,11 +2,10 @@
 //! pushed through `/v2/`.
 
 use axum::http::StatusCode;
-use berth_domain::model::NewUser;
 use serde_json::{Value, json};
 
 use crate::backend_test;
-use crate::registry::{descriptor, digest_of, push_image, put_manifest};
+use crate::registry::{create_user, descriptor, digest_of, push_image, put_manifest};
 use crate::util::TestApp;
 
 const OCI_MANIFEST: &str = "application/vnd.oci.image.manifest.v1+json";
@@ -18,19 +17,6 @@ fn names(body: &Value) -> Vec<String> {
         .iter()
         .map(|r| r["name"].as_str().unwrap().to_string())
         .collect()
-}
-
-async fn create_user(app: &TestApp, username: &str, password: &str) {
-    app.store()
-        .users()
-        .create(&NewUser {
-            username: username.into(),
-            email: Some(format!("{username}@example.com")),
-            password_hash: Some(berth_auth::password::hash_password(password)),
-            ..NewUser::default()
-        })
-        .await
-        .unwrap();
 }
 
 backend_test!(

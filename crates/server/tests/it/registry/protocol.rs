@@ -1,28 +1,14 @@
 //! The distribution protocol in process, on both backends.
 
 use axum::http::{Method, StatusCode};
-use berth_domain::model::NewUser;
 use serde_json::json;
 
-use super::{descriptor, digest_of, error_code, push_blob, push_image, put_manifest};
+use super::{create_user, descriptor, digest_of, error_code, push_blob, push_image, put_manifest};
 use crate::backend_test;
 use crate::util::TestApp;
 
 const OCI_MANIFEST: &str = "application/vnd.oci.image.manifest.v1+json";
 const OCI_INDEX: &str = "application/vnd.oci.image.index.v1+json";
-
-async fn create_user(app: &TestApp, username: &str, password: &str) {
-    app.store()
-        .users()
-        .create(&NewUser {
-            username: username.into(),
-            email: Some(format!("{username}@example.com")),
-            password_hash: Some(berth_auth::password::hash_password(password)),
-            ..NewUser::default()
-        })
-        .await
-        .unwrap();
-}
 
 backend_test!(
     async fn base_challenges_anonymous_callers_and_accepts_basic(app) {
