@@ -39,6 +39,9 @@ pub mod media_type {
     }
 }
 
+/// The most descriptors (layers or children) a manifest may list.
+pub const MAX_DESCRIPTORS: usize = 10_000;
+
 /// Why a manifest body was refused (`MANIFEST_INVALID`).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{0}")]
@@ -203,6 +206,15 @@ impl Manifest {
                 .collect::<Result<Vec<_>, _>>()?;
             ManifestKind::Image { config, layers }
         };
+        let count = match &kind {
+            ManifestKind::Image { layers, .. } => layers.len(),
+            ManifestKind::Index { manifests } => manifests.len(),
+        };
+        if count > MAX_DESCRIPTORS {
+            return Err(ManifestError(format!(
+                "a manifest may list at most {MAX_DESCRIPTORS} layers or manifests"
+            )));
+        }
         let subject = raw
             .subject
             .map(|d| d.into_descriptor("subject"))
@@ -411,6 +423,11 @@ mod tests {
         assert!(Manifest::parse(bad_digest.as_bytes(), None).is_err());
         let schema1 = r#"{"schemaVersion":2,"mediaType":"application/vnd.docker.distribution.manifest.v1+prettyjws"}"#;
         assert!(Manifest::parse(schema1.as_bytes(), None).is_err());
+        let many: Vec<String> = (0..=MAX_DESCRIPTORS)
+            .map(|_| format!(r#"{{"mediaType":"x","digest":"{}","size":1}}"#, digest('a')))
+            .collect();
+        let too_many = format!(r#"{{"schemaVersion":2,"manifests":[{}]}}"#, many.join(","));
+        assert!(Manifest::parse(too_many.as_bytes(), None).is_err());
         let no_config = format!(
             r#"{{"schemaVersion":2,"mediaType":"{}","layers":[]}}"#,
             media_type::OCI_MANIFEST

@@ -175,7 +175,12 @@ impl Paging {
 
     /// The store page: `(offset, limit)`, or all rows.
     pub fn store_page(self) -> Page {
-        (self.page_size > 0).then(|| ((self.page.max(1) - 1) * self.page_size, self.page_size))
+        (self.page_size > 0).then(|| {
+            (
+                (self.page.max(1) - 1).saturating_mul(self.page_size),
+                self.page_size,
+            )
+        })
     }
 
     /// `X-Total-Count` and, when a neighbour page exists, `Link` (Harbor's format).
@@ -186,10 +191,10 @@ impl Paging {
             return headers;
         }
         let mut links = Vec::new();
-        if self.page > 1 && (self.page - 1) * self.page_size < total {
+        if self.page > 1 && (self.page - 1).saturating_mul(self.page_size) < total {
             links.push(format!("<{}>; rel=\"prev\"", self.link(uri, self.page - 1)));
         }
-        if self.page * self.page_size < total {
+        if self.page.saturating_mul(self.page_size) < total {
             links.push(format!("<{}>; rel=\"next\"", self.link(uri, self.page + 1)));
         }
         if !links.is_empty()
@@ -268,6 +273,12 @@ mod tests {
             "</api/v2.0/repositories?page=1&page_size=10&q=name=~te>; rel=\"prev\" , </api/v2.0/repositories?page=3&page_size=10&q=name=~te>; rel=\"next\""
         );
         assert_eq!(Paging::parse(None, Some("0")).unwrap().store_page(), None);
+        let huge = Paging::parse(Some("9223372036854775807"), Some("100")).unwrap();
+        assert_eq!(huge.store_page(), Some((i64::MAX, 100)));
+        assert!(
+            huge.headers(&uri, 25).get("link").is_some(),
+            "a prev link, no overflow"
+        );
         assert!(parse_bool(Some("yes"), false));
         assert!(!parse_bool(Some("xyz"), true));
         assert!(parse_bool(None, true));
