@@ -276,8 +276,8 @@ mod tests {
         let huge = Paging::parse(Some("9223372036854775807"), Some("100")).unwrap();
         assert_eq!(huge.store_page(), Some((i64::MAX, 100)));
         assert!(
-            huge.headers(&uri, 25).get("link").is_some(),
-            "a prev link, no overflow"
+            huge.headers(&uri, 25).get("link").is_none(),
+            "past the end: no link, and no overflow"
         );
         assert!(parse_bool(Some("yes"), false));
         assert!(!parse_bool(Some("xyz"), true));
