@@ -421,7 +421,7 @@ impl Artifacts<'_> {
     /// Deletes an artifact with its tags, labels and accessories;
     /// `Precondition` while an index refers to it.
     pub async fn delete_artifact(&self, artifact: &Artifact) -> StoreResult<()> {
-        let mut tx = self.0.pool.begin().await?;
+        let mut tx = self.0.begin_write().await?;
         let referenced: Option<(i64,)> =
             sqlx::query_as("SELECT parent_id FROM artifact_references WHERE child_id = $1 LIMIT 1")
                 .bind(artifact.id)

@@ -211,7 +211,7 @@ async fn sweep(
     .fetch_all(pool)
     .await?;
     for (project_id, blob_id, version, size) in stale {
-        let mut tx = pool.begin().await?;
+        let mut tx = store.begin_write().await?;
         let done = sqlx::query(
             "DELETE FROM project_blobs WHERE project_id = $1 AND blob_id = $2 AND version = $3 \
              AND (pending_since IS NULL OR pending_since < $4) AND NOT EXISTS (\

@@ -125,7 +125,7 @@ impl Registry<'_> {
     /// Stores a manifest and everything it implies, in one transaction.
     pub async fn put_manifest(&self, m: &NewManifest) -> StoreResult<PutManifest> {
         let now = time::now();
-        let mut tx = self.0.pool.begin().await?;
+        let mut tx = self.0.begin_write().await?;
         let (repository_id,): (i64,) = sqlx::query_as(
             "INSERT INTO repositories (project_id, name, description, pull_count, created_at, updated_at) \
              VALUES ($1, $2, '', 0, $3, $3) \
@@ -385,7 +385,7 @@ impl Registry<'_> {
         repository: &str,
         digest: &str,
     ) -> StoreResult<DeleteManifest> {
-        let mut tx = self.0.pool.begin().await?;
+        let mut tx = self.0.begin_write().await?;
         let found: Option<(i64, i64)> = sqlx::query_as(
             "SELECT a.id, a.repository_id FROM artifacts a JOIN repositories r ON r.id = a.repository_id \
              WHERE r.name = $1 AND a.digest = $2",
@@ -473,7 +473,7 @@ impl Registry<'_> {
     /// Applies a batch of pulls: latest `pull_time` on artifacts and tags, and
     /// `pull_count` on repositories.
     pub async fn record_pulls(&self, pulls: &[(Pull, i64)], at: &str) -> StoreResult<()> {
-        let mut tx = self.0.pool.begin().await?;
+        let mut tx = self.0.begin_write().await?;
         for (pull, count) in pulls {
             sqlx::query("UPDATE artifacts SET pull_time = $2 WHERE id = $1 AND pull_time < $2")
                 .bind(pull.artifact_id)

@@ -162,7 +162,7 @@ impl Registry<'_> {
         size: i64,
     ) -> StoreResult<BlobInfo> {
         let now = time::now();
-        let mut tx = self.0.pool.begin().await?;
+        let mut tx = self.0.begin_write().await?;
         let id: Option<(i64,)> = sqlx::query_as(UPSERT_BLOB)
             .bind(digest)
             .bind(size)
@@ -213,7 +213,7 @@ impl Registry<'_> {
         digest: &str,
     ) -> StoreResult<Option<BlobInfo>> {
         let now = time::now();
-        let mut tx = self.0.pool.begin().await?;
+        let mut tx = self.0.begin_write().await?;
         let found: Option<BlobInfo> = sqlx::query_as(
             "SELECT b.id, b.digest, b.size FROM blobs b \
              JOIN project_blobs pb ON pb.blob_id = b.id AND pb.project_id = $1 \
@@ -244,7 +244,7 @@ impl Registry<'_> {
     /// Drops project `project_id`'s link to `digest` unless one of its
     /// artifacts uses the blob. `Ok(None)`: no link; `Ok(Some(false))`: in use.
     pub async fn unlink_blob(&self, project_id: i64, digest: &str) -> StoreResult<Option<bool>> {
-        let mut tx = self.0.pool.begin().await?;
+        let mut tx = self.0.begin_write().await?;
         let link: Option<(i64, i64)> = sqlx::query_as(
             "SELECT pb.blob_id, b.size FROM project_blobs pb JOIN blobs b ON b.id = pb.blob_id \
              WHERE pb.project_id = $1 AND b.digest = $2 AND b.deleting = 0",

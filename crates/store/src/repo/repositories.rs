@@ -187,7 +187,7 @@ impl Repositories<'_> {
     /// Deletes a repository with all its artifacts, tags and label links.
     /// Blob links are left for garbage collection.
     pub async fn delete(&self, id: i64) -> StoreResult<bool> {
-        let mut tx = self.0.pool.begin().await?;
+        let mut tx = self.0.begin_write().await?;
         sqlx::query(
             "DELETE FROM artifact_references WHERE parent_id IN (SELECT id FROM artifacts WHERE repository_id = $1)",
         )

@@ -526,3 +526,43 @@ backend_test!(
         assert_eq!(error_code(&res), "MANIFEST_INVALID");
     }
 );
+
+backend_test!(
+    async fn concurrent_pushes_of_shared_layers(app) {
+        // Sixteen images at once, all sharing one layer: every blob commit,
+        // link and manifest transaction races the others.
+        let pushes = (0..16).map(|i| {
+            let app = &app;
+            async move {
+                let own = format!("own layer {i}").into_bytes();
+                let name = format!("library/race{}", i % 4);
+                push_image(app, &name, &format!("v{i}"), &[b"shared layer", &own]).await
+            }
+        });
+        let results = futures_util::future::join_all(pushes).await;
+        assert_eq!(results.len(), 16);
+        for i in 0..16 {
+            let res = app.get(&format!("/v2/library/race{}/manifests/v{i}", i % 4)).send().await;
+            assert_eq!(res.status, StatusCode::OK);
+        }
+        // Mounts, deletes and pushes interleaved.
+        let shared = digest_of(b"shared layer");
+        let ops = (0..8).map(|i| {
+            let app = &app;
+            let shared = shared.clone();
+            async move {
+                let res = app
+                    .post(&format!("/v2/library/mounted{i}/blobs/uploads/?mount={shared}&from=library/race0"))
+                    .admin()
+                    .send()
+                    .await;
+                assert_eq!(res.status, StatusCode::CREATED);
+                let res = app.delete(&format!("/v2/library/race{}/manifests/v{i}", i % 4)).admin().send().await;
+                assert_eq!(res.status, StatusCode::ACCEPTED);
+            }
+        });
+        futures_util::future::join_all(ops).await;
+        let res = app.get("/v2/library/race0/tags/list").send().await;
+        assert_eq!(res.json()["tags"], json!(["v12", "v8"]));
+    }
+);
