@@ -24,7 +24,7 @@ pub const DOCKER_CONTENT_DIGEST: HeaderName = HeaderName::from_static("docker-co
 /// `Docker-Upload-UUID`.
 const DOCKER_UPLOAD_UUID: HeaderName = HeaderName::from_static("docker-upload-uuid");
 /// Size of the pieces a blob download is streamed in.
-const READ_CHUNK: usize = 256 * 1024;
+const READ_CHUNK: usize = 1 << 20;
 
 /// Parses a digest from a path or query; `DIGEST_INVALID` otherwise.
 pub fn parse_digest(text: &str) -> RegistryResult<Digest> {
