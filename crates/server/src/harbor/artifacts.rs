@@ -252,7 +252,7 @@ fn artifact_query(
                             Some(matcher) => query.columns.push((column, matcher)),
                             None => {
                                 return Err(ApiError::bad_request(format!(
-                                    "range and AND-list values are not supported for {other}"
+                                    "AND-list values are not supported for {other}"
                                 )));
                             }
                         }

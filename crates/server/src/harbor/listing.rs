@@ -31,13 +31,14 @@ pub enum QValue {
 }
 
 impl QValue {
-    /// The value as a text condition, where it is one (ranges and AND lists are not).
+    /// The value as a column condition, where it is one (AND lists are not).
     pub fn text_match(&self) -> Option<TextMatch> {
         match self {
             Self::Exact(v) => Some(TextMatch::Exact(v.clone())),
             Self::Fuzzy(v) => Some(TextMatch::Fuzzy(v.clone())),
             Self::Or(values) => Some(TextMatch::AnyOf(values.clone())),
-            Self::Range(..) | Self::And(_) => None,
+            Self::Range(min, max) => Some(TextMatch::Range(min.clone(), max.clone())),
+            Self::And(_) => None,
         }
     }
 }

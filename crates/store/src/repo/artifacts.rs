@@ -7,7 +7,9 @@ use berth_domain::time;
 
 use crate::Store;
 use crate::error::{StoreResult, conflict_on_unique};
-use crate::repo::filter::{Page, Sql, TextMatch, fetch_page, order_by, push_text_match};
+use crate::repo::filter::{
+    Page, Sql, TextMatch, fetch_page, order_by, push_int_match, push_text_match,
+};
 use crate::repo::labels::LabelRow;
 use crate::repo::manifests::delete_artifact_tree;
 
@@ -246,21 +248,7 @@ impl Artifacts<'_> {
         }
         for (column, matcher) in &query.columns {
             if matches!(column, ArtifactColumn::Id | ArtifactColumn::Size) {
-                // Integer columns: exact matches only, compared as numbers.
-                if let TextMatch::Exact(v) = matcher {
-                    match v.parse::<i64>() {
-                        Ok(n) => {
-                            filter
-                                .push(" AND ")
-                                .push(column.column())
-                                .push(" = ")
-                                .int(n);
-                        }
-                        Err(_) => {
-                            filter.push(" AND 1 = 0");
-                        }
-                    }
-                }
+                push_int_match(&mut filter, column.column(), matcher);
                 continue;
             }
             push_text_match(&mut filter, column.column(), matcher);

@@ -92,6 +92,8 @@ pub enum TextMatch {
     Fuzzy(String),
     /// Equal to one of.
     AnyOf(Vec<String>),
+    /// Between two bounds, inclusive; either may be open.
+    Range(Option<String>, Option<String>),
 }
 
 pub(crate) fn push_text_match(sql: &mut Sql, column: &str, matcher: &TextMatch) {
@@ -118,6 +120,59 @@ pub(crate) fn push_text_match(sql: &mut Sql, column: &str, matcher: &TextMatch) 
                 sql.text(v);
             }
             sql.push(")");
+        }
+        TextMatch::Range(min, max) => {
+            if let Some(min) = min {
+                sql.push(" AND ").push(column).push(" >= ").text(min);
+            }
+            if let Some(max) = max {
+                sql.push(" AND ").push(column).push(" <= ").text(max);
+            }
+        }
+    }
+}
+
+/// Like [`push_text_match`] for an integer column: exact values, lists and
+/// ranges compared as numbers; a value that is not a number matches nothing.
+pub(crate) fn push_int_match(sql: &mut Sql, column: &str, matcher: &TextMatch) {
+    let int = |v: &str| v.trim().parse::<i64>().ok();
+    match matcher {
+        TextMatch::Exact(v) => match int(v) {
+            Some(n) => {
+                sql.push(" AND ").push(column).push(" = ").int(n);
+            }
+            None => {
+                sql.push(" AND 1 = 0");
+            }
+        },
+        TextMatch::AnyOf(values) => {
+            let ints: Vec<i64> = values.iter().filter_map(|v| int(v)).collect();
+            if ints.is_empty() {
+                sql.push(" AND 1 = 0");
+            } else {
+                sql.push(" AND ")
+                    .push(column)
+                    .push(" IN (")
+                    .ints(&ints)
+                    .push(")");
+            }
+        }
+        TextMatch::Range(min, max) => {
+            for (bound, op) in [(min, " >= "), (max, " <= ")] {
+                if let Some(bound) = bound {
+                    match int(bound) {
+                        Some(n) => {
+                            sql.push(" AND ").push(column).push(op).int(n);
+                        }
+                        None => {
+                            sql.push(" AND 1 = 0");
+                        }
+                    }
+                }
+            }
+        }
+        TextMatch::Fuzzy(_) => {
+            sql.push(" AND 1 = 0");
         }
     }
 }

@@ -205,6 +205,18 @@ backend_test!(
         assert_eq!(res.header("x-total-count"), Some("3"));
         let res = app.get(&q("type=CHART")).send().await;
         assert_eq!(res.header("x-total-count"), Some("0"));
+        for (range, count) in [
+            ("size=[1~]", "3"),
+            ("size=[~1]", "0"),
+            ("size={1 2}", "0"),
+            ("size=x", "0"),
+            ("push_time=[2000-01-01T00:00:00~]", "3"),
+            ("push_time=[~2000-01-01T00:00:00]", "0"),
+        ] {
+            let res = app.get(&q(range).replace('[', "%5B").replace(']', "%5D").replace('{', "%7B").replace('}', "%7D")).send().await;
+            assert_eq!(res.status, StatusCode::OK, "{range}");
+            assert_eq!(res.header("x-total-count"), Some(count), "{range}");
+        }
         let res = app.get(&q("tags=[1~2]")).send().await;
         assert_eq!(res.status, StatusCode::BAD_REQUEST);
         let res = app.get(&q("labels=1")).send().await;
