@@ -7,8 +7,10 @@
 pub mod cache;
 pub mod ldap;
 pub mod password;
+pub mod registry_token;
 pub mod secret;
 pub mod token;
 
 pub use cache::CredentialCache;
+pub use registry_token::RegistryTokenKeys;
 pub use token::{TokenError, TokenKeys};

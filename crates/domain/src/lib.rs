@@ -5,6 +5,7 @@
 
 pub mod error;
 pub mod model;
+pub mod oci;
 pub mod query;
 pub mod rbac;
 pub mod rest_query;

@@ -18,6 +18,7 @@ use tracing::Level;
 
 use crate::error::{ApiError, HarborError};
 use crate::harbor;
+use crate::registry;
 use crate::rest;
 use crate::state::AppState;
 
@@ -31,6 +32,7 @@ pub fn build(state: AppState) -> App {
     let router = Router::new()
         .nest("/api/v2.0", harbor::router())
         .merge(rest::router(&state.rest))
+        .merge(registry::router(state.clone()))
         .fallback(not_found)
         .with_state(state)
         .layer(

@@ -103,6 +103,7 @@ pub fn build_state(
             CREDENTIAL_CAPACITY,
         ),
         master_key,
+        registry: crate::registry::RegistryState::new(blob_dir.clone(), jwt_secret),
         blob_dir,
         external_url,
         rest,

@@ -35,6 +35,15 @@ pub enum Command {
     /// Manage users from the command line (operators).
     #[command(subcommand)]
     User(UserCommand),
+    /// Remove unreferenced blobs and expired uploads once, then exit.
+    Gc {
+        /// How long a pushed blob no manifest uses yet is kept (`24h`, `30m`, seconds).
+        #[arg(long, default_value = "24h", value_parser = parse_duration_secs)]
+        grace: i64,
+        /// How long an idle upload session is kept.
+        #[arg(long, default_value = "24h", value_parser = parse_duration_secs)]
+        upload_expiry: i64,
+    },
 }
 
 /// `berth user ...`

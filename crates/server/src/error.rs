@@ -33,6 +33,8 @@ pub enum ErrorKind {
     UnsupportedMediaType,
     /// The body is larger than the operation accepts.
     PayloadTooLarge,
+    /// An upload chunk or download range does not fit (416).
+    RangeNotSatisfiable,
     /// A dependency (the database) is unavailable or failed.
     Internal,
     /// An upstream service (the LDAP directory, an identity provider, the mail server) failed.
@@ -54,6 +56,7 @@ impl ErrorKind {
             Self::Precondition => StatusCode::PRECONDITION_FAILED,
             Self::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             Self::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
+            Self::RangeNotSatisfiable => StatusCode::RANGE_NOT_SATISFIABLE,
             Self::Internal => StatusCode::INTERNAL_SERVER_ERROR,
             Self::BadGateway => StatusCode::BAD_GATEWAY,
             Self::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
@@ -72,6 +75,7 @@ impl ErrorKind {
             Self::Precondition => "PRECONDITION",
             Self::UnsupportedMediaType => "UNSUPPORTED_MEDIA_TYPE",
             Self::PayloadTooLarge => "REQUEST_ENTITY_TOO_LARGE",
+            Self::RangeNotSatisfiable => "REQUESTED_RANGE_NOT_SATISFIABLE",
             Self::Internal | Self::BadGateway | Self::Unavailable => "UNKNOWN",
         }
     }
@@ -291,3 +295,52 @@ impl<'a> RestMessage<'a> {
 
 /// The result of a generator-rest handler.
 pub type RestResult<T> = Result<T, RestError>;
+
+impl ErrorKind {
+    /// The OCI distribution code of this kind, when the error carries none
+    /// (`registry/api/errcode` and the distribution spec's code table).
+    fn oci_code(self) -> &'static str {
+        match self {
+            Self::BadRequest | Self::PayloadTooLarge | Self::UnsupportedMediaType => "UNSUPPORTED",
+            Self::Unauthorized => "UNAUTHORIZED",
+            Self::Forbidden | Self::Precondition | Self::Conflict => "DENIED",
+            Self::NotFound => "NAME_UNKNOWN",
+            Self::MethodNotAllowed => "UNSUPPORTED",
+            Self::RangeNotSatisfiable => "BLOB_UPLOAD_INVALID",
+            Self::Internal | Self::BadGateway | Self::Unavailable => "UNKNOWN",
+        }
+    }
+}
+
+impl ApiError {
+    /// The same error with a surface-specific wire code.
+    pub fn with_code(mut self, code: &'static str) -> Self {
+        self.code = Some(code);
+        self
+    }
+}
+
+/// An [`ApiError`] rendered as the OCI distribution spec does:
+/// `{"errors":[{"code","message"}]}` with an OCI code (`BLOB_UNKNOWN` ...).
+#[derive(Debug)]
+pub struct OciError(pub ApiError);
+
+impl<E: Into<ApiError>> From<E> for OciError {
+    fn from(err: E) -> Self {
+        Self(err.into())
+    }
+}
+
+impl IntoResponse for OciError {
+    fn into_response(self) -> Response {
+        let err = self.0;
+        let code = err.code.unwrap_or(err.kind.oci_code());
+        let body = json!({"errors": [{"code": code, "message": err.message}]});
+        let mut response = (err.status(), body.to_string()).into_response();
+        response.headers_mut().insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json; charset=utf-8"),
+        );
+        response
+    }
+}

@@ -28,6 +28,10 @@ fn main() -> ExitCode {
             Command::Migrate => migrate(&cli.settings).await,
             Command::Healthcheck { url } => healthcheck(&cli.settings, url).await,
             Command::User(command) => user(&cli.settings, command).await,
+            Command::Gc {
+                grace,
+                upload_expiry,
+            } => gc(&cli.settings, grace, upload_expiry).await,
         }
     });
     match result {
@@ -63,6 +67,7 @@ async fn serve(settings: &Settings) -> anyhow::Result<()> {
         .with_graceful_shutdown(shutdown_signal())
         .await
         .context("serving")?;
+    state.registry.flush_pulls(&state.store).await;
     state.store.close().await;
     tracing::info!("berth stopped");
     Ok(())
@@ -189,5 +194,26 @@ async fn user(settings: &Settings, command: UserCommand) -> anyhow::Result<()> {
             println!("password of {} changed", user.username);
         }
     }
+    Ok(())
+}
+
+/// `berth gc`: one garbage collection over the data directory and database.
+async fn gc(settings: &Settings, grace: i64, upload_expiry: i64) -> anyhow::Result<()> {
+    let store = bootstrap::open_store(settings).await?;
+    let blobs = berth_store::BlobStore::new(bootstrap::blob_dir(&settings.data_dir));
+    let secs = |s: i64| std::time::Duration::from_secs(u64::try_from(s).unwrap_or(0));
+    let stats = berth_store::repo::gc::collect_garbage(
+        &store,
+        &blobs,
+        berth_store::repo::gc::GcOptions {
+            grace: secs(grace),
+            upload_expiry: secs(upload_expiry),
+        },
+    )
+    .await?;
+    println!(
+        "garbage collection done: {} blobs ({} bytes) deleted, {} links dropped, {} uploads expired, {} stray files removed",
+        stats.blobs, stats.bytes, stats.links, stats.uploads, stats.stray_files
+    );
     Ok(())
 }

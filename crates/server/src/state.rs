@@ -29,6 +29,8 @@ pub struct Inner {
     pub external_url: String,
     /// What the generator-rest API talks to: mail server, identity providers, CORS.
     pub rest: crate::rest::RestServices,
+    /// The distribution surface: blob storage, registry tokens, pull bookkeeping.
+    pub registry: crate::registry::RegistryState,
 }
 
 impl AppState {

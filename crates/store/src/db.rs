@@ -112,3 +112,17 @@ impl Store {
         self.pool.close().await;
     }
 }
+
+impl Store {
+    /// Begins a transaction that will write. On SQLite it takes the write lock
+    /// at once (`BEGIN IMMEDIATE`), so a transaction that reads before it
+    /// writes waits for other writers instead of failing with a stale snapshot.
+    pub(crate) async fn begin_write(
+        &self,
+    ) -> crate::error::StoreResult<sqlx::Transaction<'static, sqlx::Any>> {
+        Ok(match self.backend {
+            Backend::Sqlite => self.pool.begin_with("BEGIN IMMEDIATE").await?,
+            Backend::Postgres => self.pool.begin().await?,
+        })
+    }
+}

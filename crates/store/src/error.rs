@@ -14,6 +14,9 @@ pub enum StoreError {
     /// The schema could not be brought up to date.
     #[error("migration error: {0}")]
     Migrate(#[from] sqlx::migrate::MigrateError),
+    /// Blob storage (the filesystem) failed.
+    #[error("blob storage error: {0}")]
+    Io(#[from] std::io::Error),
 }
 
 /// Result of a store call.

@@ -4,9 +4,11 @@
 //! portable-schema rules are in `migrations/`. SQL lives in `repo/` and nowhere
 //! else in the workspace.
 
+pub mod blobs;
 mod db;
 mod error;
 pub mod repo;
 
+pub use blobs::{BlobError, BlobStore, UploadProgress};
 pub use db::{Backend, Store};
 pub use error::StoreError;

@@ -14,3 +14,6 @@ pub use group::DirectoryProfile;
 pub use member::{Member, MemberEntity, UserGroup};
 pub use project::{CveAllowlist, NewProject, Project, ProjectCounts, ProjectRef};
 pub use user::{ADMIN_USER_ID, NewUser, User, UserOrigin};
+
+pub mod artifact;
+pub use artifact::{Artifact, ArtifactReference, Label, Repository, Tag};

@@ -1,8 +1,14 @@
 //! Harbor's management API, mounted at `/api/v2.0`.
 
+mod artifacts;
+mod gc;
 mod health;
+mod labels;
 mod ldap;
+mod listing;
+mod repositories;
 mod systeminfo;
+mod tags;
 mod users;
 
 mod configurations;
@@ -34,6 +40,11 @@ pub fn router() -> Router<AppState> {
         .merge(projects::router())
         .merge(search::router())
         .merge(statistics::router())
+        .merge(repositories::router())
+        .merge(artifacts::router())
+        .merge(tags::router())
+        .merge(labels::router())
+        .merge(gc::router())
         .method_not_allowed_fallback(method_not_allowed)
         .fallback(not_found)
 }

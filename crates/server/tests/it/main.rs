@@ -10,5 +10,6 @@ mod util;
 
 mod cli;
 mod harbor;
+mod registry;
 mod rest;
 mod store;

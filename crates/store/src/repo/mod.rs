@@ -11,10 +11,17 @@ pub(crate) fn flag(value: i64) -> bool {
 }
 
 pub mod articles;
+pub mod artifacts;
+pub mod filter;
+pub mod gc;
 pub mod identities;
+pub mod labels;
+pub mod manifests;
 pub mod members;
 pub mod metadata;
 pub mod password_resets;
+pub mod registry;
+pub mod repositories;
 mod rest_list;
 pub(crate) mod sql;
 pub mod statistics;

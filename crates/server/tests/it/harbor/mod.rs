@@ -7,6 +7,7 @@ mod ldap;
 mod members;
 mod metadata;
 mod projects;
+mod registry_content;
 mod search_statistics;
 mod system;
 mod users;

@@ -121,3 +121,36 @@ fn test_state(store: Store, blob_dir: std::path::PathBuf, rest: RestServices) ->
         rest,
     )
 }
+
+impl TestApp {
+    /// A new application over this one's database and data directory, as after
+    /// a server restart (fresh in-memory state); `self` must outlive it.
+    pub fn restart(&self) -> RestartedApp<'_> {
+        let rest =
+            RestServices::new(RestConfig::default()).expect("the default REST configuration");
+        let state = test_state(self.state.store.clone(), self.state.blob_dir.clone(), rest);
+        RestartedApp {
+            inner: TestApp {
+                app: berth::app::build(state.clone()),
+                state,
+                backend: self.backend,
+                dir: tempfile::tempdir().expect("temp dir"),
+            },
+            _original: self,
+        }
+    }
+}
+
+/// A [`TestApp`] sharing another's database and data directory.
+pub struct RestartedApp<'a> {
+    inner: TestApp,
+    _original: &'a TestApp,
+}
+
+impl std::ops::Deref for RestartedApp<'_> {
+    type Target = TestApp;
+
+    fn deref(&self) -> &TestApp {
+        &self.inner
+    }
+}

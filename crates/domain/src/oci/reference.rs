@@ -1,0 +1,227 @@
+//! Repository names, tags, digests and manifest references, with the grammars
+//! of the OCI distribution spec.
+
+use std::fmt;
+
+/// The longest repository name accepted (distribution's limit).
+pub const MAX_NAME_LEN: usize = 255;
+
+/// Whether `name` is a valid repository name:
+/// `[a-z0-9]+((\.|_|__|-+)[a-z0-9]+)*(/[a-z0-9]+((\.|_|__|-+)[a-z0-9]+)*)*`.
+pub fn is_valid_name(name: &str) -> bool {
+    !name.is_empty() && name.len() <= MAX_NAME_LEN && name.split('/').all(is_valid_component)
+}
+
+fn is_valid_component(part: &str) -> bool {
+    let bytes = part.as_bytes();
+    let alnum = |b: u8| b.is_ascii_lowercase() || b.is_ascii_digit();
+    if bytes.is_empty() || !alnum(bytes[0]) || !alnum(bytes[bytes.len() - 1]) {
+        return false;
+    }
+    let mut i = 0;
+    while i < bytes.len() {
+        if alnum(bytes[i]) {
+            i += 1;
+            continue;
+        }
+        // A separator run: `.`, `_`, `__` or one or more `-`.
+        let start = i;
+        while i < bytes.len() && !alnum(bytes[i]) {
+            i += 1;
+        }
+        let sep = &part[start..i];
+        let ok = sep == "." || sep == "_" || sep == "__" || sep.bytes().all(|b| b == b'-');
+        if !ok {
+            return false;
+        }
+    }
+    true
+}
+
+/// Whether `tag` is a valid tag: `[a-zA-Z0-9_][a-zA-Z0-9._-]{0,127}`.
+pub fn is_valid_tag(tag: &str) -> bool {
+    let bytes = tag.as_bytes();
+    let first = |b: u8| b.is_ascii_alphanumeric() || b == b'_';
+    let rest = |b: u8| first(b) || b == b'.' || b == b'-';
+    !bytes.is_empty()
+        && bytes.len() <= 128
+        && first(bytes[0])
+        && bytes[1..].iter().all(|&b| rest(b))
+}
+
+/// Why a digest string was refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DigestError {
+    /// Not `algorithm:encoded` with a well-formed encoding.
+    Invalid,
+    /// Well-formed, but an algorithm this registry does not store (`sha512` ...).
+    Unsupported,
+}
+
+/// A SHA-256 content digest, `sha256:<64 lower-case hex>`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Digest(String);
+
+impl Digest {
+    /// Parses `sha256:<hex>`; other well-formed algorithms are `Unsupported`.
+    pub fn parse(text: &str) -> Result<Self, DigestError> {
+        let (algorithm, encoded) = text.split_once(':').ok_or(DigestError::Invalid)?;
+        let algo_ok = !algorithm.is_empty()
+            && algorithm
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b"+._-".contains(&b));
+        let enc_ok = !encoded.is_empty()
+            && encoded
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"=_-".contains(&b));
+        if !algo_ok || !enc_ok {
+            return Err(DigestError::Invalid);
+        }
+        match algorithm {
+            "sha256" => {
+                let hex_ok = encoded.len() == 64
+                    && encoded
+                        .bytes()
+                        .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b));
+                if hex_ok {
+                    Ok(Self(text.to_string()))
+                } else {
+                    Err(DigestError::Invalid)
+                }
+            }
+            "sha512" if encoded.len() != 128 => Err(DigestError::Invalid),
+            _ => Err(DigestError::Unsupported),
+        }
+    }
+
+    /// The digest of 32 raw SHA-256 bytes.
+    pub fn from_sha256_bytes(bytes: &[u8]) -> Self {
+        let mut text = String::with_capacity(71);
+        text.push_str("sha256:");
+        for b in bytes {
+            text.push(char::from(HEX[usize::from(b >> 4)]));
+            text.push(char::from(HEX[usize::from(b & 15)]));
+        }
+        Self(text)
+    }
+
+    /// The full text, `sha256:<hex>`.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// The hex part.
+    pub fn hex(&self) -> &str {
+        &self.0["sha256:".len()..]
+    }
+}
+
+const HEX: &[u8; 16] = b"0123456789abcdef";
+
+impl fmt::Display for Digest {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// How a manifest is addressed: by tag or by digest.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Reference {
+    /// A tag name.
+    Tag(String),
+    /// A manifest digest.
+    Digest(Digest),
+}
+
+impl Reference {
+    /// A digest when the text contains `:`, else a tag; `None` when neither is valid.
+    pub fn parse(text: &str) -> Result<Self, DigestError> {
+        if text.contains(':') {
+            Digest::parse(text).map(Self::Digest)
+        } else if is_valid_tag(text) {
+            Ok(Self::Tag(text.to_string()))
+        } else {
+            Err(DigestError::Invalid)
+        }
+    }
+}
+
+impl fmt::Display for Reference {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Tag(tag) => f.write_str(tag),
+            Self::Digest(digest) => f.write_str(digest.as_str()),
+        }
+    }
+}
+
+/// The project part of a repository name (`library` of `library/nginx`), if it has one.
+pub fn project_of(name: &str) -> Option<&str> {
+    name.split_once('/').map(|(project, _)| project)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names() {
+        for ok in ["library/nginx", "a", "a/b/c", "a.b_c__d---e/x", "p/0"] {
+            assert!(is_valid_name(ok), "{ok}");
+        }
+        for bad in [
+            "", "A/b", "a//b", "a/", "/a", "a/-b", "a/b_", "a/b..c", "a/b___c", "a/b%2Fc",
+        ] {
+            assert!(!is_valid_name(bad), "{bad}");
+        }
+        assert!(!is_valid_name(&"a".repeat(256)));
+    }
+
+    #[test]
+    fn tags() {
+        assert!(is_valid_tag("latest"));
+        assert!(is_valid_tag("_v1.2-rc"));
+        assert!(!is_valid_tag(".x"));
+        assert!(!is_valid_tag("-x"));
+        assert!(!is_valid_tag(""));
+        assert!(!is_valid_tag(&"a".repeat(129)));
+        assert!(is_valid_tag(&"a".repeat(128)));
+    }
+
+    #[test]
+    fn digests() {
+        let hex = "a".repeat(64);
+        let d = Digest::parse(&format!("sha256:{hex}")).unwrap();
+        assert_eq!(d.hex(), hex);
+        assert_eq!(Digest::parse("sha256:abc"), Err(DigestError::Invalid));
+        assert_eq!(
+            Digest::parse(&format!("sha256:{}", "A".repeat(64))),
+            Err(DigestError::Invalid)
+        );
+        assert_eq!(Digest::parse("nocolon"), Err(DigestError::Invalid));
+        assert_eq!(
+            Digest::parse(&format!("sha512:{}", "a".repeat(128))),
+            Err(DigestError::Unsupported)
+        );
+        assert_eq!(Digest::parse("sha512:abc"), Err(DigestError::Invalid));
+        assert_eq!(
+            Digest::from_sha256_bytes(&[0xab; 32]).hex(),
+            "ab".repeat(32)
+        );
+    }
+
+    #[test]
+    fn references() {
+        assert_eq!(
+            Reference::parse("latest"),
+            Ok(Reference::Tag("latest".into()))
+        );
+        assert!(matches!(
+            Reference::parse(&format!("sha256:{}", "0".repeat(64))),
+            Ok(Reference::Digest(_))
+        ));
+        assert!(Reference::parse("bad tag").is_err());
+        assert_eq!(project_of("library/nginx"), Some("library"));
+        assert_eq!(project_of("nginx"), None);
+    }
+}

@@ -1,0 +1,428 @@
+//! Harbor's artifacts: listArtifacts, getArtifact, deleteArtifact.
+
+use axum::Router;
+use axum::extract::{OriginalUri, Path, RawQuery, State};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use berth_domain::model::{Artifact, ArtifactReference, Label};
+use berth_domain::oci::Digest;
+use berth_domain::rbac::{Action, Resource};
+use berth_store::repo::artifacts::{ArtifactColumn, ArtifactQuery, TagMatch};
+use percent_encoding::{NON_ALPHANUMERIC, utf8_percent_encode};
+use serde_json::{Value, json};
+
+use super::labels::label_json;
+use super::listing::{Paging, QValue, parse_bool, parse_q, parse_sort};
+use super::repositories::{load_repository, param, query_pairs};
+use super::tags::tag_json;
+use crate::error::{ApiError, HarborResult};
+use crate::extract::Principal;
+use crate::state::AppState;
+
+/// Harbor's icon for images.
+const ICON_IMAGE: &str = "sha256:0048162a053eef4d4ce3fe7518615bef084403614f8bca43b40ae2e762e11e06";
+/// Harbor's default icon.
+const ICON_DEFAULT: &str =
+    "sha256:da834479c923584f4cbcdecc0dac61f32bef1d51e8aae598cf16bd154efab49f";
+
+pub(super) const BASE: &str = "/projects/{project_name}/repositories/{repository_name}/artifacts";
+
+pub(super) fn router() -> Router<AppState> {
+    Router::new().route(BASE, get(list_artifacts)).route(
+        &format!("{BASE}/{{reference}}"),
+        get(get_artifact).delete(delete_artifact),
+    )
+}
+
+/// What to embed in each artifact.
+#[derive(Debug, Clone, Copy)]
+struct Embed {
+    tags: bool,
+    labels: bool,
+}
+
+impl Embed {
+    fn from_pairs(pairs: &[(String, String)]) -> Self {
+        Self {
+            tags: parse_bool(param(pairs, "with_tag"), true),
+            labels: parse_bool(param(pairs, "with_label"), false),
+        }
+    }
+}
+
+fn parse_json(text: Option<&str>) -> Option<Value> {
+    text.and_then(|t| serde_json::from_str(t).ok())
+}
+
+fn reference_json(r: &ArtifactReference) -> Value {
+    let platform = parse_json(r.platform.as_deref()).map(|p| {
+        let mut out = json!({
+            "architecture": p.get("architecture").cloned().unwrap_or(json!("")),
+            "os": p.get("os").cloned().unwrap_or(json!("")),
+            "OsFeatures": p.get("os.features").cloned().unwrap_or(Value::Null),
+        });
+        if let Some(variant) = p.get("variant") {
+            out["variant"] = variant.clone();
+        }
+        if let Some(version) = p.get("os.version") {
+            out["OsVersion"] = version.clone();
+        }
+        out
+    });
+    let mut body = json!({
+        "parent_id": r.parent_id,
+        "child_id": r.child_id,
+        "child_digest": r.child_digest,
+        "urls": parse_json(r.urls.as_deref()).unwrap_or(Value::Null),
+    });
+    if let Some(platform) = platform {
+        body["platform"] = platform;
+    }
+    if let Some(annotations) = parse_json(r.annotations.as_deref()) {
+        body["annotations"] = annotations;
+    }
+    body
+}
+
+/// Renders artifacts with their tags, labels and references, batched per page.
+async fn artifacts_json(
+    state: &AppState,
+    project_name: &str,
+    artifacts: &[Artifact],
+    embed: Embed,
+) -> Result<Vec<Value>, ApiError> {
+    let ids: Vec<i64> = artifacts.iter().map(|a| a.id).collect();
+    let store = state.store.artifacts();
+    let tags = if embed.tags {
+        store.tags_of(&ids).await?
+    } else {
+        Vec::new()
+    };
+    let labels = if embed.labels {
+        store.labels_of(&ids).await?
+    } else {
+        Vec::new()
+    };
+    let references = store.references_of(&ids).await?;
+    Ok(artifacts
+        .iter()
+        .map(|a| {
+            let mut body = artifact_json(project_name, a);
+            let own_tags: Vec<Value> = tags
+                .iter()
+                .filter(|t| t.artifact_id == a.id)
+                .map(tag_json)
+                .collect();
+            if !own_tags.is_empty() {
+                body["tags"] = Value::Array(own_tags);
+            }
+            let own_labels: Vec<Value> = labels
+                .iter()
+                .filter(|(id, _)| *id == a.id)
+                .map(|(_, l): &(i64, Label)| label_json(l))
+                .collect();
+            if !own_labels.is_empty() {
+                body["labels"] = Value::Array(own_labels);
+            }
+            let own_refs: Vec<Value> = references
+                .iter()
+                .filter(|r| r.parent_id == a.id)
+                .map(reference_json)
+                .collect();
+            if !own_refs.is_empty() {
+                body["references"] = Value::Array(own_refs);
+            }
+            body
+        })
+        .collect())
+}
+
+/// Harbor's Artifact model without the embedded lists (those are `null`).
+fn artifact_json(project_name: &str, a: &Artifact) -> Value {
+    let icon = if !a.icon.is_empty() {
+        a.icon.as_str()
+    } else if a.kind == "IMAGE" {
+        ICON_IMAGE
+    } else {
+        ICON_DEFAULT
+    };
+    let repo_in_project = a
+        .repository_name
+        .strip_prefix(&format!("{project_name}/"))
+        .unwrap_or(&a.repository_name);
+    let encoded = utf8_percent_encode(repo_in_project, NON_ALPHANUMERIC).to_string();
+    let double = utf8_percent_encode(&encoded, NON_ALPHANUMERIC).to_string();
+    let mut addition_links = json!({});
+    if a.kind == "IMAGE"
+        && a.manifest_media_type != berth_domain::oci::media_type::OCI_INDEX
+        && a.manifest_media_type != berth_domain::oci::media_type::DOCKER_LIST
+    {
+        addition_links["build_history"] = json!({
+            "absolute": false,
+            "href": format!(
+                "/api/v2.0/projects/{project_name}/repositories/{double}/artifacts/{}/additions/build_history",
+                a.digest
+            ),
+        });
+    }
+    let mut body = json!({
+        "id": a.id,
+        "type": a.kind,
+        "media_type": a.media_type,
+        "manifest_media_type": a.manifest_media_type,
+        "artifact_type": a.artifact_type,
+        "project_id": a.project_id,
+        "repository_id": a.repository_id,
+        "repository_name": a.repository_name,
+        "digest": a.digest,
+        "size": a.size,
+        "icon": icon,
+        "push_time": a.push_time,
+        "pull_time": a.pull_time,
+        "extra_attrs": parse_json(Some(&a.extra_attrs)).unwrap_or(json!({})),
+        "addition_links": addition_links,
+        "references": Value::Null,
+        "tags": Value::Null,
+        "labels": Value::Null,
+        "accessories": Value::Null,
+    });
+    if let Some(annotations) = parse_json(a.annotations.as_deref()) {
+        body["annotations"] = annotations;
+    }
+    body
+}
+
+fn bad_tags() -> ApiError {
+    ApiError::bad_request(
+        "the value of \"tags\" query can only be fuzzy match value or exact match value",
+    )
+}
+
+fn artifact_query(
+    repository_id: i64,
+    pairs: &[(String, String)],
+    paging: Paging,
+) -> Result<ArtifactQuery, ApiError> {
+    let mut query = ArtifactQuery {
+        repository_id,
+        all: false,
+        tags: None,
+        labels: Vec::new(),
+        columns: Vec::new(),
+        sort: Vec::new(),
+        page: paging.store_page(),
+    };
+    if let Some(q) = param(pairs, "q").filter(|q| !q.is_empty()) {
+        for (key, value) in parse_q(q)? {
+            match key.as_str() {
+                "base" => {
+                    if value != QValue::Exact("*".into()) {
+                        return Err(ApiError::bad_request(
+                            "the value of \"base\" query can only be exact match value with \"*\"",
+                        ));
+                    }
+                    query.all = true;
+                }
+                "tags" => {
+                    query.tags = Some(match value {
+                        QValue::Exact(v) if v == "*" => TagMatch::Any,
+                        QValue::Exact(v) if v == "nil" => TagMatch::Nil,
+                        QValue::Exact(v) => TagMatch::Exact(v),
+                        QValue::Fuzzy(v) => TagMatch::Fuzzy(v),
+                        _ => return Err(bad_tags()),
+                    });
+                }
+                "labels" => {
+                    let QValue::And(ids) = value else {
+                        return Err(ApiError::bad_request(
+                            "the value of \"labels\" query can only be integer list with intersetion relationship",
+                        ));
+                    };
+                    for id in ids {
+                        query.labels.push(id.trim_end_matches(',').parse().map_err(|_| {
+                            ApiError::bad_request(
+                                "the value of \"labels\" query can only be integer list with intersetion relationship",
+                            )
+                        })?);
+                    }
+                }
+                other => {
+                    if let Some(column) = ArtifactColumn::from_key(other) {
+                        match value.text_match() {
+                            Some(matcher) => query.columns.push((column, matcher)),
+                            None => {
+                                return Err(ApiError::bad_request(format!(
+                                    "AND-list values are not supported for {other}"
+                                )));
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+    if let Some(sort) = param(pairs, "sort") {
+        query.sort = parse_sort(sort)
+            .into_iter()
+            .filter_map(|(key, desc)| ArtifactColumn::from_key(&key).map(|c| (c, desc)))
+            .collect();
+    }
+    Ok(query)
+}
+
+/// `GET .../artifacts`: Harbor's listing (tagged plus untagged non-children
+/// by default, every `q` form of the spec), paged, with embedded tags/labels.
+pub async fn list_artifacts(
+    State(state): State<AppState>,
+    principal: Principal,
+    Path((project_name, repository_name)): Path<(String, String)>,
+    OriginalUri(uri): OriginalUri,
+    RawQuery(raw): RawQuery,
+) -> HarborResult<Response> {
+    let pairs = query_pairs(raw.as_deref())?;
+    let paging = Paging::parse(param(&pairs, "page"), param(&pairs, "page_size"))?;
+    let (_, _, repository) = load_repository(
+        &state,
+        &principal,
+        &project_name,
+        &repository_name,
+        Resource::Artifact,
+        Action::List,
+    )
+    .await?;
+    let Some(repository) = repository else {
+        // Harbor does not check the repository here: an unknown one lists nothing.
+        artifact_query(0, &pairs, paging)?;
+        return Ok((paging.headers(&uri, 0), axum::Json(Vec::<Value>::new())).into_response());
+    };
+    let query = artifact_query(repository.id, &pairs, paging)?;
+    let (artifacts, total) = state.store.artifacts().list_artifacts(&query).await?;
+    let body = artifacts_json(&state, &project_name, &artifacts, Embed::from_pairs(&pairs)).await?;
+    Ok((paging.headers(&uri, total), axum::Json(body)).into_response())
+}
+
+/// Loads the artifact a `{reference}` (digest or tag) names, after checking `action`.
+pub(super) async fn load_artifact(
+    state: &AppState,
+    principal: &Principal,
+    project_name: &str,
+    repository_name: &str,
+    reference: &str,
+    resource: Resource,
+    action: Action,
+) -> Result<Artifact, ApiError> {
+    let (_, name, repository) = load_repository(
+        state,
+        principal,
+        project_name,
+        repository_name,
+        resource,
+        action,
+    )
+    .await?;
+    let store = state.store.artifacts();
+    match Digest::parse(reference) {
+        Ok(digest) => {
+            let found = match &repository {
+                Some(r) => store.artifact_by_digest(r.id, digest.as_str()).await?,
+                None => None,
+            };
+            found.ok_or_else(|| ApiError::not_found(format!("artifact {name}@{digest} not found")))
+        }
+        Err(_) => {
+            let repository = repository
+                .ok_or_else(|| ApiError::not_found(format!("repository {name} not found")))?;
+            store
+                .artifact_by_tag(repository.id, reference)
+                .await?
+                .ok_or_else(|| {
+                    ApiError::not_found(format!("artifact {name}:{reference} not found"))
+                })
+        }
+    }
+}
+
+/// `GET .../artifacts/{reference}`.
+pub async fn get_artifact(
+    State(state): State<AppState>,
+    principal: Principal,
+    Path((project_name, repository_name, reference)): Path<(String, String, String)>,
+    RawQuery(raw): RawQuery,
+) -> HarborResult<axum::Json<Value>> {
+    let pairs = query_pairs(raw.as_deref())?;
+    let artifact = load_artifact(
+        &state,
+        &principal,
+        &project_name,
+        &repository_name,
+        &reference,
+        Resource::Artifact,
+        Action::Read,
+    )
+    .await?;
+    let mut body = artifacts_json(
+        &state,
+        &project_name,
+        std::slice::from_ref(&artifact),
+        Embed::from_pairs(&pairs),
+    )
+    .await?;
+    Ok(axum::Json(body.pop().unwrap_or(Value::Null)))
+}
+
+/// `DELETE .../artifacts/{reference}`: 412 while an index refers to it.
+pub async fn delete_artifact(
+    State(state): State<AppState>,
+    principal: Principal,
+    Path((project_name, repository_name, reference)): Path<(String, String, String)>,
+) -> HarborResult<()> {
+    let artifact = load_artifact(
+        &state,
+        &principal,
+        &project_name,
+        &repository_name,
+        &reference,
+        Resource::Artifact,
+        Action::Delete,
+    )
+    .await?;
+    state
+        .store
+        .artifacts()
+        .delete_artifact(&artifact)
+        .await
+        .map_err(|e| match ApiError::from(e) {
+            err if err.kind == crate::error::ErrorKind::Precondition => {
+                err.with_code("VIOLATE_FOREIGN_KEY_CONSTRAINT")
+            }
+            err => err,
+        })?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use berth_store::repo::filter::TextMatch;
+
+    use super::*;
+
+    #[test]
+    fn tag_forms() {
+        let pairs = vec![("q".to_string(), "tags=~v1".to_string())];
+        let q = artifact_query(1, &pairs, Paging::parse(None, None).unwrap()).unwrap();
+        assert_eq!(q.tags, Some(TagMatch::Fuzzy("v1".into())));
+        let pairs = vec![("q".to_string(), "tags=[1~2]".to_string())];
+        assert!(artifact_query(1, &pairs, Paging::parse(None, None).unwrap()).is_err());
+        let pairs = vec![("q".to_string(), "labels=(3 4),media_type=x".to_string())];
+        let q = artifact_query(1, &pairs, Paging::parse(None, None).unwrap()).unwrap();
+        assert_eq!(q.labels, vec![3, 4]);
+        assert_eq!(
+            q.columns,
+            vec![(ArtifactColumn::MediaType, TextMatch::Exact("x".into()))]
+        );
+        let pairs = vec![("q".to_string(), "labels=1".to_string())];
+        assert!(artifact_query(1, &pairs, Paging::parse(None, None).unwrap()).is_err());
+        let pairs = vec![("q".to_string(), "base=x".to_string())];
+        assert!(artifact_query(1, &pairs, Paging::parse(None, None).unwrap()).is_err());
+    }
+}

@@ -1,0 +1,290 @@
+//! Harbor's labels: createLabel, listLabels, getLabelByID, deleteLabel, and
+//! addLabel/removeLabel on an artifact. Global labels (`scope: g`) belong to
+//! system administrators; project labels (`scope: p`) to the project's
+//! maintainers and admins.
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::{OriginalUri, Path, RawQuery, State};
+use axum::http::header::LOCATION;
+use axum::http::{HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{delete, get, post};
+use berth_domain::model::{Label, ProjectRef};
+use berth_domain::rbac::{Action, Resource};
+use berth_store::repo::filter::TextMatch;
+use berth_store::repo::labels::NewLabel;
+use serde_json::{Value, json};
+
+use super::artifacts::{BASE, load_artifact};
+use super::listing::{Paging, parse_q};
+use super::repositories::{param, query_pairs};
+use crate::access::require_project;
+use crate::error::{ApiError, HarborResult};
+use crate::extract::Principal;
+use crate::state::AppState;
+
+pub(super) fn router() -> Router<AppState> {
+    Router::new()
+        .route("/labels", get(list_labels).post(create_label))
+        .route(
+            "/labels/{label_id}",
+            get(get_label_by_id).delete(delete_label),
+        )
+        .route(&format!("{BASE}/{{reference}}/labels"), post(add_label))
+        .route(
+            &format!("{BASE}/{{reference}}/labels/{{label_id}}"),
+            delete(remove_label),
+        )
+}
+
+/// Harbor's Label model (`project_id` omitted for global labels, as go-swagger does with 0).
+pub(super) fn label_json(label: &Label) -> Value {
+    let mut body = json!({
+        "id": label.id,
+        "name": label.name,
+        "scope": label.scope,
+        "creation_time": label.created_at,
+        "update_time": label.updated_at,
+    });
+    if !label.description.is_empty() {
+        body["description"] = json!(label.description);
+    }
+    if !label.color.is_empty() {
+        body["color"] = json!(label.color);
+    }
+    if let Some(project_id) = label.project_id {
+        body["project_id"] = json!(project_id);
+    }
+    body
+}
+
+/// Checks `action` on a label's scope: system administrators for global labels,
+/// the project's roles for project labels.
+async fn require_scope(
+    state: &AppState,
+    principal: &Principal,
+    project_id: Option<i64>,
+    action: Action,
+) -> Result<(), ApiError> {
+    match project_id {
+        Some(id) => {
+            require_project(
+                state,
+                principal.user(),
+                &ProjectRef::Id(id),
+                Resource::Label,
+                action,
+            )
+            .await?;
+        }
+        None if matches!(action, Action::Read | Action::List) => {}
+        None => {
+            principal.require_sysadmin()?;
+        }
+    }
+    Ok(())
+}
+
+/// `POST /labels` with `{name, description, color, scope, project_id}`: 201 and `Location`.
+pub async fn create_label(
+    State(state): State<AppState>,
+    principal: Principal,
+    body: Bytes,
+) -> HarborResult<Response> {
+    principal.require_user()?;
+    let body: Value = serde_json::from_slice(&body)
+        .map_err(|e| ApiError::bad_request(format!("invalid label body: {e}")))?;
+    let text = |key: &str| {
+        body.get(key)
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .trim()
+            .to_string()
+    };
+    let name = text("name");
+    if name.is_empty() || name.len() > 128 {
+        return Err(ApiError::bad_request("the label name must have 1 to 128 characters").into());
+    }
+    let project_id = match text("scope").as_str() {
+        "g" => None,
+        "p" => Some(
+            body.get("project_id")
+                .and_then(Value::as_i64)
+                .filter(|id| *id > 0)
+                .ok_or_else(|| ApiError::bad_request("a project label needs a project_id"))?,
+        ),
+        other => return Err(ApiError::bad_request(format!("invalid scope: {other}")).into()),
+    };
+    require_scope(&state, &principal, project_id, Action::Create).await?;
+    let label = state
+        .store
+        .labels()
+        .create(&NewLabel {
+            name,
+            description: text("description"),
+            color: text("color"),
+            project_id,
+        })
+        .await?;
+    let mut response = StatusCode::CREATED.into_response();
+    if let Ok(location) = HeaderValue::from_str(&format!("/api/v2.0/labels/{}", label.id)) {
+        response.headers_mut().insert(LOCATION, location);
+    }
+    Ok(response)
+}
+
+/// `GET /labels?scope=g|p&project_id=&name=&q=`.
+pub async fn list_labels(
+    State(state): State<AppState>,
+    principal: Principal,
+    OriginalUri(uri): OriginalUri,
+    RawQuery(raw): RawQuery,
+) -> HarborResult<Response> {
+    let pairs = query_pairs(raw.as_deref())?;
+    let paging = Paging::parse(param(&pairs, "page"), param(&pairs, "page_size"))?;
+    let project_id = match param(&pairs, "scope").unwrap_or("g") {
+        "g" => None,
+        "p" => Some(
+            param(&pairs, "project_id")
+                .and_then(|v| v.parse::<i64>().ok())
+                .ok_or_else(|| {
+                    ApiError::bad_request("must specify project_id for project scope labels")
+                })?,
+        ),
+        other => return Err(ApiError::bad_request(format!("invalid scope: {other}")).into()),
+    };
+    require_scope(&state, &principal, project_id, Action::List).await?;
+    let mut name = param(&pairs, "name")
+        .filter(|n| !n.is_empty())
+        .map(|n| TextMatch::Fuzzy(n.to_string()));
+    if let Some(q) = param(&pairs, "q").filter(|q| !q.is_empty()) {
+        for (key, value) in parse_q(q)? {
+            if key == "name" {
+                name = value.text_match();
+            }
+        }
+    }
+    let (labels, total) = state
+        .store
+        .labels()
+        .list(project_id, name.as_ref(), paging.store_page())
+        .await?;
+    let body: Vec<Value> = labels.iter().map(label_json).collect();
+    Ok((paging.headers(&uri, total), axum::Json(body)).into_response())
+}
+
+async fn load_label(state: &AppState, label_id: &str) -> Result<Label, ApiError> {
+    let id: i64 = label_id
+        .parse()
+        .map_err(|_| ApiError::bad_request(format!("invalid label id {label_id}")))?;
+    state
+        .store
+        .labels()
+        .find(id)
+        .await?
+        .ok_or_else(|| ApiError::not_found(format!("label {id} not found")))
+}
+
+/// `GET /labels/{label_id}`.
+pub async fn get_label_by_id(
+    State(state): State<AppState>,
+    principal: Principal,
+    Path(label_id): Path<String>,
+) -> HarborResult<axum::Json<Value>> {
+    let label = load_label(&state, &label_id).await?;
+    require_scope(&state, &principal, label.project_id, Action::Read).await?;
+    Ok(axum::Json(label_json(&label)))
+}
+
+/// `DELETE /labels/{label_id}`: also takes it off every artifact.
+pub async fn delete_label(
+    State(state): State<AppState>,
+    principal: Principal,
+    Path(label_id): Path<String>,
+) -> HarborResult<()> {
+    principal.require_user()?;
+    let label = load_label(&state, &label_id).await?;
+    require_scope(&state, &principal, label.project_id, Action::Delete).await?;
+    state.store.labels().delete(label.id).await?;
+    Ok(())
+}
+
+/// `POST .../artifacts/{reference}/labels` with `{"id"}`: a global label or one of the project.
+pub async fn add_label(
+    State(state): State<AppState>,
+    principal: Principal,
+    Path((project_name, repository_name, reference)): Path<(String, String, String)>,
+    body: Bytes,
+) -> HarborResult<()> {
+    let artifact = load_artifact(
+        &state,
+        &principal,
+        &project_name,
+        &repository_name,
+        &reference,
+        Resource::ArtifactLabel,
+        Action::Create,
+    )
+    .await?;
+    let body: Value = serde_json::from_slice(&body)
+        .map_err(|e| ApiError::bad_request(format!("invalid label body: {e}")))?;
+    let id = body
+        .get("id")
+        .and_then(Value::as_i64)
+        .ok_or_else(|| ApiError::bad_request("the label id is required"))?;
+    let label = state
+        .store
+        .labels()
+        .find(id)
+        .await?
+        .ok_or_else(|| ApiError::not_found(format!("label {id} not found")))?;
+    if label.project_id.is_some_and(|p| p != artifact.project_id) {
+        return Err(ApiError::bad_request(format!("label {id} belongs to another project")).into());
+    }
+    state
+        .store
+        .labels()
+        .add_to_artifact(artifact.id, id)
+        .await?;
+    Ok(())
+}
+
+/// `DELETE .../artifacts/{reference}/labels/{label_id}`.
+pub async fn remove_label(
+    State(state): State<AppState>,
+    principal: Principal,
+    Path((project_name, repository_name, reference, label_id)): Path<(
+        String,
+        String,
+        String,
+        String,
+    )>,
+) -> HarborResult<()> {
+    let label_id: i64 = label_id
+        .parse()
+        .map_err(|_| ApiError::bad_request(format!("invalid label id {label_id}")))?;
+    let artifact = load_artifact(
+        &state,
+        &principal,
+        &project_name,
+        &repository_name,
+        &reference,
+        Resource::ArtifactLabel,
+        Action::Delete,
+    )
+    .await?;
+    if !state
+        .store
+        .labels()
+        .remove_from_artifact(artifact.id, label_id)
+        .await?
+    {
+        return Err(ApiError::not_found(format!(
+            "label {label_id} is not added to the artifact {}",
+            artifact.id
+        ))
+        .into());
+    }
+    Ok(())
+}

@@ -1,0 +1,148 @@
+//! Harbor's tags of an artifact: listTags, createTag, deleteTag.
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::{OriginalUri, Path, RawQuery, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{delete, get};
+use berth_domain::model::Tag;
+use berth_domain::oci::is_valid_tag;
+use berth_domain::rbac::{Action, Resource};
+use serde_json::{Value, json};
+
+use super::artifacts::{BASE, load_artifact};
+use super::listing::{Paging, parse_q};
+use super::repositories::{param, query_pairs};
+use crate::error::{ApiError, HarborResult};
+use crate::extract::Principal;
+use crate::state::AppState;
+
+pub(super) fn router() -> Router<AppState> {
+    Router::new()
+        .route(
+            &format!("{BASE}/{{reference}}/tags"),
+            get(list_tags).post(create_tag),
+        )
+        .route(
+            &format!("{BASE}/{{reference}}/tags/{{tag_name}}"),
+            delete(delete_tag),
+        )
+}
+
+/// Harbor's Tag model.
+pub(super) fn tag_json(tag: &Tag) -> Value {
+    json!({
+        "id": tag.id,
+        "repository_id": tag.repository_id,
+        "artifact_id": tag.artifact_id,
+        "name": tag.name,
+        "push_time": tag.push_time,
+        "pull_time": tag.pull_time,
+        "immutable": false,
+    })
+}
+
+/// `GET .../artifacts/{reference}/tags`.
+pub async fn list_tags(
+    State(state): State<AppState>,
+    principal: Principal,
+    Path((project_name, repository_name, reference)): Path<(String, String, String)>,
+    OriginalUri(uri): OriginalUri,
+    RawQuery(raw): RawQuery,
+) -> HarborResult<Response> {
+    let pairs = query_pairs(raw.as_deref())?;
+    let paging = Paging::parse(param(&pairs, "page"), param(&pairs, "page_size"))?;
+    let mut name = None;
+    if let Some(q) = param(&pairs, "q").filter(|q| !q.is_empty()) {
+        for (key, value) in parse_q(q)? {
+            if key == "name" {
+                name = value.text_match();
+            }
+        }
+    }
+    let artifact = load_artifact(
+        &state,
+        &principal,
+        &project_name,
+        &repository_name,
+        &reference,
+        Resource::Tag,
+        Action::List,
+    )
+    .await?;
+    let (tags, total) = state
+        .store
+        .artifacts()
+        .list_tags(artifact.id, name.as_ref(), paging.store_page())
+        .await?;
+    let body: Vec<Value> = tags.iter().map(tag_json).collect();
+    Ok((paging.headers(&uri, total), axum::Json(body)).into_response())
+}
+
+/// `POST .../artifacts/{reference}/tags` with `{"name"}`: 201, no `Location`.
+pub async fn create_tag(
+    State(state): State<AppState>,
+    principal: Principal,
+    Path((project_name, repository_name, reference)): Path<(String, String, String)>,
+    body: Bytes,
+) -> HarborResult<StatusCode> {
+    let artifact = load_artifact(
+        &state,
+        &principal,
+        &project_name,
+        &repository_name,
+        &reference,
+        Resource::Tag,
+        Action::Create,
+    )
+    .await?;
+    let body: Value = serde_json::from_slice(&body)
+        .map_err(|e| ApiError::bad_request(format!("invalid tag body: {e}")))?;
+    let name = body.get("name").and_then(Value::as_str).unwrap_or_default();
+    if !is_valid_tag(name) {
+        return Err(ApiError::bad_request(format!("bad request: invalid tag name: {name}")).into());
+    }
+    state
+        .store
+        .artifacts()
+        .create_tag(artifact.repository_id, artifact.id, name)
+        .await?;
+    Ok(StatusCode::CREATED)
+}
+
+/// `DELETE .../artifacts/{reference}/tags/{tag_name}`.
+pub async fn delete_tag(
+    State(state): State<AppState>,
+    principal: Principal,
+    Path((project_name, repository_name, reference, tag_name)): Path<(
+        String,
+        String,
+        String,
+        String,
+    )>,
+) -> HarborResult<()> {
+    let artifact = load_artifact(
+        &state,
+        &principal,
+        &project_name,
+        &repository_name,
+        &reference,
+        Resource::Tag,
+        Action::Delete,
+    )
+    .await?;
+    if !state
+        .store
+        .artifacts()
+        .delete_tag(artifact.id, &tag_name)
+        .await?
+    {
+        return Err(ApiError::not_found(format!(
+            "tag {tag_name} attached to artifact {} not found",
+            artifact.id
+        ))
+        .into());
+    }
+    Ok(())
+}

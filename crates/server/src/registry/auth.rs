@@ -1,0 +1,304 @@
+//! Who may push and pull: Basic credentials or registry tokens on `/v2/`, and
+//! the token service (`GET /service/token`) that docker-style clients ask.
+
+use std::sync::Arc;
+
+use axum::Json;
+use axum::extract::{RawQuery, State};
+use axum::http::HeaderMap;
+use axum::http::header::AUTHORIZATION;
+use axum::response::{IntoResponse, Response};
+use berth_auth::registry_token::{Access, RegistryClaims};
+use berth_domain::model::{Project, ProjectRef, User};
+use berth_domain::oci::{is_valid_name, reference::project_of};
+use berth_domain::rbac::{Action, Resource};
+use serde_json::json;
+
+use super::{RegistryError, oci};
+use crate::access::{ProjectAccess, require_project};
+use crate::error::{ApiError, ErrorKind};
+use crate::identity::{self, BasicCredentials};
+use crate::state::AppState;
+
+/// How long an issued registry token lives (Harbor's default: 30 minutes).
+const TOKEN_LIFETIME_SECS: i64 = 1800;
+
+/// The caller of a `/v2/` request.
+#[derive(Debug, Clone)]
+pub enum Caller {
+    /// No credentials.
+    Anonymous,
+    /// Basic credentials of a user.
+    User(Arc<User>),
+    /// A token from `/service/token`.
+    Token(Box<RegistryClaims>),
+}
+
+impl Caller {
+    /// Reads the caller from the `Authorization` header; wrong credentials are a 401.
+    pub async fn from_headers(
+        state: &AppState,
+        headers: &HeaderMap,
+    ) -> Result<Self, RegistryError> {
+        let Some(value) = headers.get(AUTHORIZATION) else {
+            return Ok(Self::Anonymous);
+        };
+        let value = value
+            .to_str()
+            .map_err(|_| unauthorized("invalid authorization header"))?;
+        if let Some(creds) = BasicCredentials::parse(value) {
+            return match identity::verify_password(state, &creds.login, &creds.password).await? {
+                Some(user) => Ok(Self::User(user)),
+                None => Err(unauthorized("invalid username or password")),
+            };
+        }
+        if let Some(token) = identity::bearer_token(value) {
+            return match state.registry.tokens.verify(token) {
+                Ok(claims) => Ok(Self::Token(Box::new(claims))),
+                Err(_) => Err(unauthorized("invalid or expired token")),
+            };
+        }
+        Err(unauthorized("unsupported authorization scheme"))
+    }
+
+    /// Whether the caller is authenticated (a user or a token of a user).
+    pub fn is_authenticated(&self) -> bool {
+        match self {
+            Self::Anonymous => false,
+            Self::User(_) => true,
+            Self::Token(claims) => !claims.sub.is_empty(),
+        }
+    }
+
+    /// Whether the caller may list the catalog (system administrators).
+    pub fn may_list_catalog(&self) -> bool {
+        match self {
+            Self::Anonymous => false,
+            Self::User(user) => user.sysadmin,
+            Self::Token(claims) => claims.allows("registry", "catalog", "*"),
+        }
+    }
+}
+
+/// What a `/v2/` operation does to a repository.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RepoAction {
+    /// Read content.
+    Pull,
+    /// Write content.
+    Push,
+    /// Delete manifests, tags and blob links.
+    Delete,
+}
+
+impl RepoAction {
+    fn token_action(self) -> &'static str {
+        match self {
+            Self::Pull => "pull",
+            Self::Push => "push",
+            Self::Delete => "delete",
+        }
+    }
+
+    fn rbac(self) -> (Resource, Action) {
+        match self {
+            Self::Pull => (Resource::Repository, Action::Pull),
+            Self::Push => (Resource::Repository, Action::Push),
+            Self::Delete => (Resource::Repository, Action::Delete),
+        }
+    }
+
+    /// The scope a client should ask for to do this.
+    fn scope(self, name: &str) -> String {
+        let actions = match self {
+            Self::Pull => "pull",
+            Self::Push => "pull,push",
+            Self::Delete => "delete",
+        };
+        format!("repository:{name}:{actions}")
+    }
+}
+
+/// A 401 with the registry's challenge.
+pub fn unauthorized(message: &str) -> RegistryError {
+    RegistryError::from(oci(ErrorKind::Unauthorized, "UNAUTHORIZED", message))
+}
+
+/// Checks that `caller` may do `action` on repository `name` (already validated)
+/// and returns its project. Missing projects are `NAME_UNKNOWN` for callers who
+/// could see them, else the same 401/403 as a forbidden one (as Harbor).
+pub async fn authorize(
+    state: &AppState,
+    caller: &Caller,
+    name: &str,
+    action: RepoAction,
+) -> Result<Project, RegistryError> {
+    let project_name = project_of(name).unwrap_or(name);
+    let project_ref = ProjectRef::Name(project_name.to_string());
+    let name_unknown = || {
+        RegistryError::from(oci(
+            ErrorKind::NotFound,
+            "NAME_UNKNOWN",
+            &format!("repository name not known to registry: {name}"),
+        ))
+    };
+    match caller {
+        Caller::Token(claims) => {
+            if !claims.allows("repository", name, action.token_action()) {
+                return Err(unauthorized("authentication required").with_scope(action.scope(name)));
+            }
+            state
+                .store
+                .projects()
+                .find(&project_ref)
+                .await?
+                .ok_or_else(name_unknown)
+        }
+        Caller::Anonymous | Caller::User(_) => {
+            let user = match caller {
+                Caller::User(user) => Some(user.as_ref()),
+                _ => None,
+            };
+            let (resource, rbac_action) = action.rbac();
+            match require_project(state, user, &project_ref, resource, rbac_action).await {
+                Ok(access) => Ok(access.project),
+                Err(err) => Err(match err.kind {
+                    ErrorKind::Unauthorized => {
+                        unauthorized("authentication required").with_scope(action.scope(name))
+                    }
+                    ErrorKind::Forbidden => RegistryError::from(oci(
+                        ErrorKind::Forbidden,
+                        "DENIED",
+                        "requested access to the resource is denied",
+                    )),
+                    ErrorKind::NotFound => name_unknown(),
+                    _ => RegistryError::from(err),
+                }),
+            }
+        }
+    }
+}
+
+/// `GET /service/token`: a registry token granting the requested scopes the
+/// caller holds (docker's token protocol; Harbor's `harbor-registry` service).
+pub async fn get_token(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    RawQuery(query): RawQuery,
+) -> Result<Response, RegistryError> {
+    let pairs: Vec<(String, String)> =
+        serde_urlencoded::from_str(query.as_deref().unwrap_or(""))
+            .map_err(|_| RegistryError::from(ApiError::bad_request("invalid query string")))?;
+    let user = match headers.get(AUTHORIZATION) {
+        None => None,
+        Some(value) => {
+            let value = value
+                .to_str()
+                .map_err(|_| unauthorized("invalid authorization header"))?;
+            let creds = BasicCredentials::parse(value)
+                .ok_or_else(|| unauthorized("the token service takes Basic credentials"))?;
+            Some(
+                identity::verify_password(&state, &creds.login, &creds.password)
+                    .await?
+                    .ok_or_else(|| unauthorized("invalid username or password"))?,
+            )
+        }
+    };
+    let mut access = Vec::new();
+    for scope in pairs
+        .iter()
+        .filter(|(k, _)| k == "scope")
+        .flat_map(|(_, v)| v.split(' '))
+        .filter(|s| !s.is_empty())
+    {
+        if let Some(granted) = grant(&state, user.as_deref(), scope).await? {
+            access.push(granted);
+        }
+    }
+    let now = time::OffsetDateTime::now_utc();
+    let subject = user.as_ref().map_or("", |u| u.username.as_str());
+    let token =
+        state
+            .registry
+            .tokens
+            .sign(subject, access, now.unix_timestamp(), TOKEN_LIFETIME_SECS);
+    let body = json!({
+        "token": token,
+        "access_token": token,
+        "expires_in": TOKEN_LIFETIME_SECS,
+        "issued_at": berth_domain::time::format_timestamp(now),
+    });
+    Ok(Json(body).into_response())
+}
+
+/// The part of one requested scope (`repository:<name>:<actions>`) the caller holds.
+async fn grant(
+    state: &AppState,
+    user: Option<&User>,
+    scope: &str,
+) -> Result<Option<Access>, RegistryError> {
+    let Some((kind, rest)) = scope.split_once(':') else {
+        return Ok(None);
+    };
+    let Some((name, actions)) = rest.rsplit_once(':') else {
+        return Ok(None);
+    };
+    let requested: Vec<&str> = actions.split(',').filter(|a| !a.is_empty()).collect();
+    let granted: Vec<String> = match kind {
+        "registry" if name == "catalog" => {
+            if user.is_some_and(|u| u.sysadmin) {
+                requested.iter().map(|a| (*a).to_string()).collect()
+            } else {
+                Vec::new()
+            }
+        }
+        "repository" if is_valid_name(name) => {
+            let Some(project_name) = project_of(name) else {
+                return Ok(None);
+            };
+            let project_ref = ProjectRef::Name(project_name.to_string());
+            let Some(project) = state.store.projects().find(&project_ref).await? else {
+                return Ok(Some(Access {
+                    kind: kind.into(),
+                    name: name.into(),
+                    actions: Vec::new(),
+                }));
+            };
+            let roles = match user {
+                Some(u) => state.store.projects().roles_of(project.id, u.id).await?,
+                None => Vec::new(),
+            };
+            let access = ProjectAccess {
+                project,
+                roles,
+                sysadmin: user.is_some_and(|u| u.sysadmin),
+                anonymous: user.is_none(),
+            };
+            let expanded: Vec<RepoAction> = requested
+                .iter()
+                .flat_map(|a| match *a {
+                    "pull" => vec![RepoAction::Pull],
+                    "push" => vec![RepoAction::Push],
+                    "delete" => vec![RepoAction::Delete],
+                    "*" => vec![RepoAction::Pull, RepoAction::Push, RepoAction::Delete],
+                    _ => Vec::new(),
+                })
+                .collect();
+            let mut granted: Vec<String> = Vec::new();
+            for action in expanded {
+                let (resource, rbac_action) = action.rbac();
+                let name = action.token_action().to_string();
+                if access.allows(resource, rbac_action) && !granted.contains(&name) {
+                    granted.push(name);
+                }
+            }
+            granted
+        }
+        _ => return Ok(None),
+    };
+    Ok(Some(Access {
+        kind: kind.into(),
+        name: name.into(),
+        actions: granted,
+    }))
+}

@@ -1,0 +1,451 @@
+//! Blobs and blob uploads: `GET/HEAD/DELETE /v2/<name>/blobs/<digest>` and
+//! `POST /v2/<name>/blobs/uploads/`, `PATCH/PUT/GET/DELETE .../uploads/<id>`.
+
+use std::io;
+
+use axum::body::Body;
+use axum::http::header::{
+    ACCEPT_RANGES, CACHE_CONTROL, CONTENT_LENGTH, CONTENT_RANGE, CONTENT_TYPE, ETAG, LOCATION,
+    RANGE,
+};
+use axum::http::{HeaderName, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use berth_domain::oci::{ByteRange, Digest, DigestError, parse_content_range, parse_range};
+use berth_store::BlobError;
+use berth_store::repo::registry::Upload;
+use bytes::Bytes;
+use tokio::io::{AsyncReadExt, AsyncSeekExt};
+
+use super::{Caller, Ctx, RegistryError, RegistryResult, RepoAction, oci};
+use crate::error::{ApiError, ErrorKind, OciError};
+
+/// `Docker-Content-Digest`.
+pub const DOCKER_CONTENT_DIGEST: HeaderName = HeaderName::from_static("docker-content-digest");
+/// `Docker-Upload-UUID`.
+const DOCKER_UPLOAD_UUID: HeaderName = HeaderName::from_static("docker-upload-uuid");
+/// Size of the pieces a blob download is streamed in.
+const READ_CHUNK: usize = 1 << 20;
+
+/// Parses a digest from a path or query; `DIGEST_INVALID` otherwise.
+pub fn parse_digest(text: &str) -> RegistryResult<Digest> {
+    Digest::parse(text).map_err(|err| {
+        let message = match err {
+            DigestError::Invalid => format!("invalid digest {text}"),
+            DigestError::Unsupported => format!("unsupported digest algorithm in {text}"),
+        };
+        oci(ErrorKind::BadRequest, "DIGEST_INVALID", &message).into()
+    })
+}
+
+fn blob_unknown(digest: &Digest) -> RegistryError {
+    oci(
+        ErrorKind::NotFound,
+        "BLOB_UNKNOWN",
+        &format!("blob unknown to registry: {digest}"),
+    )
+    .into()
+}
+
+fn upload_unknown() -> RegistryError {
+    oci(
+        ErrorKind::NotFound,
+        "BLOB_UPLOAD_UNKNOWN",
+        "blob upload unknown to registry",
+    )
+    .into()
+}
+
+fn header(value: impl AsRef<str>) -> HeaderValue {
+    HeaderValue::from_str(value.as_ref()).unwrap_or_else(|_| HeaderValue::from_static(""))
+}
+
+/// An empty answer with `status` and `headers` (and `Content-Length: 0`).
+pub fn empty(status: StatusCode, headers: Vec<(HeaderName, HeaderValue)>) -> Response {
+    let mut response = (status, Body::empty()).into_response();
+    let map = response.headers_mut();
+    map.insert(CONTENT_LENGTH, HeaderValue::from_static("0"));
+    for (name, value) in headers {
+        map.insert(name, value);
+    }
+    response
+}
+
+fn blob_created(name: &str, digest: &Digest) -> Response {
+    empty(
+        StatusCode::CREATED,
+        vec![
+            (LOCATION, header(format!("/v2/{name}/blobs/{digest}"))),
+            (DOCKER_CONTENT_DIGEST, header(digest.as_str())),
+        ],
+    )
+}
+
+fn upload_headers(name: &str, id: &str, received: i64) -> Vec<(HeaderName, HeaderValue)> {
+    vec![
+        (LOCATION, header(format!("/v2/{name}/blobs/uploads/{id}"))),
+        (RANGE, header(format!("0-{}", (received - 1).max(0)))),
+        (DOCKER_UPLOAD_UUID, header(id)),
+    ]
+}
+
+/// 416 for a chunk that does not continue the upload, with where it stands.
+fn out_of_order(name: &str, id: &str, received: i64) -> Response {
+    let mut response = OciError(oci(
+        ErrorKind::RangeNotSatisfiable,
+        "BLOB_UPLOAD_INVALID",
+        &format!("the chunk must start at byte {received}"),
+    ))
+    .into_response();
+    for (k, v) in upload_headers(name, id, received) {
+        response.headers_mut().insert(k, v);
+    }
+    response
+}
+
+fn blob_error(err: BlobError) -> RegistryError {
+    match err {
+        BlobError::DigestMismatch { expected } => oci(
+            ErrorKind::BadRequest,
+            "DIGEST_INVALID",
+            &format!("the uploaded content does not match digest {expected}"),
+        )
+        .into(),
+        BlobError::Body(message) => oci(
+            ErrorKind::BadRequest,
+            "BLOB_UPLOAD_INVALID",
+            &format!("the upload body could not be read: {message}"),
+        )
+        .into(),
+        other => ApiError::internal(other).into(),
+    }
+}
+
+/// `GET`/`HEAD /v2/<name>/blobs/<digest>`, with single `Range` requests.
+pub async fn get_blob(
+    ctx: Ctx,
+    name: &str,
+    digest: &str,
+    with_body: bool,
+) -> RegistryResult<Response> {
+    let project = ctx.authorize(name, RepoAction::Pull).await?;
+    let digest = parse_digest(digest)?;
+    let blob = ctx
+        .state
+        .store
+        .registry()
+        .project_blob(project.id, digest.as_str())
+        .await?
+        .ok_or_else(|| blob_unknown(&digest))?;
+    if !with_body && may_push(&ctx, name).await {
+        // A pusher checking whether to upload: keep the blob through the grace period.
+        let throttle = i64::try_from(berth_store::repo::gc::DEFAULT_GRACE_SECS / 4).unwrap_or(3600);
+        ctx.state
+            .store
+            .registry()
+            .renew_link(project.id, blob.id, throttle)
+            .await?;
+    }
+    let size = u64::try_from(blob.size).unwrap_or(0);
+    let range = ctx
+        .header("range")
+        .map_or(ByteRange::Ignored, |r| parse_range(r, size));
+    let (status, start, len) = match range {
+        ByteRange::Satisfiable(start, end) => (StatusCode::PARTIAL_CONTENT, start, end - start + 1),
+        ByteRange::Unsatisfiable => {
+            let mut response = OciError(oci(
+                ErrorKind::RangeNotSatisfiable,
+                "BLOB_UNKNOWN",
+                "the requested range is outside the blob",
+            ))
+            .into_response();
+            response
+                .headers_mut()
+                .insert(CONTENT_RANGE, header(format!("bytes */{size}")));
+            return Ok(response);
+        }
+        ByteRange::Ignored => (StatusCode::OK, 0, size),
+    };
+    let mut headers = vec![
+        (
+            CONTENT_TYPE,
+            HeaderValue::from_static("application/octet-stream"),
+        ),
+        (DOCKER_CONTENT_DIGEST, header(digest.as_str())),
+        (ETAG, header(format!("\"{digest}\""))),
+        (ACCEPT_RANGES, HeaderValue::from_static("bytes")),
+        (CACHE_CONTROL, HeaderValue::from_static("max-age=31536000")),
+        (CONTENT_LENGTH, header(len.to_string())),
+    ];
+    if status == StatusCode::PARTIAL_CONTENT {
+        headers.push((
+            CONTENT_RANGE,
+            header(format!("bytes {start}-{}/{size}", start + len - 1)),
+        ));
+    }
+    let body = if with_body {
+        let mut file = match ctx.state.registry.blobs.open(&digest).await {
+            Ok(file) => file,
+            Err(err) if err.kind() == io::ErrorKind::NotFound => return Err(blob_unknown(&digest)),
+            Err(err) => return Err(ApiError::internal(err).into()),
+        };
+        if start > 0 {
+            file.seek(io::SeekFrom::Start(start))
+                .await
+                .map_err(ApiError::internal)?;
+        }
+        Body::from_stream(file_stream(file, len))
+    } else {
+        Body::empty()
+    };
+    let mut response = (status, body).into_response();
+    for (k, v) in headers {
+        response.headers_mut().insert(k, v);
+    }
+    Ok(response)
+}
+
+/// Whether the caller may push to `name` (no extra query for token callers).
+async fn may_push(ctx: &Ctx, name: &str) -> bool {
+    match &ctx.caller {
+        Caller::Anonymous => false,
+        Caller::Token(claims) => claims.allows("repository", name, "push"),
+        Caller::User(_) => ctx.authorize(name, RepoAction::Push).await.is_ok(),
+    }
+}
+
+/// Streams `len` bytes of `file` from its current position.
+fn file_stream(
+    file: tokio::fs::File,
+    len: u64,
+) -> impl futures_util::Stream<Item = Result<Bytes, io::Error>> + Send {
+    futures_util::stream::unfold((file, len), |(mut file, remaining)| async move {
+        if remaining == 0 {
+            return None;
+        }
+        let want = usize::try_from(remaining).map_or(READ_CHUNK, |r| r.min(READ_CHUNK));
+        let mut buf = vec![0u8; want];
+        match file.read(&mut buf).await {
+            Ok(0) => Some((
+                Err(io::Error::new(
+                    io::ErrorKind::UnexpectedEof,
+                    "blob file is short",
+                )),
+                (file, 0),
+            )),
+            Ok(n) => {
+                buf.truncate(n);
+                Some((Ok(Bytes::from(buf)), (file, remaining - n as u64)))
+            }
+            Err(err) => Some((Err(err), (file, 0))),
+        }
+    })
+}
+
+/// `DELETE /v2/<name>/blobs/<digest>`: drops the project's link to the blob
+/// (the bytes go with the next garbage collection). A blob used by a manifest
+/// of the project stays.
+pub async fn delete_blob(ctx: Ctx, name: &str, digest: &str) -> RegistryResult<Response> {
+    let project = ctx.authorize(name, RepoAction::Delete).await?;
+    let digest = parse_digest(digest)?;
+    match ctx
+        .state
+        .store
+        .registry()
+        .unlink_blob(project.id, digest.as_str())
+        .await?
+    {
+        None => Err(blob_unknown(&digest)),
+        Some(false) => Err(oci(
+            ErrorKind::Precondition,
+            "DENIED",
+            &format!("blob {digest} is used by a manifest of the project"),
+        )
+        .into()),
+        Some(true) => Ok(empty(StatusCode::ACCEPTED, Vec::new())),
+    }
+}
+
+/// `POST /v2/<name>/blobs/uploads/`: a cross-repository mount (`mount`, `from`),
+/// a monolithic upload (`digest`), or a new upload session.
+pub async fn post_blob_upload(ctx: Ctx, body: Body, name: &str) -> RegistryResult<Response> {
+    let project = ctx.authorize(name, RepoAction::Push).await?;
+    let registry = ctx.state.store.registry();
+    if let Some(mount) = ctx.query("mount") {
+        let digest = parse_digest(&mount)?;
+        let source = match ctx.query("from") {
+            Some(from) if berth_domain::oci::is_valid_name(&from) && from.contains('/') => {
+                ctx.authorize(&from, RepoAction::Pull).await.ok()
+            }
+            _ => Some(project.clone()),
+        };
+        if let Some(source) = source
+            && registry
+                .mount_blob(source.id, project.id, digest.as_str())
+                .await?
+                .is_some()
+        {
+            return Ok(blob_created(name, &digest));
+        }
+    }
+    if let Some(digest) = ctx.query("digest") {
+        let digest = parse_digest(&digest)?;
+        let id = uuid::Uuid::new_v4().to_string();
+        let body = body.into_data_stream();
+        let size = ctx
+            .state
+            .registry
+            .blobs
+            .put(&id, &digest, body)
+            .await
+            .map_err(blob_error)?;
+        registry
+            .commit_blob(
+                project.id,
+                digest.as_str(),
+                i64::try_from(size).unwrap_or(i64::MAX),
+            )
+            .await?;
+        return Ok(blob_created(name, &digest));
+    }
+    let id = uuid::Uuid::new_v4().to_string();
+    ctx.state
+        .registry
+        .blobs
+        .create_upload(&id)
+        .await
+        .map_err(ApiError::internal)?;
+    registry.create_upload(&id, project.id, name).await?;
+    Ok(empty(StatusCode::ACCEPTED, upload_headers(name, &id, 0)))
+}
+
+async fn load_upload(ctx: &Ctx, name: &str, id: &str) -> RegistryResult<Upload> {
+    if uuid::Uuid::parse_str(id).is_err() {
+        return Err(upload_unknown());
+    }
+    match ctx.state.store.registry().upload(id).await? {
+        Some(upload) if upload.repository == name => Ok(upload),
+        _ => Err(upload_unknown()),
+    }
+}
+
+/// `PATCH /v2/<name>/blobs/uploads/<id>`: appends a chunk. A `Content-Range`
+/// that does not start where the upload stands is refused with 416.
+pub async fn patch_blob_upload(
+    ctx: Ctx,
+    body: Body,
+    name: &str,
+    id: &str,
+) -> RegistryResult<Response> {
+    ctx.authorize(name, RepoAction::Push).await?;
+    let upload = load_upload(&ctx, name, id).await?;
+    if let Some(range) = ctx.header("content-range") {
+        match parse_content_range(range) {
+            Some((start, _)) if i64::try_from(start) == Ok(upload.bytes_received) => {}
+            _ => return Ok(out_of_order(name, id, upload.bytes_received)),
+        }
+    }
+    let state = ctx.state.clone();
+    let offset = u64::try_from(upload.bytes_received).unwrap_or(0);
+    let body = body.into_data_stream();
+    let progress = state
+        .registry
+        .blobs
+        .append(id, offset, upload.hash_state.as_deref(), body)
+        .await
+        .map_err(blob_error)?;
+    let new_len = i64::try_from(progress.len).unwrap_or(i64::MAX);
+    if !state
+        .store
+        .registry()
+        .advance_upload(id, upload.bytes_received, new_len, &progress.hash_state)
+        .await?
+    {
+        return Ok(out_of_order(name, id, upload.bytes_received));
+    }
+    Ok(empty(
+        StatusCode::ACCEPTED,
+        upload_headers(name, id, new_len),
+    ))
+}
+
+/// `PUT /v2/<name>/blobs/uploads/<id>?digest=`: appends a last chunk if one is
+/// sent, checks the digest and commits the blob. A mismatch ends the session
+/// and stores nothing.
+pub async fn put_blob_upload(
+    ctx: Ctx,
+    body: Body,
+    name: &str,
+    id: &str,
+) -> RegistryResult<Response> {
+    let project = ctx.authorize(name, RepoAction::Push).await?;
+    let digest = ctx.query("digest").ok_or_else(|| {
+        RegistryError::from(oci(
+            ErrorKind::BadRequest,
+            "DIGEST_INVALID",
+            "the digest query parameter is required",
+        ))
+    })?;
+    let digest = parse_digest(&digest)?;
+    let upload = load_upload(&ctx, name, id).await?;
+    if let Some(range) = ctx.header("content-range") {
+        match parse_content_range(range) {
+            Some((start, _)) if i64::try_from(start) == Ok(upload.bytes_received) => {}
+            _ => return Ok(out_of_order(name, id, upload.bytes_received)),
+        }
+    }
+    let state = ctx.state.clone();
+    let has_body = ctx.header("content-length") != Some("0");
+    let (mut len, mut hash_state) = (
+        u64::try_from(upload.bytes_received).unwrap_or(0),
+        upload.hash_state.clone(),
+    );
+    if has_body {
+        let body = body.into_data_stream();
+        let progress = state
+            .registry
+            .blobs
+            .append(id, len, hash_state.as_deref(), body)
+            .await
+            .map_err(blob_error)?;
+        len = progress.len;
+        hash_state = Some(progress.hash_state);
+    }
+    let registry = state.store.registry();
+    if let Err(err) = state
+        .registry
+        .blobs
+        .commit_upload(id, hash_state.as_deref(), &digest)
+        .await
+    {
+        registry.delete_upload(id).await?;
+        return Err(blob_error(err));
+    }
+    registry
+        .commit_blob(
+            project.id,
+            digest.as_str(),
+            i64::try_from(len).unwrap_or(i64::MAX),
+        )
+        .await?;
+    registry.delete_upload(id).await?;
+    Ok(blob_created(name, &digest))
+}
+
+/// `GET /v2/<name>/blobs/uploads/<id>`: where the upload stands (204 + `Range`).
+pub async fn get_blob_upload(ctx: Ctx, name: &str, id: &str) -> RegistryResult<Response> {
+    ctx.authorize(name, RepoAction::Push).await?;
+    let upload = load_upload(&ctx, name, id).await?;
+    Ok(empty(
+        StatusCode::NO_CONTENT,
+        upload_headers(name, id, upload.bytes_received),
+    ))
+}
+
+/// `DELETE /v2/<name>/blobs/uploads/<id>`: cancels the upload.
+pub async fn delete_blob_upload(ctx: Ctx, name: &str, id: &str) -> RegistryResult<Response> {
+    ctx.authorize(name, RepoAction::Push).await?;
+    load_upload(&ctx, name, id).await?;
+    ctx.state.store.registry().delete_upload(id).await?;
+    ctx.state.registry.blobs.discard_upload(id).await;
+    Ok(empty(StatusCode::NO_CONTENT, Vec::new()))
+}

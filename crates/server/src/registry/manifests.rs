@@ -1,0 +1,396 @@
+//! Manifests, tags, the catalog and the referrers API.
+
+use axum::body::Body;
+use axum::http::header::{CONTENT_LENGTH, CONTENT_TYPE, ETAG, LINK, LOCATION};
+use axum::http::{HeaderName, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use berth_domain::oci::{Digest, Manifest, Reference, manifest::image_extra_attrs, media_type};
+use berth_store::repo::manifests::{
+    DeleteManifest, NewManifest, NewReference, Pull, PutManifest, StoredManifest,
+};
+use serde_json::{Value, json};
+use sha2::{Digest as _, Sha256};
+
+use super::blobs::{DOCKER_CONTENT_DIGEST, empty, parse_digest};
+use super::{Ctx, RegistryError, RegistryResult, RepoAction, oci};
+use crate::error::ErrorKind;
+
+/// The largest manifest accepted (distribution's limit).
+const MAX_MANIFEST_BYTES: usize = 4 << 20;
+/// The largest image config read for `extra_attrs`.
+const MAX_CONFIG_BYTES: i64 = 1 << 20;
+/// `OCI-Subject`.
+const OCI_SUBJECT: HeaderName = HeaderName::from_static("oci-subject");
+/// `OCI-Filters-Applied`.
+const OCI_FILTERS_APPLIED: HeaderName = HeaderName::from_static("oci-filters-applied");
+
+fn header(value: impl AsRef<str>) -> HeaderValue {
+    HeaderValue::from_str(value.as_ref()).unwrap_or_else(|_| HeaderValue::from_static(""))
+}
+
+fn parse_reference(reference: &str) -> RegistryResult<Reference> {
+    Reference::parse(reference).map_err(|_| {
+        if reference.contains(':') {
+            oci(
+                ErrorKind::BadRequest,
+                "DIGEST_INVALID",
+                &format!("invalid digest {reference}"),
+            )
+        } else {
+            oci(
+                ErrorKind::BadRequest,
+                "TAG_INVALID",
+                &format!("invalid tag {reference}"),
+            )
+        }
+        .into()
+    })
+}
+
+fn manifest_unknown(name: &str, reference: &str) -> RegistryError {
+    oci(
+        ErrorKind::NotFound,
+        "MANIFEST_UNKNOWN",
+        &format!("manifest unknown: {name}:{reference}"),
+    )
+    .into()
+}
+
+fn name_unknown(name: &str) -> RegistryError {
+    oci(
+        ErrorKind::NotFound,
+        "NAME_UNKNOWN",
+        &format!("repository name not known to registry: {name}"),
+    )
+    .into()
+}
+
+/// Not found: `NAME_UNKNOWN` when the repository does not exist, else `MANIFEST_UNKNOWN`.
+async fn missing_manifest(ctx: &Ctx, name: &str, reference: &str) -> RegistryError {
+    match ctx.state.store.registry().repository_id(name).await {
+        Ok(None) => name_unknown(name),
+        Ok(Some(_)) => manifest_unknown(name, reference),
+        Err(err) => err.into(),
+    }
+}
+
+/// `GET`/`HEAD /v2/<name>/manifests/<reference>`: the exact bytes pushed.
+pub async fn get_manifest(
+    ctx: Ctx,
+    name: &str,
+    reference: &str,
+    with_body: bool,
+) -> RegistryResult<Response> {
+    ctx.authorize(name, RepoAction::Pull).await?;
+    let parsed = parse_reference(reference)?;
+    let registry = ctx.state.store.registry();
+    let found = match &parsed {
+        Reference::Tag(tag) => registry.manifest_by_tag(name, tag).await?,
+        Reference::Digest(digest) => registry.manifest_by_digest(name, digest.as_str()).await?,
+    };
+    let Some(StoredManifest {
+        artifact_id,
+        repository_id,
+        tag_id,
+        digest,
+        media_type,
+        body,
+    }) = found
+    else {
+        return Err(missing_manifest(&ctx, name, reference).await);
+    };
+    if with_body {
+        ctx.state.registry.record_pull(
+            &ctx.state.store,
+            Pull {
+                artifact_id,
+                tag_id,
+                repository_id,
+            },
+        );
+    }
+    let len = body.len();
+    let mut response = if with_body {
+        Body::from(body).into_response()
+    } else {
+        Body::empty().into_response()
+    };
+    let headers = response.headers_mut();
+    headers.insert(CONTENT_TYPE, header(&media_type));
+    headers.insert(CONTENT_LENGTH, header(len.to_string()));
+    headers.insert(DOCKER_CONTENT_DIGEST, header(&digest));
+    headers.insert(ETAG, header(format!("\"{digest}\"")));
+    Ok(response)
+}
+
+/// `PUT /v2/<name>/manifests/<reference>`: stores an image manifest or index
+/// (OCI or Docker), creating the repository on its first push.
+pub async fn put_manifest(
+    ctx: Ctx,
+    body: Body,
+    name: &str,
+    reference: &str,
+) -> RegistryResult<Response> {
+    let project = ctx.authorize(name, RepoAction::Push).await?;
+    let parsed = parse_reference(reference)?;
+    let content_type = ctx.header("content-type").map(str::to_string);
+    let state = ctx.state.clone();
+    let body = axum::body::to_bytes(body, MAX_MANIFEST_BYTES)
+        .await
+        .map_err(|_| {
+            RegistryError::from(oci(
+                ErrorKind::PayloadTooLarge,
+                "SIZE_INVALID",
+                &format!("a manifest may be at most {MAX_MANIFEST_BYTES} bytes"),
+            ))
+        })?;
+    let digest = Digest::from_sha256_bytes(&Sha256::digest(&body));
+    if let Reference::Digest(given) = &parsed
+        && *given != digest
+    {
+        return Err(oci(
+            ErrorKind::BadRequest,
+            "DIGEST_INVALID",
+            &format!("the manifest's digest is {digest}, not {given}"),
+        )
+        .into());
+    }
+    let manifest = Manifest::parse(&body, content_type.as_deref()).map_err(|err| {
+        RegistryError::from(oci(ErrorKind::BadRequest, "MANIFEST_INVALID", &err.0))
+    })?;
+    let harbor_type = manifest.harbor_type();
+    let extra_attrs = match &manifest.kind {
+        berth_domain::oci::ManifestKind::Image { config, .. }
+            if harbor_type == "IMAGE" && config.size <= MAX_CONFIG_BYTES =>
+        {
+            match tokio::fs::read(state.registry.blobs.blob_path(&config.digest)).await {
+                Ok(bytes) => image_extra_attrs(&bytes),
+                Err(_) => json!({}),
+            }
+        }
+        _ => json!({}),
+    };
+    let to_json = |v: &Option<Value>| v.as_ref().map(Value::to_string);
+    let new = NewManifest {
+        project_id: project.id,
+        repository: name.to_string(),
+        digest: digest.to_string(),
+        body: body.to_vec(),
+        manifest_media_type: manifest.media_type.clone(),
+        media_type: manifest.config_media_type().to_string(),
+        artifact_type: manifest.effective_artifact_type().to_string(),
+        harbor_type: harbor_type.to_string(),
+        size: manifest.artifact_size(body.len()),
+        subject_digest: manifest.subject.as_ref().map(|s| s.digest.to_string()),
+        accessory_type: manifest.accessory_type().map(str::to_string),
+        extra_attrs: extra_attrs.to_string(),
+        annotations: manifest
+            .annotations
+            .as_ref()
+            .map(|a| serde_json::to_string(a).unwrap_or_default()),
+        blobs: manifest
+            .blob_dependencies()
+            .iter()
+            .map(|d| d.digest.to_string())
+            .collect(),
+        children: manifest
+            .children()
+            .iter()
+            .map(|c| NewReference {
+                digest: c.digest.to_string(),
+                platform: to_json(&c.platform),
+                urls: c
+                    .urls
+                    .as_ref()
+                    .map(|u| serde_json::to_string(u).unwrap_or_default()),
+                annotations: to_json(&c.annotations),
+            })
+            .collect(),
+        tag: match &parsed {
+            Reference::Tag(tag) => Some(tag.clone()),
+            Reference::Digest(_) => None,
+        },
+    };
+    match state.store.registry().put_manifest(&new).await? {
+        PutManifest::Stored(_) => {}
+        PutManifest::MissingBlob(missing) => {
+            return Err(oci(
+                ErrorKind::BadRequest,
+                "MANIFEST_BLOB_UNKNOWN",
+                &format!("blob unknown to registry: {missing}"),
+            )
+            .into());
+        }
+        PutManifest::MissingChild(missing) => {
+            return Err(oci(
+                ErrorKind::BadRequest,
+                "MANIFEST_BLOB_UNKNOWN",
+                &format!("manifest unknown to the repository: {missing}"),
+            )
+            .into());
+        }
+    }
+    let mut headers = vec![
+        (LOCATION, header(format!("/v2/{name}/manifests/{digest}"))),
+        (DOCKER_CONTENT_DIGEST, header(digest.as_str())),
+    ];
+    if let Some(subject) = &manifest.subject {
+        headers.push((OCI_SUBJECT, header(subject.digest.as_str())));
+    }
+    Ok(empty(StatusCode::CREATED, headers))
+}
+
+/// `DELETE /v2/<name>/manifests/<reference>`: a tag reference removes the tag,
+/// a digest removes the artifact (412 while an index refers to it).
+pub async fn delete_manifest(ctx: Ctx, name: &str, reference: &str) -> RegistryResult<Response> {
+    ctx.authorize(name, RepoAction::Delete).await?;
+    let registry = ctx.state.store.registry();
+    match parse_reference(reference)? {
+        Reference::Tag(tag) => {
+            if !registry.delete_tag(name, &tag).await? {
+                return Err(missing_manifest(&ctx, name, reference).await);
+            }
+        }
+        Reference::Digest(digest) => match registry.delete_manifest(name, digest.as_str()).await? {
+            DeleteManifest::Deleted => {}
+            DeleteManifest::NotFound => return Err(missing_manifest(&ctx, name, reference).await),
+            DeleteManifest::Referenced => {
+                return Err(oci(
+                    ErrorKind::Precondition,
+                    "DENIED",
+                    "the manifest is referenced by an index of the repository",
+                )
+                .into());
+            }
+        },
+    }
+    Ok(empty(StatusCode::ACCEPTED, Vec::new()))
+}
+
+/// `n` and `last` of a paginated list; `n` absent means everything.
+fn pagination(ctx: &Ctx) -> RegistryResult<(i64, String)> {
+    let n = match ctx.query("n") {
+        None => i64::MAX,
+        Some(n) => n.parse::<i64>().ok().filter(|n| *n >= 0).ok_or_else(|| {
+            RegistryError::from(oci(
+                ErrorKind::BadRequest,
+                "PAGINATION_NUMBER_INVALID",
+                "n must be a non-negative integer",
+            ))
+        })?,
+    };
+    Ok((n, ctx.query("last").unwrap_or_default()))
+}
+
+fn with_next_link(mut response: Response, path: &str, n: i64, items: &[String]) -> Response {
+    if n > 0
+        && i64::try_from(items.len()) == Ok(n)
+        && let Some(last) = items.last()
+    {
+        let query = serde_urlencoded::to_string([("n", n.to_string()), ("last", last.clone())])
+            .unwrap_or_default();
+        response
+            .headers_mut()
+            .insert(LINK, header(format!("<{path}?{query}>; rel=\"next\"")));
+    }
+    response
+}
+
+/// `GET /v2/<name>/tags/list?n=&last=`: tag names in lexical order.
+pub async fn get_tags_list(ctx: Ctx, name: &str) -> RegistryResult<Response> {
+    ctx.authorize(name, RepoAction::Pull).await?;
+    let (n, last) = pagination(&ctx)?;
+    let tags = if n == 0 {
+        ctx.state
+            .store
+            .registry()
+            .repository_id(name)
+            .await?
+            .map(|_| Vec::new())
+    } else {
+        ctx.state.store.registry().tags(name, &last, n).await?
+    };
+    let tags = tags.ok_or_else(|| name_unknown(name))?;
+    let response = axum::Json(json!({"name": name, "tags": tags})).into_response();
+    Ok(with_next_link(
+        response,
+        &format!("/v2/{name}/tags/list"),
+        n,
+        &tags,
+    ))
+}
+
+/// `GET /v2/_catalog?n=&last=`: repository names (system administrators only).
+pub async fn get_catalog(ctx: Ctx) -> RegistryResult<Response> {
+    if !ctx.caller.may_list_catalog() {
+        return Err(if matches!(ctx.caller, super::Caller::User(_)) {
+            oci(
+                ErrorKind::Forbidden,
+                "DENIED",
+                "only system administrators may list the catalog",
+            )
+            .into()
+        } else {
+            super::auth::unauthorized("authentication required")
+                .with_scope("registry:catalog:*".into())
+        });
+    }
+    let (n, last) = pagination(&ctx)?;
+    let names = if n == 0 {
+        Vec::new()
+    } else {
+        ctx.state.store.registry().catalog(&last, n).await?
+    };
+    let response = axum::Json(json!({ "repositories": names })).into_response();
+    Ok(with_next_link(response, "/v2/_catalog", n, &names))
+}
+
+/// `GET /v2/<name>/referrers/<digest>?artifactType=`: an image index of the
+/// manifests whose subject is `digest` (empty, never 404, when there are none).
+pub async fn get_referrers(ctx: Ctx, name: &str, digest: &str) -> RegistryResult<Response> {
+    ctx.authorize(name, RepoAction::Pull).await?;
+    let digest = parse_digest(digest)?;
+    let artifact_type = ctx.query("artifactType").filter(|t| !t.is_empty());
+    let referrers = ctx
+        .state
+        .store
+        .registry()
+        .referrers(name, digest.as_str(), artifact_type.as_deref())
+        .await?;
+    let manifests: Vec<Value> = referrers
+        .into_iter()
+        .map(|r| {
+            let mut entry = json!({
+                "mediaType": r.media_type,
+                "digest": r.digest,
+                "size": r.size,
+                "artifactType": r.artifact_type,
+            });
+            if let Some(annotations) = r
+                .annotations
+                .and_then(|a| serde_json::from_str::<Value>(&a).ok())
+            {
+                entry["annotations"] = annotations;
+            }
+            entry
+        })
+        .collect();
+    let body = json!({
+        "schemaVersion": 2,
+        "mediaType": media_type::OCI_INDEX,
+        "manifests": manifests,
+    })
+    .to_string();
+    let mut response = body.into_response();
+    response.headers_mut().insert(
+        CONTENT_TYPE,
+        HeaderValue::from_static(media_type::OCI_INDEX),
+    );
+    if artifact_type.is_some() {
+        response.headers_mut().insert(
+            OCI_FILTERS_APPLIED,
+            HeaderValue::from_static("artifactType"),
+        );
+    }
+    Ok(response)
+}

@@ -1,0 +1,393 @@
+//! Repositories, artifacts, tags and labels of the management API over content
+//! pushed through `/v2/`.
+
+use axum::http::StatusCode;
+use serde_json::{Value, json};
+
+use crate::backend_test;
+use crate::registry::{create_user, descriptor, digest_of, push_image, put_manifest};
+use crate::util::TestApp;
+
+const OCI_MANIFEST: &str = "application/vnd.oci.image.manifest.v1+json";
+const OCI_INDEX: &str = "application/vnd.oci.image.index.v1+json";
+
+fn names(body: &Value) -> Vec<String> {
+    body.as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["name"].as_str().unwrap().to_string())
+        .collect()
+}
+
+backend_test!(
+    async fn repositories_list_get_update_and_delete(app) {
+        push_image(&app, "library/alpha", "v1", &[b"a1"]).await;
+        push_image(&app, "library/alpha", "v2", &[b"a2"]).await;
+        push_image(&app, "library/team/beta", "v1", &[b"b1"]).await;
+
+        let res = app.get("/api/v2.0/repositories").send().await;
+        assert_eq!(res.status, StatusCode::OK);
+        assert_eq!(res.header("x-total-count"), Some("2"));
+        let body = res.json();
+        assert_eq!(names(&body), vec!["library/team/beta", "library/alpha"], "newest first");
+        let alpha = &body[1];
+        assert_eq!(alpha["artifact_count"], 2);
+        assert_eq!(alpha["pull_count"], 0);
+        assert_eq!(alpha["project_id"], 1);
+        assert!(alpha.get("description").is_none());
+
+        let res = app.get("/api/v2.0/projects/library/repositories?page_size=1&sort=name").send().await;
+        assert_eq!(names(&res.json()), vec!["library/alpha"]);
+        assert_eq!(
+            res.header("link"),
+            Some("</api/v2.0/projects/library/repositories?page=2&page_size=1&sort=name>; rel=\"next\"")
+        );
+        let res = app.get("/api/v2.0/projects/library/repositories?q=name%3D~BETA").send().await;
+        assert_eq!(names(&res.json()), vec!["library/team/beta"]);
+        let res = app.get("/api/v2.0/projects/library/repositories?page_size=101").send().await;
+        assert_eq!(res.status, StatusCode::BAD_REQUEST);
+        let res = app.get("/api/v2.0/projects/library/repositories?q=name").send().await;
+        assert_eq!(res.status, StatusCode::BAD_REQUEST);
+        let res = app.get("/api/v2.0/projects/nothere/repositories").admin().send().await;
+        assert_eq!(res.status, StatusCode::NOT_FOUND);
+
+        // Double-encoded (and single-encoded) names with a slash.
+        for path in ["team%252Fbeta", "team%2Fbeta"] {
+            let res = app.get(&format!("/api/v2.0/projects/library/repositories/{path}")).admin().send().await;
+            assert_eq!(res.status, StatusCode::OK, "{path}");
+            assert_eq!(res.json()["name"], "library/team/beta");
+        }
+        // getRepository is for members: anonymous callers get 401 even on a public project.
+        let res = app.get("/api/v2.0/projects/library/repositories/alpha").send().await;
+        assert_eq!(res.status, StatusCode::UNAUTHORIZED);
+        let res = app.get("/api/v2.0/projects/library/repositories/missing").admin().send().await;
+        assert_eq!(res.status, StatusCode::NOT_FOUND);
+        assert_eq!(res.json()["errors"][0]["message"], "repository library/missing not found");
+
+        let res = app
+            .put("/api/v2.0/projects/library/repositories/alpha")
+            .admin()
+            .json(&json!({"description": "<b>\"hi\"</b>", "name": "ignored"}))
+            .send()
+            .await;
+        assert_eq!(res.status, StatusCode::OK);
+        let res = app.get("/api/v2.0/projects/library/repositories/alpha").admin().send().await;
+        assert_eq!(res.json()["description"], "&lt;b&gt;&#34;hi&#34;&lt;/b&gt;");
+        assert_eq!(res.json()["name"], "library/alpha");
+        let res = app.put("/api/v2.0/projects/library/repositories/alpha").admin().raw("application/json", "nope").send().await;
+        assert_eq!(res.status, StatusCode::BAD_REQUEST);
+
+        create_user(&app, "carol", "Carol12345").await;
+        let res = app.delete("/api/v2.0/projects/library/repositories/alpha").basic("carol", "Carol12345").send().await;
+        assert_eq!(res.status, StatusCode::FORBIDDEN);
+        let res = app.delete("/api/v2.0/projects/library/repositories/alpha").admin().send().await;
+        assert_eq!(res.status, StatusCode::OK);
+        let res = app.get("/api/v2.0/projects/library/repositories/alpha").admin().send().await;
+        assert_eq!(res.status, StatusCode::NOT_FOUND);
+        let res = app.get("/v2/library/alpha/manifests/v1").send().await;
+        assert_eq!(res.status, StatusCode::NOT_FOUND);
+        let res = app.get("/api/v2.0/repositories").send().await;
+        assert_eq!(res.header("x-total-count"), Some("1"));
+        // The repository can be pushed again.
+        push_image(&app, "library/alpha", "v1", &[b"a1"]).await;
+    }
+);
+
+/// Pushes: `app:v1` + `app:v1-beta` (one image), an untagged image, and an
+/// index `app:multi` over two children. Returns (v1 digest, untagged digest, index digest, child digests).
+async fn seed(app: &TestApp) -> (String, String, String, Vec<String>) {
+    let name = "library/app";
+    let (manifest, v1) = push_image(app, name, "v1", &[b"l1", b"l2"]).await;
+    let res = put_manifest(app, name, "v1-beta", OCI_MANIFEST, &manifest).await;
+    assert_eq!(res.status, StatusCode::CREATED);
+    let (_, untagged) = push_image(
+        app,
+        name,
+        &digest_of(&crate::registry::image_manifest(
+            br#"{"architecture":"amd64","os":"linux","layers":1}"#,
+            &[b"u"],
+        )),
+        &[b"u"],
+    )
+    .await;
+    let (c1, c1_digest) = push_image(
+        app,
+        name,
+        &digest_of(&crate::registry::image_manifest(
+            br#"{"architecture":"amd64","os":"linux","layers":1}"#,
+            &[b"c1"],
+        )),
+        &[b"c1"],
+    )
+    .await;
+    let (c2, c2_digest) = push_image(
+        app,
+        name,
+        &digest_of(&crate::registry::image_manifest(
+            br#"{"architecture":"amd64","os":"linux","layers":1}"#,
+            &[b"c2"],
+        )),
+        &[b"c2"],
+    )
+    .await;
+    let mut child1 = descriptor(OCI_MANIFEST, &c1);
+    child1["platform"] = json!({"architecture": "amd64", "os": "linux"});
+    let mut child2 = descriptor(OCI_MANIFEST, &c2);
+    child2["platform"] = json!({"architecture": "arm64", "os": "linux", "variant": "v8"});
+    let index = json!({"schemaVersion": 2, "mediaType": OCI_INDEX, "manifests": [child1, child2]})
+        .to_string();
+    let res = put_manifest(app, name, "multi", OCI_INDEX, index.as_bytes()).await;
+    assert_eq!(res.status, StatusCode::CREATED);
+    (
+        v1,
+        untagged,
+        digest_of(index.as_bytes()),
+        vec![c1_digest, c2_digest],
+    )
+}
+
+fn digests(res: &crate::util::TestResponse) -> Vec<String> {
+    res.json()
+        .as_array()
+        .unwrap_or_else(|| panic!("{}", res.text()))
+        .iter()
+        .map(|a| a["digest"].as_str().unwrap().to_string())
+        .collect()
+}
+
+backend_test!(
+    async fn artifact_listing_with_every_q_form(app) {
+        let (v1, untagged, index, children) = seed(&app).await;
+        let base = "/api/v2.0/projects/library/repositories/app/artifacts";
+
+        // Default: tagged plus untagged non-children, newest first.
+        let res = app.get(base).send().await;
+        assert_eq!(res.status, StatusCode::OK);
+        assert_eq!(res.header("x-total-count"), Some("3"));
+        assert_eq!(digests(&res), vec![index.clone(), untagged.clone(), v1.clone()]);
+        let body = res.json();
+        let image = &body[2];
+        assert_eq!(image["type"], "IMAGE");
+        assert_eq!(image["media_type"], "application/vnd.oci.image.config.v1+json");
+        assert_eq!(image["manifest_media_type"], OCI_MANIFEST);
+        assert_eq!(image["repository_name"], "library/app");
+        assert_eq!(image["extra_attrs"]["architecture"], "amd64");
+        assert_eq!(image["pull_time"], "0001-01-01T00:00:00.000Z");
+        assert_eq!(image["labels"], Value::Null);
+        let tags: Vec<&str> = image["tags"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
+        assert_eq!(tags, vec!["v1-beta", "v1"]);
+        assert_eq!(body[1]["tags"], Value::Null);
+        let refs = body[0]["references"].as_array().unwrap();
+        assert_eq!(refs.len(), 2);
+        assert_eq!(refs[1]["platform"]["variant"], "v8");
+        assert_eq!(refs[0]["child_digest"], children[0].as_str());
+        assert!(image["addition_links"]["build_history"]["href"].as_str().unwrap().ends_with("/additions/build_history"));
+
+        let q = |query: &str| format!("{base}?q={}", query.replace('+', "%252B").replace('=', "%3D").replace(' ', "%20").replace('(', "%28").replace(')', "%29"));
+        let res = app.get(&q("base=*")).send().await;
+        assert_eq!(res.header("x-total-count"), Some("5"));
+        let res = app.get(&q("tags=*")).send().await;
+        assert_eq!(digests(&res), vec![index.clone(), v1.clone()]);
+        let res = app.get(&q("tags=nil")).send().await;
+        assert_eq!(digests(&res), vec![untagged.clone()]);
+        let res = app.get(&q("tags=~beta")).send().await;
+        assert_eq!(digests(&res), vec![v1.clone()]);
+        let res = app.get(&q("tags=~BETA")).send().await;
+        assert_eq!(digests(&res), Vec::<String>::new(), "tag fuzzy match is case-sensitive");
+        let res = app.get(&q("tags=multi")).send().await;
+        assert_eq!(digests(&res), vec![index.clone()]);
+        let res = app.get(&q(&format!("digest={untagged}"))).send().await;
+        assert_eq!(digests(&res), vec![untagged.clone()]);
+        // Harbor decodes `q` twice, so a `+` in a value travels as `%252B`.
+        let res = app.get(&q(&format!("media_type={OCI_INDEX}"))).send().await;
+        assert_eq!(digests(&res), vec![index.clone()]);
+        let res = app.get(&q("type=IMAGE")).send().await;
+        assert_eq!(res.header("x-total-count"), Some("3"));
+        let res = app.get(&q("type=CHART")).send().await;
+        assert_eq!(res.header("x-total-count"), Some("0"));
+        for (range, count) in [
+            ("size=[1~]", "3"),
+            ("size=[~1]", "0"),
+            ("size={1 2}", "0"),
+            ("size=x", "0"),
+            ("push_time=[2000-01-01T00:00:00~]", "3"),
+            ("push_time=[~2000-01-01T00:00:00]", "0"),
+        ] {
+            let res = app.get(&q(range).replace('[', "%5B").replace(']', "%5D").replace('{', "%7B").replace('}', "%7D")).send().await;
+            assert_eq!(res.status, StatusCode::OK, "{range}");
+            assert_eq!(res.header("x-total-count"), Some(count), "{range}");
+        }
+        let res = app.get(&q("tags=[1~2]")).send().await;
+        assert_eq!(res.status, StatusCode::BAD_REQUEST);
+        let res = app.get(&q("labels=1")).send().await;
+        assert_eq!(res.status, StatusCode::BAD_REQUEST);
+
+        // Paging.
+        let res = app.get(&format!("{base}?page=2&page_size=2")).send().await;
+        assert_eq!(digests(&res), vec![v1.clone()]);
+        assert_eq!(
+            res.header("link"),
+            Some("</api/v2.0/projects/library/repositories/app/artifacts?page=1&page_size=2>; rel=\"prev\"")
+        );
+        let res = app.get(&format!("{base}?with_tag=false")).send().await;
+        assert_eq!(res.json()[2]["tags"], Value::Null);
+        let res = app.get(&format!("{base}?sort=push_time")).send().await;
+        assert_eq!(digests(&res), vec![v1.clone(), untagged.clone(), index.clone()]);
+        let res = app.get("/api/v2.0/projects/library/repositories/unknown/artifacts").send().await;
+        assert_eq!(res.status, StatusCode::OK);
+        assert_eq!(res.json(), json!([]));
+        assert_eq!(res.header("x-total-count"), Some("0"));
+
+        // Labels: create, attach, filter with labels=(...), with_label.
+        let res = app.post("/api/v2.0/labels").admin().json(&json!({"name": "prod", "scope": "g", "color": "#fff"})).send().await;
+        assert_eq!(res.status, StatusCode::CREATED);
+        let location = res.header("location").unwrap().to_string();
+        let prod: i64 = location.rsplit('/').next().unwrap().parse().unwrap();
+        let res = app.post("/api/v2.0/labels").admin().json(&json!({"name": "qa", "scope": "p", "project_id": 1})).send().await;
+        assert_eq!(res.status, StatusCode::CREATED);
+        let qa: i64 = res.header("location").unwrap().rsplit('/').next().unwrap().parse().unwrap();
+        for (digest, label) in [(&v1, prod), (&v1, qa), (&untagged, prod)] {
+            let res = app.post(&format!("{base}/{digest}/labels")).admin().json(&json!({"id": label})).send().await;
+            assert_eq!(res.status, StatusCode::OK, "{}", res.text());
+        }
+        let res = app.post(&format!("{base}/v1/labels")).admin().json(&json!({"id": prod})).send().await;
+        assert_eq!(res.status, StatusCode::CONFLICT);
+        let res = app.post(&format!("{base}/v1/labels")).admin().json(&json!({"id": 9999})).send().await;
+        assert_eq!(res.status, StatusCode::NOT_FOUND);
+        let res = app.get(&q(&format!("labels=({prod} {qa})"))).send().await;
+        assert_eq!(digests(&res), vec![v1.clone()]);
+        let res = app.get(&format!("{base}?q=labels%3D%28{prod}%2C%20{qa}%29")).send().await;
+        assert_eq!(digests(&res), vec![v1.clone()], "the documented comma form");
+        let res = app.get(&q(&format!("labels=({prod})"))).send().await;
+        assert_eq!(digests(&res), vec![untagged.clone(), v1.clone()]);
+        let res = app.get(&format!("{}&with_label=true", q(&format!("labels=({prod})")))).send().await;
+        let body = res.json();
+        let label_names: Vec<&str> = body[1]["labels"].as_array().unwrap().iter().map(|l| l["name"].as_str().unwrap()).collect();
+        assert_eq!(label_names, vec!["prod", "qa"]);
+        assert_eq!(body[1]["labels"][0]["scope"], "g");
+        let res = app.delete(&format!("{base}/v1/labels/{qa}")).admin().send().await;
+        assert_eq!(res.status, StatusCode::OK);
+        let res = app.delete(&format!("{base}/v1/labels/{qa}")).admin().send().await;
+        assert_eq!(res.status, StatusCode::NOT_FOUND);
+        let res = app.get(&q(&format!("labels=({prod} {qa})"))).send().await;
+        assert_eq!(res.header("x-total-count"), Some("0"));
+    }
+);
+
+backend_test!(
+    async fn artifacts_tags_get_and_delete(app) {
+        let (v1, untagged, index, children) = seed(&app).await;
+        let base = "/api/v2.0/projects/library/repositories/app/artifacts";
+        for reference in ["v1", v1.as_str()] {
+            let res = app.get(&format!("{base}/{reference}")).send().await;
+            assert_eq!(res.status, StatusCode::OK);
+            assert_eq!(res.json()["digest"], v1.as_str());
+        }
+        let res = app.get(&format!("{base}/nope")).send().await;
+        assert_eq!(res.status, StatusCode::NOT_FOUND);
+        assert_eq!(res.json()["errors"][0]["message"], "artifact library/app:nope not found");
+        let missing = digest_of(b"missing");
+        let res = app.get(&format!("{base}/{missing}")).send().await;
+        assert_eq!(res.json()["errors"][0]["message"], format!("artifact library/app@{missing} not found"));
+
+        let res = app.post(&format!("{base}/{untagged}/tags")).admin().json(&json!({"name": "fresh"})).send().await;
+        assert_eq!(res.status, StatusCode::CREATED);
+        assert!(res.header("location").is_none());
+        let res = app.post(&format!("{base}/{untagged}/tags")).admin().json(&json!({"name": "v1"})).send().await;
+        assert_eq!(res.status, StatusCode::CONFLICT);
+        let res = app.post(&format!("{base}/{untagged}/tags")).admin().json(&json!({"name": ".bad"})).send().await;
+        assert_eq!(res.status, StatusCode::BAD_REQUEST);
+        let res = app.post(&format!("{base}/{untagged}/tags")).json(&json!({"name": "anon"})).send().await;
+        assert_eq!(res.status, StatusCode::UNAUTHORIZED);
+        let res = app.get("/v2/library/app/manifests/fresh").send().await;
+        assert_eq!(res.header("docker-content-digest"), Some(untagged.as_str()));
+
+        let res = app.get(&format!("{base}/v1/tags")).send().await;
+        assert_eq!(res.header("x-total-count"), Some("2"));
+        let tags: Vec<String> = res.json().as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap().to_string()).collect();
+        assert_eq!(tags, vec!["v1-beta", "v1"]);
+        assert_eq!(res.json()[0]["immutable"], false);
+        let res = app.delete(&format!("{base}/{v1}/tags/fresh")).admin().send().await;
+        assert_eq!(res.status, StatusCode::NOT_FOUND);
+        let res = app.delete(&format!("{base}/{v1}/tags/v1-beta")).admin().send().await;
+        assert_eq!(res.status, StatusCode::OK);
+        let res = app.get(&format!("{base}/v1/tags")).send().await;
+        assert_eq!(res.header("x-total-count"), Some("1"));
+
+        let res = app.delete(&format!("{base}/{}", children[0])).admin().send().await;
+        assert_eq!(res.status, StatusCode::PRECONDITION_FAILED);
+        assert_eq!(res.json()["errors"][0]["code"], "VIOLATE_FOREIGN_KEY_CONSTRAINT");
+        let res = app.delete(&format!("{base}/multi")).admin().send().await;
+        assert_eq!(res.status, StatusCode::OK);
+        let res = app.delete(&format!("{base}/{}", children[0])).admin().send().await;
+        assert_eq!(res.status, StatusCode::OK);
+        let res = app.get(&format!("/v2/library/app/manifests/{index}")).send().await;
+        assert_eq!(res.status, StatusCode::NOT_FOUND);
+        let res = app.get(&format!("{base}?q=base%3D*")).send().await;
+        assert_eq!(res.header("x-total-count"), Some("3"));
+    }
+);
+
+backend_test!(
+    async fn labels_api_and_permissions(app) {
+        create_user(&app, "dave", "Dave12345").await;
+        let res = app.post("/api/v2.0/labels").json(&json!({"name": "x", "scope": "g"})).send().await;
+        assert_eq!(res.status, StatusCode::UNAUTHORIZED);
+        let res = app.post("/api/v2.0/labels").basic("dave", "Dave12345").json(&json!({"name": "x", "scope": "g"})).send().await;
+        assert_eq!(res.status, StatusCode::FORBIDDEN);
+        let res = app.post("/api/v2.0/labels").basic("dave", "Dave12345").json(&json!({"name": "x", "scope": "p", "project_id": 1})).send().await;
+        assert_eq!(res.status, StatusCode::FORBIDDEN);
+        let res = app.post("/api/v2.0/labels").admin().json(&json!({"name": "x", "scope": "q"})).send().await;
+        assert_eq!(res.status, StatusCode::BAD_REQUEST);
+        let res = app.post("/api/v2.0/labels").admin().json(&json!({"name": "", "scope": "g"})).send().await;
+        assert_eq!(res.status, StatusCode::BAD_REQUEST);
+        let res = app.post("/api/v2.0/labels").admin().json(&json!({"name": "x", "scope": "g", "description": "d"})).send().await;
+        assert_eq!(res.status, StatusCode::CREATED);
+        let location = res.header("location").unwrap().to_string();
+        let res = app.post("/api/v2.0/labels").admin().json(&json!({"name": "x", "scope": "g"})).send().await;
+        assert_eq!(res.status, StatusCode::CONFLICT);
+        // The same name may exist once per scope.
+        let res = app.post("/api/v2.0/labels").admin().json(&json!({"name": "x", "scope": "p", "project_id": 1})).send().await;
+        assert_eq!(res.status, StatusCode::CREATED);
+
+        let res = app.get(&location).send().await;
+        assert_eq!(res.status, StatusCode::OK);
+        let body = res.json();
+        assert_eq!(body["name"], "x");
+        assert_eq!(body["description"], "d");
+        assert!(body.get("project_id").is_none());
+        let res = app.get("/api/v2.0/labels?scope=g").send().await;
+        assert_eq!(res.header("x-total-count"), Some("1"));
+        let res = app.get("/api/v2.0/labels?scope=p&project_id=1").send().await;
+        assert_eq!(res.json()[0]["project_id"], 1);
+        let res = app.get("/api/v2.0/labels?scope=p").send().await;
+        assert_eq!(res.status, StatusCode::BAD_REQUEST);
+        let res = app.get("/api/v2.0/labels?scope=g&name=nomatch").send().await;
+        assert_eq!(res.json(), json!([]));
+        let res = app.delete(&location).basic("dave", "Dave12345").send().await;
+        assert_eq!(res.status, StatusCode::FORBIDDEN);
+        let res = app.delete(&location).admin().send().await;
+        assert_eq!(res.status, StatusCode::OK);
+        let res = app.get(&location).send().await;
+        assert_eq!(res.status, StatusCode::NOT_FOUND);
+        let res = app.get("/api/v2.0/labels/abc").send().await;
+        assert_eq!(res.status, StatusCode::BAD_REQUEST);
+    }
+);
+
+backend_test!(
+    async fn pull_time_and_pull_count_are_kept(app) {
+        let (_, digest) = push_image(&app, "library/pulled", "v1", &[b"p"]).await;
+        app.get("/v2/library/pulled/manifests/v1").send().await;
+        app.get(&format!("/v2/library/pulled/manifests/{digest}")).send().await;
+        app.request(axum::http::Method::HEAD, "/v2/library/pulled/manifests/v1").send().await;
+        app.state.registry.flush_pulls(app.store()).await;
+        let res = app.get("/api/v2.0/projects/library/repositories/pulled").admin().send().await;
+        assert_eq!(res.json()["pull_count"], 2, "HEAD is not a pull");
+        let res = app.get("/api/v2.0/projects/library/repositories/pulled/artifacts/v1").send().await;
+        let body = res.json();
+        assert_ne!(body["pull_time"], "0001-01-01T00:00:00.000Z");
+        assert_ne!(body["tags"][0]["pull_time"], "0001-01-01T00:00:00.000Z");
+        assert!(body["push_time"].as_str().unwrap() <= body["pull_time"].as_str().unwrap());
+    }
+);

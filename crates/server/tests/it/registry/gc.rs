@@ -1,0 +1,148 @@
+//! Garbage collection: what goes, what stays.
+
+use std::time::Duration;
+
+use axum::http::{Method, StatusCode};
+use berth_store::repo::gc::{GcOptions, collect_garbage};
+use serde_json::json;
+
+use super::{digest_of, error_code, push_blob, push_image};
+use crate::backend_test;
+use crate::util::TestApp;
+
+fn blob_file_exists(app: &TestApp, digest: &str) -> bool {
+    let hex = &digest["sha256:".len()..];
+    berth::bootstrap::blob_dir(app.data_dir())
+        .join("sha256")
+        .join(&hex[..2])
+        .join(hex)
+        .exists()
+}
+
+async fn gc(app: &TestApp, grace: u64) -> berth_store::repo::gc::GcStats {
+    collect_garbage(
+        app.store(),
+        &app.state.registry.blobs,
+        GcOptions {
+            grace: Duration::from_secs(grace),
+            upload_expiry: Duration::from_secs(24 * 3600),
+        },
+    )
+    .await
+    .unwrap()
+}
+
+backend_test!(
+    async fn gc_removes_unreferenced_blobs_only(app) {
+        let (_, kept) = push_image(&app, "library/kept", "v1", &[b"shared", b"kept-only"]).await;
+        let (_, dropped) = push_image(&app, "library/dropped", "v1", &[b"shared", b"dropped-only"]).await;
+        let loose = push_blob(&app, "library/kept", b"loose").await;
+        // An upload in progress.
+        let res = app.post("/v2/library/kept/blobs/uploads/").admin().send().await;
+        let location = res.header("location").unwrap().to_string();
+        let res = app.request(Method::PATCH, &location).admin().raw("application/octet-stream", b"half".to_vec()).send().await;
+        assert_eq!(res.status, StatusCode::ACCEPTED);
+
+        // A deleted artifact's blobs go at the next run; a blob pushed within
+        // the grace period (its manifest may still come) stays.
+        let res = app.delete(&format!("/api/v2.0/projects/library/repositories/dropped/artifacts/{dropped}")).admin().send().await;
+        assert_eq!(res.status, StatusCode::OK);
+        let stats = gc(&app, 3600).await;
+        assert_eq!(stats.blobs, 2, "the manifest and its own layer: {stats:?}");
+        assert!(!blob_file_exists(&app, &digest_of(b"dropped-only")));
+        assert!(blob_file_exists(&app, &loose));
+        let res = app.request(Method::HEAD, &format!("/v2/library/kept/blobs/{loose}")).admin().send().await;
+        assert_eq!(res.status, StatusCode::OK);
+
+        // Past the grace period the loose blob goes too.
+        let stats = gc(&app, 0).await;
+        assert_eq!(stats.blobs, 1, "{stats:?}");
+        assert!(!blob_file_exists(&app, &loose));
+        let res = app.request(Method::HEAD, &format!("/v2/library/kept/blobs/{loose}")).admin().send().await;
+        assert_eq!(res.status, StatusCode::NOT_FOUND);
+        // The kept image is whole, including the layer it shared.
+        for layer in [b"shared".as_slice(), b"kept-only"] {
+            assert!(blob_file_exists(&app, &digest_of(layer)));
+            let res = app.get(&format!("/v2/library/kept/blobs/{}", digest_of(layer))).send().await;
+            assert_eq!(res.body, layer);
+        }
+        let res = app.get(&format!("/v2/library/kept/manifests/{kept}")).send().await;
+        assert_eq!(res.status, StatusCode::OK);
+        // The upload in progress survives and completes.
+        let all = digest_of(b"half done");
+        let res = app.put(&format!("{location}?digest={all}")).admin().raw("application/octet-stream", b" done".to_vec()).send().await;
+        assert_eq!(res.status, StatusCode::CREATED, "{}", res.text());
+        // The dropped manifest is gone; pushing it again works (its blobs are re-uploaded).
+        let res = app.get(&format!("/v2/library/dropped/manifests/{dropped}")).send().await;
+        assert_eq!(error_code(&res), "MANIFEST_UNKNOWN");
+        push_image(&app, "library/dropped", "v1", &[b"shared", b"dropped-only"]).await;
+        let stats = gc(&app, 0).await;
+        assert_eq!(stats.blobs, 1, "only the finished upload no manifest uses: {stats:?}");
+        assert!(!blob_file_exists(&app, &all));
+        assert!(blob_file_exists(&app, &digest_of(b"dropped-only")));
+    }
+);
+
+backend_test!(
+    async fn gc_admin_endpoint(app) {
+        let res = app.post("/api/v2.0/system/gc/schedule").json(&json!({"schedule": {"type": "Manual"}})).send().await;
+        assert_eq!(res.status, StatusCode::UNAUTHORIZED);
+        let res = app.post("/api/v2.0/system/gc/schedule").admin().json(&json!({"schedule": {"type": "Daily"}})).send().await;
+        assert_eq!(res.status, StatusCode::BAD_REQUEST);
+        let res = app.post("/api/v2.0/system/gc/schedule").admin().json(&json!({"schedule": {"type": "Manual"}})).send().await;
+        assert_eq!(res.status, StatusCode::CREATED);
+        let location = res.header("location").unwrap().to_string();
+        let mut status = String::new();
+        for _ in 0..200 {
+            let res = app.get(&location).admin().send().await;
+            assert_eq!(res.status, StatusCode::OK);
+            status = res.json()["job_status"].as_str().unwrap().to_string();
+            if status != "Running" {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        }
+        assert_eq!(status, "Success");
+        let res = app.get("/api/v2.0/system/gc").admin().send().await;
+        assert_eq!(res.json().as_array().unwrap().len(), 1);
+        let res = app.get("/api/v2.0/system/gc/999").admin().send().await;
+        assert_eq!(res.status, StatusCode::NOT_FOUND);
+        // One run at a time.
+        let run = app.store().start_gc_run().await.unwrap();
+        let res = app.post("/api/v2.0/system/gc/schedule").admin().json(&json!({"schedule": {"type": "Manual"}})).send().await;
+        assert_eq!(res.status, StatusCode::CONFLICT);
+        app.store().finish_gc_run(run, true, "{}").await.unwrap();
+    }
+);
+
+backend_test!(
+    async fn quota_counts_linked_blobs_once_and_limits_pushes(app) {
+        let registry = app.store().registry();
+        assert_eq!(registry.quota(1).await.unwrap(), Some((-1, 0)));
+        let (manifest, _) = push_image(&app, "library/q1", "v1", &[b"layer-a"]).await;
+        let config = br#"{"architecture":"amd64","os":"linux","layers":1}"#;
+        let expected = (manifest.len() + config.len() + b"layer-a".len()) as i64;
+        assert_eq!(registry.quota(1).await.unwrap(), Some((-1, expected)));
+        // The same blobs in another repository of the project are not charged again.
+        push_image(&app, "library/q2", "v1", &[b"layer-a"]).await;
+        assert_eq!(registry.quota(1).await.unwrap(), Some((-1, expected)));
+        let loose = push_blob(&app, "library/q1", b"12345").await;
+        assert_eq!(registry.quota(1).await.unwrap(), Some((-1, expected + 5)));
+        let res = app.delete(&format!("/v2/library/q1/blobs/{loose}")).admin().send().await;
+        assert_eq!(res.status, StatusCode::ACCEPTED);
+        assert_eq!(registry.quota(1).await.unwrap(), Some((-1, expected)));
+
+        assert!(registry.set_storage_limit(1, expected + 10).await.unwrap());
+        let res = app
+            .post(&format!("/v2/library/q1/blobs/uploads/?digest={}", digest_of(&[1u8; 11])))
+            .admin()
+            .raw("application/octet-stream", vec![1u8; 11])
+            .send()
+            .await;
+        assert_eq!(res.status, StatusCode::PRECONDITION_FAILED);
+        assert_eq!(error_code(&res), "DENIED");
+        assert_eq!(registry.quota(1).await.unwrap(), Some((expected + 10, expected)));
+        push_blob(&app, "library/q1", &[2u8; 10]).await;
+        assert_eq!(registry.quota(1).await.unwrap(), Some((expected + 10, expected + 10)));
+    }
+);

@@ -1,0 +1,559 @@
+//! The distribution protocol in process, on both backends.
+
+use axum::http::{Method, StatusCode};
+use serde_json::json;
+
+use super::{create_user, descriptor, digest_of, error_code, push_blob, push_image, put_manifest};
+use crate::backend_test;
+
+const OCI_MANIFEST: &str = "application/vnd.oci.image.manifest.v1+json";
+const OCI_INDEX: &str = "application/vnd.oci.image.index.v1+json";
+
+backend_test!(
+    async fn base_challenges_anonymous_callers_and_accepts_basic(app) {
+        let res = app.get("/v2/").send().await;
+        assert_eq!(res.status, StatusCode::UNAUTHORIZED);
+        assert_eq!(
+            res.header("www-authenticate"),
+            Some(r#"Bearer realm="http://127.0.0.1:9000/service/token",service="harbor-registry""#)
+        );
+        assert_eq!(res.header("docker-distribution-api-version"), Some("registry/2.0"));
+        assert_eq!(error_code(&res), "UNAUTHORIZED");
+
+        let res = app.get("/v2/").admin().send().await;
+        assert_eq!(res.status, StatusCode::OK);
+        assert_eq!(res.json(), json!({}));
+        assert_eq!(res.header("docker-distribution-api-version"), Some("registry/2.0"));
+
+        let res = app.get("/v2/").basic("admin", "wrong").send().await;
+        assert_eq!(res.status, StatusCode::UNAUTHORIZED);
+        assert_eq!(error_code(&res), "UNAUTHORIZED");
+    }
+);
+
+backend_test!(
+    async fn chunked_upload_with_status_out_of_order_and_range_reads(app) {
+        let name = "library/chunked";
+        let res = app.post(&format!("/v2/{name}/blobs/uploads/")).admin().send().await;
+        assert_eq!(res.status, StatusCode::ACCEPTED);
+        assert_eq!(res.header("range"), Some("0-0"));
+        let location = res.header("location").unwrap().to_string();
+        let uuid = res.header("docker-upload-uuid").unwrap().to_string();
+        assert!(location.ends_with(&uuid));
+
+        let res = app
+            .request(Method::PATCH, &location)
+            .admin()
+            .header("content-range", "0-4")
+            .raw("application/octet-stream", b"hello".to_vec())
+            .send()
+            .await;
+        assert_eq!(res.status, StatusCode::ACCEPTED, "{}", res.text());
+        assert_eq!(res.header("range"), Some("0-4"));
+
+        // A chunk that does not continue the upload: 416, nothing written.
+        let res = app
+            .request(Method::PATCH, &location)
+            .admin()
+            .header("content-range", "10-14")
+            .raw("application/octet-stream", b"XXXXX".to_vec())
+            .send()
+            .await;
+        assert_eq!(res.status, StatusCode::RANGE_NOT_SATISFIABLE);
+        assert_eq!(res.header("range"), Some("0-4"));
+        assert_eq!(error_code(&res), "BLOB_UPLOAD_INVALID");
+
+        let res = app.get(&location).admin().send().await;
+        assert_eq!(res.status, StatusCode::NO_CONTENT);
+        assert_eq!(res.header("range"), Some("0-4"));
+
+        let res = app
+            .request(Method::PATCH, &location)
+            .admin()
+            .header("content-range", "5-10")
+            .raw("application/octet-stream", b" world".to_vec())
+            .send()
+            .await;
+        assert_eq!(res.status, StatusCode::ACCEPTED);
+
+        let digest = digest_of(b"hello world!");
+        let res = app
+            .put(&format!("{location}?digest={digest}"))
+            .admin()
+            .raw("application/octet-stream", b"!".to_vec())
+            .send()
+            .await;
+        assert_eq!(res.status, StatusCode::CREATED, "{}", res.text());
+        assert_eq!(res.header("location"), Some(format!("/v2/{name}/blobs/{digest}").as_str()));
+        assert_eq!(res.header("docker-content-digest"), Some(digest.as_str()));
+
+        // The session is gone once committed.
+        let res = app.get(&location).admin().send().await;
+        assert_eq!(res.status, StatusCode::NOT_FOUND);
+        assert_eq!(error_code(&res), "BLOB_UPLOAD_UNKNOWN");
+
+        let blob = format!("/v2/{name}/blobs/{digest}");
+        let res = app.request(Method::HEAD, &blob).admin().send().await;
+        assert_eq!(res.status, StatusCode::OK);
+        assert_eq!(res.header("content-length"), Some("12"));
+        assert_eq!(res.header("docker-content-digest"), Some(digest.as_str()));
+        assert!(res.body.is_empty());
+
+        let res = app.get(&blob).admin().send().await;
+        assert_eq!(res.body, b"hello world!");
+        let res = app.get(&blob).admin().header("range", "bytes=6-10").send().await;
+        assert_eq!(res.status, StatusCode::PARTIAL_CONTENT);
+        assert_eq!(res.body, b"world");
+        assert_eq!(res.header("content-range"), Some("bytes 6-10/12"));
+        let res = app.get(&blob).admin().header("range", "bytes=50-").send().await;
+        assert_eq!(res.status, StatusCode::RANGE_NOT_SATISFIABLE);
+        assert_eq!(res.header("content-range"), Some("bytes */12"));
+
+        // Anonymous pull of a public project's blob.
+        let res = app.get(&blob).send().await;
+        assert_eq!(res.status, StatusCode::OK);
+    }
+);
+
+backend_test!(
+    async fn digest_mismatch_stores_nothing_and_cancel_ends_a_session(app) {
+        let name = "library/bad";
+        let wrong = digest_of(b"something else");
+        let res = app
+            .post(&format!("/v2/{name}/blobs/uploads/?digest={wrong}"))
+            .admin()
+            .raw("application/octet-stream", b"data".to_vec())
+            .send()
+            .await;
+        assert_eq!(res.status, StatusCode::BAD_REQUEST);
+        assert_eq!(error_code(&res), "DIGEST_INVALID");
+        for digest in [wrong.clone(), digest_of(b"data")] {
+            let res = app.request(Method::HEAD, &format!("/v2/{name}/blobs/{digest}")).admin().send().await;
+            assert_eq!(res.status, StatusCode::NOT_FOUND);
+        }
+        let blob_files = walk(&app.data_dir().join("blobs/sha256"));
+        assert!(blob_files.is_empty(), "{blob_files:?}");
+
+        // A chunked session with a wrong digest at the end.
+        let res = app.post(&format!("/v2/{name}/blobs/uploads/")).admin().send().await;
+        let location = res.header("location").unwrap().to_string();
+        let res = app
+            .put(&format!("{location}?digest={wrong}"))
+            .admin()
+            .raw("application/octet-stream", b"data".to_vec())
+            .send()
+            .await;
+        assert_eq!(res.status, StatusCode::BAD_REQUEST);
+        assert_eq!(error_code(&res), "DIGEST_INVALID");
+        assert!(walk(&app.data_dir().join("blobs/sha256")).is_empty());
+
+        let res = app.post(&format!("/v2/{name}/blobs/uploads/")).admin().send().await;
+        let location = res.header("location").unwrap().to_string();
+        let res = app.delete(&location).admin().send().await;
+        assert_eq!(res.status, StatusCode::NO_CONTENT);
+        let res = app.delete(&location).admin().send().await;
+        assert_eq!(error_code(&res), "BLOB_UPLOAD_UNKNOWN");
+        let res = app.put(&format!("{location}?digest={wrong}")).admin().send().await;
+        assert_eq!(error_code(&res), "BLOB_UPLOAD_UNKNOWN");
+
+        let res = app.get(&format!("/v2/{name}/blobs/sha256:abc")).admin().send().await;
+        assert_eq!(res.status, StatusCode::BAD_REQUEST);
+        assert_eq!(error_code(&res), "DIGEST_INVALID");
+        let res = app.get(&format!("/v2/{name}/blobs/{}", digest_of(b"nope"))).admin().send().await;
+        assert_eq!(res.status, StatusCode::NOT_FOUND);
+        assert_eq!(error_code(&res), "BLOB_UNKNOWN");
+    }
+);
+
+fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    if let Ok(entries) = std::fs::read_dir(dir) {
+        for entry in entries.flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                out.extend(walk(&path));
+            } else {
+                out.push(path);
+            }
+        }
+    }
+    out
+}
+
+backend_test!(
+    async fn manifests_by_tag_and_digest_with_tags_list_and_catalog(app) {
+        let name = "library/app";
+        let (manifest, digest) = push_image(&app, name, "v1", &[b"layer one", b"layer two"]).await;
+        for reference in ["v1", digest.as_str()] {
+            let res = app.get(&format!("/v2/{name}/manifests/{reference}")).admin().send().await;
+            assert_eq!(res.status, StatusCode::OK);
+            assert_eq!(res.body, manifest);
+            assert_eq!(res.header("content-type"), Some(OCI_MANIFEST));
+            assert_eq!(res.header("docker-content-digest"), Some(digest.as_str()));
+            let res = app.request(Method::HEAD, &format!("/v2/{name}/manifests/{reference}")).send().await;
+            assert_eq!(res.status, StatusCode::OK);
+            assert_eq!(res.header("content-length"), Some(manifest.len().to_string().as_str()));
+            assert!(res.body.is_empty());
+        }
+        // Same manifest under more tags; another repository.
+        for tag in ["v2", "a", "latest"] {
+            let res = put_manifest(&app, name, tag, OCI_MANIFEST, &manifest).await;
+            assert_eq!(res.status, StatusCode::CREATED);
+        }
+        push_image(&app, "library/other/deep", "x", &[b"z"]).await;
+
+        let res = app.get(&format!("/v2/{name}/tags/list")).send().await;
+        assert_eq!(res.json(), json!({"name": name, "tags": ["a", "latest", "v1", "v2"]}));
+        let res = app.get(&format!("/v2/{name}/tags/list?n=2")).send().await;
+        assert_eq!(res.json()["tags"], json!(["a", "latest"]));
+        assert_eq!(
+            res.header("link"),
+            Some(format!("</v2/{name}/tags/list?n=2&last=latest>; rel=\"next\"").as_str())
+        );
+        let res = app.get(&format!("/v2/{name}/tags/list?n=2&last=latest")).send().await;
+        assert_eq!(res.json()["tags"], json!(["v1", "v2"]));
+        let res = app.get(&format!("/v2/{name}/tags/list?n=x")).send().await;
+        assert_eq!(res.status, StatusCode::BAD_REQUEST);
+
+        let res = app.get("/v2/_catalog").admin().send().await;
+        assert_eq!(res.json(), json!({"repositories": ["library/app", "library/other/deep"]}));
+        let res = app.get("/v2/_catalog?n=1").admin().send().await;
+        assert_eq!(res.json(), json!({"repositories": ["library/app"]}));
+        assert!(res.header("link").unwrap().contains("last=library/app") || res.header("link").unwrap().contains("last=library%2Fapp"));
+        let res = app.get("/v2/_catalog").send().await;
+        assert_eq!(res.status, StatusCode::UNAUTHORIZED);
+
+        // Tag delete keeps the artifact; digest delete removes it.
+        let res = app.delete(&format!("/v2/{name}/manifests/v2")).admin().send().await;
+        assert_eq!(res.status, StatusCode::ACCEPTED);
+        let res = app.get(&format!("/v2/{name}/manifests/v2")).admin().send().await;
+        assert_eq!(error_code(&res), "MANIFEST_UNKNOWN");
+        let res = app.delete(&format!("/v2/{name}/manifests/{digest}")).admin().send().await;
+        assert_eq!(res.status, StatusCode::ACCEPTED);
+        let res = app.get(&format!("/v2/{name}/manifests/v1")).admin().send().await;
+        assert_eq!(res.status, StatusCode::NOT_FOUND);
+        assert_eq!(error_code(&res), "MANIFEST_UNKNOWN");
+        let res = app.get(&format!("/v2/{name}/tags/list")).send().await;
+        assert_eq!(res.json()["tags"], json!([]));
+        let res = app.delete(&format!("/v2/{name}/manifests/{digest}")).admin().send().await;
+        assert_eq!(error_code(&res), "MANIFEST_UNKNOWN");
+    }
+);
+
+backend_test!(
+    async fn manifest_errors(app) {
+        let name = "library/err";
+        let config = b"{}";
+        let layer = b"layer";
+        let manifest = crate::registry::image_manifest(config, &[layer]);
+        // Nothing pushed yet: the blobs are unknown.
+        let res = put_manifest(&app, name, "v1", OCI_MANIFEST, &manifest).await;
+        assert_eq!(res.status, StatusCode::BAD_REQUEST);
+        assert_eq!(error_code(&res), "MANIFEST_BLOB_UNKNOWN");
+        push_blob(&app, name, config).await;
+        let res = put_manifest(&app, name, "v1", OCI_MANIFEST, &manifest).await;
+        assert_eq!(error_code(&res), "MANIFEST_BLOB_UNKNOWN");
+        assert!(res.json()["errors"][0]["message"].as_str().unwrap().contains(&digest_of(layer)));
+        // The repository was not created by the failed pushes.
+        let res = app.get(&format!("/v2/{name}/tags/list")).send().await;
+        assert_eq!(res.status, StatusCode::NOT_FOUND);
+        assert_eq!(error_code(&res), "NAME_UNKNOWN");
+
+        push_blob(&app, name, layer).await;
+        let res = put_manifest(&app, name, &digest_of(b"other"), OCI_MANIFEST, &manifest).await;
+        assert_eq!(error_code(&res), "DIGEST_INVALID");
+        let res = put_manifest(&app, name, "v1", OCI_MANIFEST, b"{not json").await;
+        assert_eq!(res.status, StatusCode::BAD_REQUEST);
+        assert_eq!(error_code(&res), "MANIFEST_INVALID");
+        let res = put_manifest(&app, name, "-badtag", OCI_MANIFEST, &manifest).await;
+        assert_eq!(res.status, StatusCode::BAD_REQUEST);
+        let res = put_manifest(&app, name, "v1", OCI_MANIFEST, &manifest).await;
+        assert_eq!(res.status, StatusCode::CREATED);
+
+        let res = app.get(&format!("/v2/{name}/manifests/nope")).send().await;
+        assert_eq!(error_code(&res), "MANIFEST_UNKNOWN");
+        let res = app.get("/v2/library/missing/manifests/v1").send().await;
+        assert_eq!(error_code(&res), "NAME_UNKNOWN");
+        let res = app.get("/v2/Library/UPPER/manifests/v1").send().await;
+        assert_eq!(res.status, StatusCode::BAD_REQUEST);
+        assert_eq!(error_code(&res), "NAME_INVALID");
+        let res = app.get("/v2/noproject/manifests/v1").send().await;
+        assert_eq!(error_code(&res), "NAME_INVALID");
+        let res = app.get("/v2/nosuchproject/x/manifests/v1").admin().send().await;
+        assert_eq!(res.status, StatusCode::NOT_FOUND);
+        assert_eq!(error_code(&res), "NAME_UNKNOWN");
+        let res = app.get("/v2/library/x/unknown/endpoint").send().await;
+        assert_eq!(res.status, StatusCode::NOT_FOUND);
+        let res = app.post(&format!("/v2/{name}/manifests/v1")).admin().send().await;
+        assert_eq!(res.status, StatusCode::METHOD_NOT_ALLOWED);
+        assert_eq!(error_code(&res), "UNSUPPORTED");
+    }
+);
+
+backend_test!(
+    async fn push_and_pull_permissions_with_basic_and_tokens(app) {
+        create_user(&app, "bob", "Bob12345").await;
+        let name = "library/perm";
+        push_image(&app, name, "v1", &[b"p"]).await;
+
+        // Anonymous: pull from the public project, push challenged with its scope.
+        let res = app.get(&format!("/v2/{name}/manifests/v1")).send().await;
+        assert_eq!(res.status, StatusCode::OK);
+        let res = app.post(&format!("/v2/{name}/blobs/uploads/")).send().await;
+        assert_eq!(res.status, StatusCode::UNAUTHORIZED);
+        assert_eq!(error_code(&res), "UNAUTHORIZED");
+        assert!(res.header("www-authenticate").unwrap().ends_with(&format!(",scope=\"repository:{name}:pull,push\"")));
+
+        // A non-member: pull yes, push denied.
+        let res = app.get(&format!("/v2/{name}/manifests/v1")).basic("bob", "Bob12345").send().await;
+        assert_eq!(res.status, StatusCode::OK);
+        let res = app.post(&format!("/v2/{name}/blobs/uploads/")).basic("bob", "Bob12345").send().await;
+        assert_eq!(res.status, StatusCode::FORBIDDEN);
+        assert_eq!(error_code(&res), "DENIED");
+        let res = app.delete(&format!("/v2/{name}/manifests/v1")).basic("bob", "Bob12345").send().await;
+        assert_eq!(error_code(&res), "DENIED");
+
+        // Tokens: each caller gets what it holds, nothing more.
+        let scope = format!("repository:{name}:pull,push");
+        let token_for = |res: crate::util::TestResponse| {
+            assert_eq!(res.status, StatusCode::OK, "{}", res.text());
+            let body = res.json();
+            assert_eq!(body["expires_in"], 1800);
+            body["token"].as_str().unwrap().to_string()
+        };
+        let anonymous = token_for(app.get(&format!("/service/token?service=harbor-registry&scope={scope}")).send().await);
+        let bob = token_for(app.get(&format!("/service/token?service=harbor-registry&scope={scope}")).basic("bob", "Bob12345").send().await);
+        let admin = token_for(app.get(&format!("/service/token?service=harbor-registry&scope={scope}&scope=registry:catalog:*")).admin().send().await);
+        let res = app.get("/service/token?scope=x").basic("bob", "wrong").send().await;
+        assert_eq!(res.status, StatusCode::UNAUTHORIZED);
+
+        for token in [&anonymous, &bob, &admin] {
+            let res = app.get(&format!("/v2/{name}/manifests/v1")).bearer(token).send().await;
+            assert_eq!(res.status, StatusCode::OK);
+        }
+        for token in [&anonymous, &bob] {
+            let res = app.post(&format!("/v2/{name}/blobs/uploads/")).bearer(token).send().await;
+            assert_eq!(res.status, StatusCode::UNAUTHORIZED);
+            assert!(res.header("www-authenticate").unwrap().contains("scope=\"repository:library/perm:pull,push\""));
+        }
+        let res = app.post(&format!("/v2/{name}/blobs/uploads/")).bearer(&admin).send().await;
+        assert_eq!(res.status, StatusCode::ACCEPTED);
+        // A token is for the repositories it names only.
+        let res = app.get("/v2/library/elsewhere/tags/list").bearer(&admin).send().await;
+        assert_eq!(res.status, StatusCode::UNAUTHORIZED);
+        let res = app.get("/v2/_catalog").bearer(&admin).send().await;
+        assert_eq!(res.status, StatusCode::OK);
+        let res = app.get("/v2/_catalog").bearer(&bob).send().await;
+        assert_eq!(res.status, StatusCode::UNAUTHORIZED);
+        let res = app.get("/v2/").bearer(&bob).send().await;
+        assert_eq!(res.status, StatusCode::OK);
+        let res = app.get("/v2/").bearer("not-a-token").send().await;
+        assert_eq!(res.status, StatusCode::UNAUTHORIZED);
+        // A user token is not a registry token.
+        let user_token = app.state.tokens.sign_user(1, time::OffsetDateTime::now_utc().unix_timestamp());
+        let res = app.get("/v2/").bearer(&user_token).send().await;
+        assert_eq!(res.status, StatusCode::UNAUTHORIZED);
+    }
+);
+
+backend_test!(
+    async fn index_referrers_mount_and_blob_delete(app) {
+        let name = "library/multi";
+        let (amd, amd_digest) = push_image(&app, name, &digest_of(&crate::registry::image_manifest(b"{\"architecture\":\"amd64\",\"os\":\"linux\",\"layers\":1}", &[b"amd"])), &[b"amd"]).await;
+        let (arm, arm_digest) = push_image(&app, name, "arm", &[b"arm"]).await;
+        let index = json!({
+            "schemaVersion": 2,
+            "mediaType": OCI_INDEX,
+            "manifests": [
+                {"mediaType": OCI_MANIFEST, "digest": amd_digest, "size": amd.len(), "platform": {"architecture": "amd64", "os": "linux"}},
+                {"mediaType": OCI_MANIFEST, "digest": arm_digest, "size": arm.len(), "platform": {"architecture": "arm64", "os": "linux"}},
+            ],
+        })
+        .to_string()
+        .into_bytes();
+        let res = put_manifest(&app, name, "multi", OCI_INDEX, &index).await;
+        assert_eq!(res.status, StatusCode::CREATED, "{}", res.text());
+        let res = app.get(&format!("/v2/{name}/manifests/multi")).send().await;
+        assert_eq!(res.body, index);
+        assert_eq!(res.header("content-type"), Some(OCI_INDEX));
+        // A child of an index cannot go while the index refers to it.
+        let res = app.delete(&format!("/v2/{name}/manifests/{amd_digest}")).admin().send().await;
+        assert_eq!(res.status, StatusCode::PRECONDITION_FAILED);
+        // An index whose child is not in the repository.
+        let stray = json!({"schemaVersion": 2, "mediaType": OCI_INDEX, "manifests": [descriptor(OCI_MANIFEST, b"stray")]}).to_string();
+        let res = put_manifest(&app, name, "stray", OCI_INDEX, stray.as_bytes()).await;
+        assert_eq!(error_code(&res), "MANIFEST_BLOB_UNKNOWN");
+
+        // A referrer (a signature-like artifact) of the amd64 image.
+        push_blob(&app, name, b"{}").await;
+        push_blob(&app, name, b"sig").await;
+        let referrer = json!({
+            "schemaVersion": 2,
+            "mediaType": OCI_MANIFEST,
+            "artifactType": "application/vnd.example.sig",
+            "config": descriptor("application/vnd.oci.empty.v1+json", b"{}"),
+            "layers": [descriptor("application/octet-stream", b"sig")],
+            "subject": {"mediaType": OCI_MANIFEST, "digest": amd_digest, "size": amd.len()},
+            "annotations": {"org.example": "yes"},
+        })
+        .to_string()
+        .into_bytes();
+        let referrer_digest = digest_of(&referrer);
+        let res = put_manifest(&app, name, &referrer_digest, OCI_MANIFEST, &referrer).await;
+        assert_eq!(res.status, StatusCode::CREATED);
+        assert_eq!(res.header("oci-subject"), Some(amd_digest.as_str()));
+        let res = app.get(&format!("/v2/{name}/referrers/{amd_digest}")).send().await;
+        assert_eq!(res.status, StatusCode::OK);
+        assert_eq!(res.header("content-type"), Some(OCI_INDEX));
+        assert_eq!(
+            res.json(),
+            json!({"schemaVersion": 2, "mediaType": OCI_INDEX, "manifests": [{
+                "mediaType": OCI_MANIFEST, "digest": referrer_digest, "size": referrer.len(),
+                "artifactType": "application/vnd.example.sig", "annotations": {"org.example": "yes"}}]})
+        );
+        let res = app.get(&format!("/v2/{name}/referrers/{amd_digest}?artifactType=other")).send().await;
+        assert_eq!(res.json()["manifests"], json!([]));
+        assert_eq!(res.header("oci-filters-applied"), Some("artifactType"));
+        let res = app.get(&format!("/v2/{name}/referrers/{arm_digest}")).send().await;
+        assert_eq!(res.json()["manifests"], json!([]));
+        let res = app.get(&format!("/v2/{name}/referrers/sha256:bad")).send().await;
+        assert_eq!(res.status, StatusCode::BAD_REQUEST);
+
+        // Mount a layer into another repository of the project.
+        let layer = digest_of(b"arm");
+        let res = app.post(&format!("/v2/library/copy/blobs/uploads/?mount={layer}&from={name}")).admin().send().await;
+        assert_eq!(res.status, StatusCode::CREATED);
+        assert_eq!(res.header("location"), Some(format!("/v2/library/copy/blobs/{layer}").as_str()));
+        // Mounting an unknown blob starts an ordinary session.
+        let res = app.post(&format!("/v2/library/copy/blobs/uploads/?mount={}&from={name}", digest_of(b"x"))).admin().send().await;
+        assert_eq!(res.status, StatusCode::ACCEPTED);
+
+        // Blob delete: refused while a manifest uses it, allowed for a loose blob.
+        let res = app.delete(&format!("/v2/{name}/blobs/{layer}")).admin().send().await;
+        assert_eq!(res.status, StatusCode::PRECONDITION_FAILED);
+        let loose = push_blob(&app, name, b"loose").await;
+        let res = app.delete(&format!("/v2/{name}/blobs/{loose}")).admin().send().await;
+        assert_eq!(res.status, StatusCode::ACCEPTED);
+        let res = app.get(&format!("/v2/{name}/blobs/{loose}")).admin().send().await;
+        assert_eq!(error_code(&res), "BLOB_UNKNOWN");
+        let _ = arm;
+    }
+);
+
+backend_test!(
+    async fn an_upload_session_survives_a_restart(app) {
+        let name = "library/resume";
+        let res = app.post(&format!("/v2/{name}/blobs/uploads/")).admin().send().await;
+        let location = res.header("location").unwrap().to_string();
+        let first = vec![7u8; 300_000];
+        let res = app.request(Method::PATCH, &location).admin().raw("application/octet-stream", first.clone()).send().await;
+        assert_eq!(res.status, StatusCode::ACCEPTED);
+        assert_eq!(res.header("range"), Some("0-299999"));
+
+        // A new application over the same database and data directory.
+        let restarted = app.restart();
+        let res = restarted.get(&location).admin().send().await;
+        assert_eq!(res.status, StatusCode::NO_CONTENT);
+        assert_eq!(res.header("range"), Some("0-299999"));
+        let second = vec![9u8; 123_457];
+        let mut all = first.clone();
+        all.extend_from_slice(&second);
+        let digest = digest_of(&all);
+        let res = restarted
+            .put(&format!("{location}?digest={digest}"))
+            .admin()
+            .header("content-range", "300000-423456")
+            .raw("application/octet-stream", second)
+            .send()
+            .await;
+        assert_eq!(res.status, StatusCode::CREATED, "{}", res.text());
+        let res = restarted.get(&format!("/v2/{name}/blobs/{digest}")).admin().send().await;
+        assert_eq!(res.body, all);
+    }
+);
+
+backend_test!(
+    async fn docker_schema2_manifest_and_manifest_list(app) {
+        const DOCKER_MANIFEST: &str = "application/vnd.docker.distribution.manifest.v2+json";
+        const DOCKER_LIST: &str = "application/vnd.docker.distribution.manifest.list.v2+json";
+        let name = "library/dockerish";
+        let config = br#"{"architecture":"amd64","os":"linux"}"#;
+        push_blob(&app, name, config).await;
+        push_blob(&app, name, b"docker layer").await;
+        let manifest = json!({
+            "schemaVersion": 2,
+            "mediaType": DOCKER_MANIFEST,
+            "config": descriptor("application/vnd.docker.container.image.v1+json", config),
+            "layers": [descriptor("application/vnd.docker.image.rootfs.diff.tar.gzip", b"docker layer")],
+        })
+        .to_string()
+        .into_bytes();
+        let res = put_manifest(&app, name, "amd64", DOCKER_MANIFEST, &manifest).await;
+        assert_eq!(res.status, StatusCode::CREATED, "{}", res.text());
+        let list = json!({
+            "schemaVersion": 2,
+            "mediaType": DOCKER_LIST,
+            "manifests": [{"mediaType": DOCKER_MANIFEST, "digest": digest_of(&manifest), "size": manifest.len(),
+                           "platform": {"architecture": "amd64", "os": "linux"}}],
+        })
+        .to_string()
+        .into_bytes();
+        let res = put_manifest(&app, name, "latest", DOCKER_LIST, &list).await;
+        assert_eq!(res.status, StatusCode::CREATED, "{}", res.text());
+        let res = app.get(&format!("/v2/{name}/manifests/latest")).send().await;
+        assert_eq!(res.header("content-type"), Some(DOCKER_LIST));
+        assert_eq!(res.body, list);
+        let res = app.get(&format!("/v2/{name}/manifests/amd64")).send().await;
+        assert_eq!(res.header("content-type"), Some(DOCKER_MANIFEST));
+        let res = app.get("/api/v2.0/projects/library/repositories/dockerish/artifacts/amd64").send().await;
+        let body = res.json();
+        assert_eq!(body["type"], "IMAGE");
+        assert_eq!(body["media_type"], "application/vnd.docker.container.image.v1+json");
+        assert_eq!(body["extra_attrs"]["os"], "linux");
+        let res = app.get("/api/v2.0/projects/library/repositories/dockerish/artifacts/latest").send().await;
+        assert_eq!(res.json()["references"][0]["platform"]["architecture"], "amd64");
+        // A body whose mediaType contradicts the Content-Type is refused.
+        let res = put_manifest(&app, name, "bad", OCI_MANIFEST, &manifest).await;
+        assert_eq!(error_code(&res), "MANIFEST_INVALID");
+    }
+);
+
+backend_test!(
+    async fn concurrent_pushes_of_shared_layers(app) {
+        // Sixteen images at once, all sharing one layer: every blob commit,
+        // link and manifest transaction races the others.
+        let pushes = (0..16).map(|i| {
+            let app = &app;
+            async move {
+                let own = format!("own layer {i}").into_bytes();
+                let name = format!("library/race{}", i % 4);
+                push_image(app, &name, &format!("v{i}"), &[b"shared layer", &own]).await
+            }
+        });
+        let results = futures_util::future::join_all(pushes).await;
+        assert_eq!(results.len(), 16);
+        for i in 0..16 {
+            let res = app.get(&format!("/v2/library/race{}/manifests/v{i}", i % 4)).send().await;
+            assert_eq!(res.status, StatusCode::OK);
+        }
+        // Mounts, deletes and pushes interleaved.
+        let shared = digest_of(b"shared layer");
+        let ops = (0..8).map(|i| {
+            let app = &app;
+            let shared = shared.clone();
+            async move {
+                let res = app
+                    .post(&format!("/v2/library/mounted{i}/blobs/uploads/?mount={shared}&from=library/race0"))
+                    .admin()
+                    .send()
+                    .await;
+                assert_eq!(res.status, StatusCode::CREATED);
+                let res = app.delete(&format!("/v2/library/race{}/manifests/v{i}", i % 4)).admin().send().await;
+                assert_eq!(res.status, StatusCode::ACCEPTED);
+            }
+        });
+        futures_util::future::join_all(ops).await;
+        let res = app.get("/v2/library/race0/tags/list").send().await;
+        assert_eq!(res.json()["tags"], json!(["v12", "v8"]));
+    }
+);

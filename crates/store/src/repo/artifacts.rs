@@ -1,0 +1,434 @@
+//! Artifacts, their tags and index references, as the management API shows
+//! them: Harbor's listArtifacts filters, embedded lists batched per page.
+
+use berth_domain::DomainError;
+use berth_domain::model::{Artifact, ArtifactReference, Label, Tag};
+use berth_domain::time;
+
+use crate::Store;
+use crate::error::{StoreResult, conflict_on_unique};
+use crate::repo::filter::{
+    Page, Sql, TextMatch, fetch_page, order_by, push_int_match, push_text_match,
+};
+use crate::repo::labels::LabelRow;
+use crate::repo::manifests::delete_artifact_tree;
+
+const ARTIFACT_COLUMNS: &str = "a.id, a.project_id, a.repository_id, r.name AS repository_name, a.digest, \
+     a.manifest_media_type, a.media_type, a.artifact_type, a.type AS kind, a.size, a.icon, a.subject_digest, \
+     a.accessory_type, a.push_time, a.pull_time, a.extra_attrs, a.annotations";
+
+#[derive(sqlx::FromRow)]
+struct ArtifactRow {
+    id: i64,
+    project_id: i64,
+    repository_id: i64,
+    repository_name: String,
+    digest: String,
+    manifest_media_type: String,
+    media_type: String,
+    artifact_type: String,
+    kind: String,
+    size: i64,
+    icon: String,
+    subject_digest: Option<String>,
+    accessory_type: Option<String>,
+    push_time: String,
+    pull_time: String,
+    extra_attrs: String,
+    annotations: Option<String>,
+}
+
+impl From<ArtifactRow> for Artifact {
+    fn from(r: ArtifactRow) -> Self {
+        Self {
+            id: r.id,
+            project_id: r.project_id,
+            repository_id: r.repository_id,
+            repository_name: r.repository_name,
+            digest: r.digest,
+            manifest_media_type: r.manifest_media_type,
+            media_type: r.media_type,
+            artifact_type: r.artifact_type,
+            kind: r.kind,
+            size: r.size,
+            icon: r.icon,
+            subject_digest: r.subject_digest,
+            accessory_type: r.accessory_type,
+            push_time: r.push_time,
+            pull_time: r.pull_time,
+            extra_attrs: r.extra_attrs,
+            annotations: r.annotations,
+        }
+    }
+}
+
+#[derive(sqlx::FromRow)]
+struct TagRow {
+    id: i64,
+    repository_id: i64,
+    artifact_id: i64,
+    name: String,
+    push_time: String,
+    pull_time: String,
+}
+
+impl From<TagRow> for Tag {
+    fn from(r: TagRow) -> Self {
+        Self {
+            id: r.id,
+            repository_id: r.repository_id,
+            artifact_id: r.artifact_id,
+            name: r.name,
+            push_time: r.push_time,
+            pull_time: r.pull_time,
+        }
+    }
+}
+
+#[derive(sqlx::FromRow)]
+struct ReferenceRow {
+    parent_id: i64,
+    child_id: i64,
+    child_digest: String,
+    platform: Option<String>,
+    urls: Option<String>,
+    annotations: Option<String>,
+}
+
+impl From<ReferenceRow> for ArtifactReference {
+    fn from(r: ReferenceRow) -> Self {
+        Self {
+            parent_id: r.parent_id,
+            child_id: r.child_id,
+            child_digest: r.child_digest,
+            platform: r.platform,
+            urls: r.urls,
+            annotations: r.annotations,
+        }
+    }
+}
+
+/// The `tags` condition of an artifact listing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TagMatch {
+    /// `tags=*`: tagged.
+    Any,
+    /// `tags=nil`: untagged.
+    Nil,
+    /// `tags=~x`: a tag containing `x` (case-sensitive).
+    Fuzzy(String),
+    /// `tags=x`: a tag named `x`.
+    Exact(String),
+}
+
+/// Filterable and sortable artifact columns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ArtifactColumn {
+    /// `id`
+    Id,
+    /// `type`
+    Type,
+    /// `media_type`
+    MediaType,
+    /// `manifest_media_type`
+    ManifestMediaType,
+    /// `artifact_type`
+    ArtifactType,
+    /// `digest`
+    Digest,
+    /// `size`
+    Size,
+    /// `push_time`
+    PushTime,
+    /// `pull_time`
+    PullTime,
+}
+
+impl ArtifactColumn {
+    /// The column for a Harbor `q`/`sort` key, if it is one.
+    pub fn from_key(key: &str) -> Option<Self> {
+        Some(match key {
+            "id" => Self::Id,
+            "type" => Self::Type,
+            "media_type" => Self::MediaType,
+            "manifest_media_type" => Self::ManifestMediaType,
+            "artifact_type" => Self::ArtifactType,
+            "digest" => Self::Digest,
+            "size" => Self::Size,
+            "push_time" => Self::PushTime,
+            "pull_time" => Self::PullTime,
+            _ => return None,
+        })
+    }
+
+    fn column(self) -> &'static str {
+        match self {
+            Self::Id => "a.id",
+            Self::Type => "a.type",
+            Self::MediaType => "a.media_type",
+            Self::ManifestMediaType => "a.manifest_media_type",
+            Self::ArtifactType => "a.artifact_type",
+            Self::Digest => "a.digest",
+            Self::Size => "a.size",
+            Self::PushTime => "a.push_time",
+            Self::PullTime => "a.pull_time",
+        }
+    }
+}
+
+/// An artifact listing (Harbor's listArtifacts semantics).
+#[derive(Debug, Clone)]
+pub struct ArtifactQuery {
+    /// The repository.
+    pub repository_id: i64,
+    /// `base=*`: include index children too.
+    pub all: bool,
+    /// The `tags` condition.
+    pub tags: Option<TagMatch>,
+    /// Label ids the artifacts must all carry.
+    pub labels: Vec<i64>,
+    /// Column conditions.
+    pub columns: Vec<(ArtifactColumn, TextMatch)>,
+    /// Order (`true` = descending); empty for `-push_time,-id`.
+    pub sort: Vec<(ArtifactColumn, bool)>,
+    /// The page.
+    pub page: Page,
+}
+
+/// Access to artifacts, tags and references.
+pub struct Artifacts<'a>(pub(crate) &'a Store);
+
+impl Store {
+    /// The artifacts repository.
+    pub fn artifacts(&self) -> Artifacts<'_> {
+        Artifacts(self)
+    }
+}
+
+impl Artifacts<'_> {
+    /// One page of artifacts and the total.
+    pub async fn list_artifacts(&self, query: &ArtifactQuery) -> StoreResult<(Vec<Artifact>, i64)> {
+        let mut filter = Sql::default();
+        filter
+            .push(" FROM artifacts a JOIN repositories r ON r.id = a.repository_id WHERE a.repository_id = ")
+            .int(query.repository_id)
+            .push(" AND a.accessory_type IS NULL");
+        if !query.all {
+            filter.push(
+                " AND (EXISTS (SELECT 1 FROM tags t WHERE t.artifact_id = a.id) \
+                 OR NOT EXISTS (SELECT 1 FROM artifact_references ar WHERE ar.child_id = a.id))",
+            );
+        }
+        match &query.tags {
+            None => {}
+            Some(TagMatch::Any) => {
+                filter.push(" AND EXISTS (SELECT 1 FROM tags t WHERE t.artifact_id = a.id)");
+            }
+            Some(TagMatch::Nil) => {
+                filter.push(" AND NOT EXISTS (SELECT 1 FROM tags t WHERE t.artifact_id = a.id)");
+            }
+            Some(TagMatch::Fuzzy(text)) => {
+                filter
+                    .push(" AND EXISTS (SELECT 1 FROM tags t WHERE t.artifact_id = a.id AND REPLACE(t.name, ")
+                    .text(text)
+                    .push(", '') <> t.name)");
+            }
+            Some(TagMatch::Exact(name)) => {
+                filter
+                    .push(" AND EXISTS (SELECT 1 FROM tags t WHERE t.artifact_id = a.id AND t.name = ")
+                    .text(name)
+                    .push(")");
+            }
+        }
+        for label in &query.labels {
+            filter
+                .push(" AND EXISTS (SELECT 1 FROM label_references lr WHERE lr.artifact_id = a.id AND lr.label_id = ")
+                .int(*label)
+                .push(")");
+        }
+        for (column, matcher) in &query.columns {
+            if matches!(column, ArtifactColumn::Id | ArtifactColumn::Size) {
+                push_int_match(&mut filter, column.column(), matcher);
+                continue;
+            }
+            push_text_match(&mut filter, column.column(), matcher);
+        }
+        let sort: Vec<(&str, bool)> = query.sort.iter().map(|(c, d)| (c.column(), *d)).collect();
+        let (rows, total): (Vec<ArtifactRow>, i64) = fetch_page(
+            &self.0.pool,
+            ARTIFACT_COLUMNS,
+            filter,
+            &order_by(&sort, "a.push_time DESC, a.id DESC", "a.id DESC"),
+            query.page,
+        )
+        .await?;
+        Ok((rows.into_iter().map(Artifact::from).collect(), total))
+    }
+
+    /// The artifact `digest` of repository `repository_id`.
+    pub async fn artifact_by_digest(
+        &self,
+        repository_id: i64,
+        digest: &str,
+    ) -> StoreResult<Option<Artifact>> {
+        let mut sql = Sql::default();
+        sql.push("SELECT ")
+            .push(ARTIFACT_COLUMNS)
+            .push(" FROM artifacts a JOIN repositories r ON r.id = a.repository_id WHERE a.repository_id = ")
+            .int(repository_id)
+            .push(" AND a.digest = ")
+            .text(digest);
+        let mut rows: Vec<ArtifactRow> = sql.fetch_all(&self.0.pool).await?;
+        Ok(rows.pop().map(Artifact::from))
+    }
+
+    /// The artifact tag `tag` of repository `repository_id` points at.
+    pub async fn artifact_by_tag(
+        &self,
+        repository_id: i64,
+        tag: &str,
+    ) -> StoreResult<Option<Artifact>> {
+        let mut sql = Sql::default();
+        sql.push("SELECT ")
+            .push(ARTIFACT_COLUMNS)
+            .push(" FROM tags t JOIN artifacts a ON a.id = t.artifact_id JOIN repositories r ON r.id = a.repository_id WHERE t.repository_id = ")
+            .int(repository_id)
+            .push(" AND t.name = ")
+            .text(tag);
+        let mut rows: Vec<ArtifactRow> = sql.fetch_all(&self.0.pool).await?;
+        Ok(rows.pop().map(Artifact::from))
+    }
+
+    /// The tags of `artifact_ids`, newest push first.
+    pub async fn tags_of(&self, artifact_ids: &[i64]) -> StoreResult<Vec<Tag>> {
+        if artifact_ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut sql = Sql::default();
+        sql.push("SELECT id, repository_id, artifact_id, name, push_time, pull_time FROM tags WHERE artifact_id IN (")
+            .ints(artifact_ids)
+            .push(") ORDER BY push_time DESC, id DESC");
+        let rows: Vec<TagRow> = sql.fetch_all(&self.0.pool).await?;
+        Ok(rows.into_iter().map(Tag::from).collect())
+    }
+
+    /// One page of an artifact's tags (optionally by name) and the total.
+    pub async fn list_tags(
+        &self,
+        artifact_id: i64,
+        name: Option<&TextMatch>,
+        page: Page,
+    ) -> StoreResult<(Vec<Tag>, i64)> {
+        let mut filter = Sql::default();
+        filter
+            .push(" FROM tags t WHERE t.artifact_id = ")
+            .int(artifact_id);
+        if let Some(name) = name {
+            push_text_match(&mut filter, "t.name", name);
+        }
+        let (rows, total): (Vec<TagRow>, i64) = fetch_page(
+            &self.0.pool,
+            "t.id, t.repository_id, t.artifact_id, t.name, t.push_time, t.pull_time",
+            filter,
+            "t.push_time DESC, t.id DESC",
+            page,
+        )
+        .await?;
+        Ok((rows.into_iter().map(Tag::from).collect(), total))
+    }
+
+    /// The index children of `parent_ids`.
+    pub async fn references_of(&self, parent_ids: &[i64]) -> StoreResult<Vec<ArtifactReference>> {
+        if parent_ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut sql = Sql::default();
+        sql.push("SELECT parent_id, child_id, child_digest, platform, urls, annotations FROM artifact_references WHERE parent_id IN (")
+            .ints(parent_ids)
+            .push(") ORDER BY parent_id, child_id");
+        let rows: Vec<ReferenceRow> = sql.fetch_all(&self.0.pool).await?;
+        Ok(rows.into_iter().map(ArtifactReference::from).collect())
+    }
+
+    /// The labels of `artifact_ids`, as `(artifact_id, label)`.
+    pub async fn labels_of(&self, artifact_ids: &[i64]) -> StoreResult<Vec<(i64, Label)>> {
+        if artifact_ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut sql = Sql::default();
+        sql.push("SELECT lr.artifact_id, l.id, l.name, l.description, l.color, l.scope, l.project_id, l.created_at, l.updated_at \
+                  FROM label_references lr JOIN labels l ON l.id = lr.label_id WHERE lr.artifact_id IN (")
+            .ints(artifact_ids)
+            .push(") ORDER BY l.id");
+        #[derive(sqlx::FromRow)]
+        struct Row {
+            artifact_id: i64,
+            #[sqlx(flatten)]
+            label: LabelRow,
+        }
+        let rows: Vec<Row> = sql.fetch_all(&self.0.pool).await?;
+        Ok(rows
+            .into_iter()
+            .map(|r| (r.artifact_id, Label::from(r.label)))
+            .collect())
+    }
+
+    /// Adds tag `name` to an artifact; `Conflict` when the repository has it.
+    pub async fn create_tag(
+        &self,
+        repository_id: i64,
+        artifact_id: i64,
+        name: &str,
+    ) -> StoreResult<()> {
+        sqlx::query(
+            "INSERT INTO tags (repository_id, artifact_id, name, push_time, pull_time) VALUES ($1, $2, $3, $4, $5)",
+        )
+        .bind(repository_id)
+        .bind(artifact_id)
+        .bind(name)
+        .bind(time::now())
+        .bind(time::ZERO_TIME)
+        .execute(&self.0.pool)
+        .await
+        .map_err(|e| {
+            conflict_on_unique(e, || format!("tag {name} already exists under the repository {repository_id}"))
+        })?;
+        Ok(())
+    }
+
+    /// Removes tag `name` from an artifact; `false` when it has no such tag.
+    pub async fn delete_tag(&self, artifact_id: i64, name: &str) -> StoreResult<bool> {
+        let done = sqlx::query("DELETE FROM tags WHERE artifact_id = $1 AND name = $2")
+            .bind(artifact_id)
+            .bind(name)
+            .execute(&self.0.pool)
+            .await?;
+        Ok(done.rows_affected() > 0)
+    }
+
+    /// Deletes an artifact with its tags, labels and accessories;
+    /// `Precondition` while an index refers to it.
+    pub async fn delete_artifact(&self, artifact: &Artifact) -> StoreResult<()> {
+        let mut tx = self.0.begin_write().await?;
+        let referenced: Option<(i64,)> =
+            sqlx::query_as("SELECT parent_id FROM artifact_references WHERE child_id = $1 LIMIT 1")
+                .bind(artifact.id)
+                .fetch_optional(&mut *tx)
+                .await?;
+        if referenced.is_some() {
+            return Err(DomainError::Precondition(
+                "the deleting artifact is referenced by others".into(),
+            )
+            .into());
+        }
+        delete_artifact_tree(
+            &mut tx,
+            artifact.id,
+            artifact.repository_id,
+            &artifact.digest,
+        )
+        .await?;
+        tx.commit().await?;
+        Ok(())
+    }
+}

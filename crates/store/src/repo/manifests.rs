@@ -1,0 +1,521 @@
+//! Manifests as the distribution API stores and serves them: artifacts with
+//! their blobs, index references and tags, referrers, and pull bookkeeping.
+
+use berth_domain::time;
+
+use crate::error::StoreResult;
+use crate::repo::registry::{Registry, UPSERT_BLOB, deleting, link_blob, placeholders};
+
+/// A child of an index, as stored in `artifact_references`.
+#[derive(Debug, Clone)]
+pub struct NewReference {
+    /// The child manifest's digest.
+    pub digest: String,
+    /// Platform JSON, if the index gives one.
+    pub platform: Option<String>,
+    /// URLs JSON, if any.
+    pub urls: Option<String>,
+    /// Annotations JSON, if any.
+    pub annotations: Option<String>,
+}
+
+/// Everything a manifest PUT stores.
+#[derive(Debug, Clone)]
+pub struct NewManifest {
+    /// The project the repository belongs to.
+    pub project_id: i64,
+    /// The full repository name (created if missing).
+    pub repository: String,
+    /// The manifest digest.
+    pub digest: String,
+    /// The exact bytes received.
+    pub body: Vec<u8>,
+    /// The manifest's media type.
+    pub manifest_media_type: String,
+    /// Harbor `media_type` (config media type).
+    pub media_type: String,
+    /// OCI artifact type (or config media type).
+    pub artifact_type: String,
+    /// Harbor `type`.
+    pub harbor_type: String,
+    /// Harbor `size`.
+    pub size: i64,
+    /// OCI subject digest.
+    pub subject_digest: Option<String>,
+    /// Accessory type, for manifests with a subject.
+    pub accessory_type: Option<String>,
+    /// Extra attributes JSON.
+    pub extra_attrs: String,
+    /// Annotations JSON.
+    pub annotations: Option<String>,
+    /// Blob dependencies (config and layers), by digest.
+    pub blobs: Vec<String>,
+    /// Child manifests of an index.
+    pub children: Vec<NewReference>,
+    /// The tag to point at it, if pushed by tag.
+    pub tag: Option<String>,
+}
+
+/// The outcome of a manifest PUT.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PutManifest {
+    /// Stored; the artifact id.
+    Stored(i64),
+    /// A config or layer is not a blob of the project.
+    MissingBlob(String),
+    /// An index child is not a manifest of the repository.
+    MissingChild(String),
+}
+
+/// A manifest as `/v2` serves it.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct StoredManifest {
+    /// Artifact id.
+    pub artifact_id: i64,
+    /// Repository id.
+    pub repository_id: i64,
+    /// The tag it was found by, if any.
+    pub tag_id: Option<i64>,
+    /// Manifest digest.
+    pub digest: String,
+    /// Manifest media type.
+    pub media_type: String,
+    /// The exact bytes.
+    pub body: Vec<u8>,
+}
+
+/// A referrer of a subject (referrers API).
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct Referrer {
+    /// Manifest digest.
+    pub digest: String,
+    /// Manifest media type.
+    pub media_type: String,
+    /// Manifest size.
+    pub size: i64,
+    /// Artifact type.
+    pub artifact_type: String,
+    /// Annotations JSON.
+    pub annotations: Option<String>,
+}
+
+/// The outcome of deleting a manifest.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DeleteManifest {
+    /// Deleted (with its accessories).
+    Deleted,
+    /// No such manifest in the repository.
+    NotFound,
+    /// An index of the repository refers to it.
+    Referenced,
+}
+
+/// One pull to record.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Pull {
+    /// The artifact pulled.
+    pub artifact_id: i64,
+    /// The tag it was pulled by, if any.
+    pub tag_id: Option<i64>,
+    /// Its repository.
+    pub repository_id: i64,
+}
+
+impl Registry<'_> {
+    /// Stores a manifest and everything it implies, in one transaction.
+    pub async fn put_manifest(&self, m: &NewManifest) -> StoreResult<PutManifest> {
+        let now = time::now();
+        let mut tx = self.0.begin_write().await?;
+        let (repository_id,): (i64,) = sqlx::query_as(
+            "INSERT INTO repositories (project_id, name, description, pull_count, created_at, updated_at) \
+             VALUES ($1, $2, '', 0, $3, $3) \
+             ON CONFLICT (name) DO UPDATE SET updated_at = $3 RETURNING id",
+        )
+        .bind(m.project_id)
+        .bind(&m.repository)
+        .bind(&now)
+        .fetch_one(&mut *tx)
+        .await?;
+
+        // Dependencies: each must be linked to the project; the links stop being pending.
+        let mut deps: Vec<&str> = m.blobs.iter().map(String::as_str).collect();
+        deps.sort_unstable();
+        deps.dedup();
+        let mut dep_ids = Vec::with_capacity(deps.len());
+        if !deps.is_empty() {
+            let sql = format!(
+                "UPDATE project_blobs SET version = version + 1, pending_since = NULL \
+                 WHERE project_id = $1 AND blob_id IN (SELECT id FROM blobs WHERE deleting = 0 AND digest IN ({})) \
+                 RETURNING blob_id",
+                placeholders(2, deps.len())
+            );
+            let mut query =
+                sqlx::query_as::<_, (i64,)>(sqlx::AssertSqlSafe(sql)).bind(m.project_id);
+            for d in &deps {
+                query = query.bind(*d);
+            }
+            dep_ids = query
+                .fetch_all(&mut *tx)
+                .await?
+                .into_iter()
+                .map(|(id,)| id)
+                .collect();
+            if dep_ids.len() != deps.len() {
+                let sql = format!(
+                    "SELECT b.digest FROM blobs b JOIN project_blobs pb ON pb.blob_id = b.id \
+                     WHERE pb.project_id = $1 AND b.deleting = 0 AND b.digest IN ({})",
+                    placeholders(2, deps.len())
+                );
+                let mut query =
+                    sqlx::query_as::<_, (String,)>(sqlx::AssertSqlSafe(sql)).bind(m.project_id);
+                for d in &deps {
+                    query = query.bind(*d);
+                }
+                let present: Vec<String> = query
+                    .fetch_all(&mut *tx)
+                    .await?
+                    .into_iter()
+                    .map(|(d,)| d)
+                    .collect();
+                let missing = deps
+                    .iter()
+                    .find(|d| !present.iter().any(|p| p == *d))
+                    .map_or_else(String::new, |d| (*d).to_string());
+                tx.rollback().await?;
+                return Ok(PutManifest::MissingBlob(missing));
+            }
+        }
+
+        // Children of an index: manifests of the same repository.
+        let mut children: Vec<(i64, String, i64)> = Vec::new();
+        if !m.children.is_empty() {
+            let sql = format!(
+                "SELECT id, digest, manifest_blob_id FROM artifacts WHERE repository_id = $1 AND digest IN ({})",
+                placeholders(2, m.children.len())
+            );
+            let mut query = sqlx::query_as::<_, (i64, String, i64)>(sqlx::AssertSqlSafe(sql))
+                .bind(repository_id);
+            for c in &m.children {
+                query = query.bind(&c.digest);
+            }
+            children = query.fetch_all(&mut *tx).await?;
+            if let Some(missing) = m
+                .children
+                .iter()
+                .find(|c| !children.iter().any(|(_, d, _)| *d == c.digest))
+            {
+                tx.rollback().await?;
+                return Ok(PutManifest::MissingChild(missing.digest.clone()));
+            }
+        }
+
+        // The manifest's own blob, body and (non-pending) link.
+        let body_len = i64::try_from(m.body.len()).unwrap_or(i64::MAX);
+        let blob: Option<(i64,)> = sqlx::query_as(UPSERT_BLOB)
+            .bind(&m.digest)
+            .bind(body_len)
+            .bind(&m.manifest_media_type)
+            .bind(&now)
+            .fetch_optional(&mut *tx)
+            .await?;
+        let Some((manifest_blob_id,)) = blob else {
+            return Err(deleting(&m.digest));
+        };
+        sqlx::query("INSERT INTO manifest_bodies (blob_id, body) VALUES ($1, $2) ON CONFLICT (blob_id) DO NOTHING")
+            .bind(manifest_blob_id)
+            .bind(m.body.clone())
+            .execute(&mut *tx)
+            .await?;
+        link_blob(
+            &mut tx,
+            m.project_id,
+            manifest_blob_id,
+            body_len,
+            None,
+            &now,
+        )
+        .await?;
+
+        let (artifact_id,): (i64,) = sqlx::query_as(
+            "INSERT INTO artifacts (project_id, repository_id, digest, manifest_blob_id, manifest_media_type, \
+             media_type, artifact_type, type, size, icon, subject_digest, accessory_type, push_time, pull_time, \
+             extra_attrs, annotations) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, '', $10, $11, $12, $13, $14, $15) \
+             ON CONFLICT (repository_id, digest) DO UPDATE SET push_time = $12 RETURNING id",
+        )
+        .bind(m.project_id)
+        .bind(repository_id)
+        .bind(&m.digest)
+        .bind(manifest_blob_id)
+        .bind(&m.manifest_media_type)
+        .bind(&m.media_type)
+        .bind(&m.artifact_type)
+        .bind(&m.harbor_type)
+        .bind(m.size)
+        .bind(m.subject_digest.as_deref())
+        .bind(m.accessory_type.as_deref())
+        .bind(&now)
+        .bind(time::ZERO_TIME)
+        .bind(&m.extra_attrs)
+        .bind(m.annotations.as_deref())
+        .fetch_one(&mut *tx)
+        .await?;
+
+        let mut blob_ids = dep_ids;
+        blob_ids.push(manifest_blob_id);
+        blob_ids.extend(children.iter().map(|(_, _, b)| *b));
+        blob_ids.sort_unstable();
+        blob_ids.dedup();
+        let values = (0..blob_ids.len())
+            .map(|i| format!("($1, ${})", i + 2))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let sql = format!(
+            "INSERT INTO artifact_blobs (artifact_id, blob_id) VALUES {values} ON CONFLICT (artifact_id, blob_id) DO NOTHING"
+        );
+        let mut query = sqlx::query(sqlx::AssertSqlSafe(sql)).bind(artifact_id);
+        for id in &blob_ids {
+            query = query.bind(*id);
+        }
+        query.execute(&mut *tx).await?;
+
+        for child in &m.children {
+            let child_id = children
+                .iter()
+                .find(|(_, d, _)| *d == child.digest)
+                .map(|(id, _, _)| *id)
+                .expect("checked above");
+            sqlx::query(
+                "INSERT INTO artifact_references (parent_id, child_id, child_digest, platform, urls, annotations) \
+                 VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (parent_id, child_id) DO NOTHING",
+            )
+            .bind(artifact_id)
+            .bind(child_id)
+            .bind(&child.digest)
+            .bind(child.platform.as_deref())
+            .bind(child.urls.as_deref())
+            .bind(child.annotations.as_deref())
+            .execute(&mut *tx)
+            .await?;
+        }
+
+        if let Some(tag) = &m.tag {
+            sqlx::query(
+                "INSERT INTO tags (repository_id, artifact_id, name, push_time, pull_time) \
+                 VALUES ($1, $2, $3, $4, $5) \
+                 ON CONFLICT (repository_id, name) DO UPDATE SET artifact_id = excluded.artifact_id, \
+                 push_time = excluded.push_time",
+            )
+            .bind(repository_id)
+            .bind(artifact_id)
+            .bind(tag)
+            .bind(&now)
+            .bind(time::ZERO_TIME)
+            .execute(&mut *tx)
+            .await?;
+        }
+        tx.commit().await?;
+        Ok(PutManifest::Stored(artifact_id))
+    }
+
+    /// The manifest `repository:tag`.
+    pub async fn manifest_by_tag(
+        &self,
+        repository: &str,
+        tag: &str,
+    ) -> StoreResult<Option<StoredManifest>> {
+        Ok(sqlx::query_as(
+            "SELECT a.id AS artifact_id, a.repository_id, t.id AS tag_id, a.digest, \
+             a.manifest_media_type AS media_type, mb.body \
+             FROM repositories r JOIN tags t ON t.repository_id = r.id AND t.name = $2 \
+             JOIN artifacts a ON a.id = t.artifact_id \
+             JOIN manifest_bodies mb ON mb.blob_id = a.manifest_blob_id \
+             WHERE r.name = $1",
+        )
+        .bind(repository)
+        .bind(tag)
+        .fetch_optional(&self.0.pool)
+        .await?)
+    }
+
+    /// The manifest `repository@digest`.
+    pub async fn manifest_by_digest(
+        &self,
+        repository: &str,
+        digest: &str,
+    ) -> StoreResult<Option<StoredManifest>> {
+        Ok(sqlx::query_as(
+            "SELECT a.id AS artifact_id, a.repository_id, CAST(NULL AS BIGINT) AS tag_id, a.digest, \
+             a.manifest_media_type AS media_type, mb.body \
+             FROM repositories r JOIN artifacts a ON a.repository_id = r.id AND a.digest = $2 \
+             JOIN manifest_bodies mb ON mb.blob_id = a.manifest_blob_id \
+             WHERE r.name = $1",
+        )
+        .bind(repository)
+        .bind(digest)
+        .fetch_optional(&self.0.pool)
+        .await?)
+    }
+
+    /// The id of repository `name`, if it exists.
+    pub async fn repository_id(&self, name: &str) -> StoreResult<Option<i64>> {
+        let row: Option<(i64,)> = sqlx::query_as("SELECT id FROM repositories WHERE name = $1")
+            .bind(name)
+            .fetch_optional(&self.0.pool)
+            .await?;
+        Ok(row.map(|(id,)| id))
+    }
+
+    /// Removes tag `tag` of `repository`; `false` when there was none.
+    pub async fn delete_tag(&self, repository: &str, tag: &str) -> StoreResult<bool> {
+        let done = sqlx::query(
+            "DELETE FROM tags WHERE name = $2 AND repository_id = (SELECT id FROM repositories WHERE name = $1)",
+        )
+        .bind(repository)
+        .bind(tag)
+        .execute(&self.0.pool)
+        .await?;
+        Ok(done.rows_affected() > 0)
+    }
+
+    /// Deletes artifact `digest` of `repository` with its tags, labels and
+    /// accessories. Blob links are left for garbage collection.
+    pub async fn delete_manifest(
+        &self,
+        repository: &str,
+        digest: &str,
+    ) -> StoreResult<DeleteManifest> {
+        let mut tx = self.0.begin_write().await?;
+        let found: Option<(i64, i64)> = sqlx::query_as(
+            "SELECT a.id, a.repository_id FROM artifacts a JOIN repositories r ON r.id = a.repository_id \
+             WHERE r.name = $1 AND a.digest = $2",
+        )
+        .bind(repository)
+        .bind(digest)
+        .fetch_optional(&mut *tx)
+        .await?;
+        let Some((artifact_id, repository_id)) = found else {
+            return Ok(DeleteManifest::NotFound);
+        };
+        let referenced: Option<(i64,)> =
+            sqlx::query_as("SELECT parent_id FROM artifact_references WHERE child_id = $1 LIMIT 1")
+                .bind(artifact_id)
+                .fetch_optional(&mut *tx)
+                .await?;
+        if referenced.is_some() {
+            return Ok(DeleteManifest::Referenced);
+        }
+        delete_artifact_tree(&mut tx, artifact_id, repository_id, digest).await?;
+        tx.commit().await?;
+        Ok(DeleteManifest::Deleted)
+    }
+
+    /// Tag names of `repository` after `last`, in order, at most `limit`;
+    /// `None` when the repository does not exist.
+    pub async fn tags(
+        &self,
+        repository: &str,
+        last: &str,
+        limit: i64,
+    ) -> StoreResult<Option<Vec<String>>> {
+        let Some(id) = self.repository_id(repository).await? else {
+            return Ok(None);
+        };
+        let rows: Vec<(String,)> = sqlx::query_as(
+            "SELECT name FROM tags WHERE repository_id = $1 AND name > $2 ORDER BY name LIMIT $3",
+        )
+        .bind(id)
+        .bind(last)
+        .bind(limit)
+        .fetch_all(&self.0.pool)
+        .await?;
+        Ok(Some(rows.into_iter().map(|(n,)| n).collect()))
+    }
+
+    /// Repository names after `last`, in order, at most `limit`.
+    pub async fn catalog(&self, last: &str, limit: i64) -> StoreResult<Vec<String>> {
+        let rows: Vec<(String,)> =
+            sqlx::query_as("SELECT name FROM repositories WHERE name > $1 ORDER BY name LIMIT $2")
+                .bind(last)
+                .bind(limit)
+                .fetch_all(&self.0.pool)
+                .await?;
+        Ok(rows.into_iter().map(|(n,)| n).collect())
+    }
+
+    /// The manifests of `repository` whose subject is `subject`, optionally of one artifact type.
+    pub async fn referrers(
+        &self,
+        repository: &str,
+        subject: &str,
+        artifact_type: Option<&str>,
+    ) -> StoreResult<Vec<Referrer>> {
+        let filter = if artifact_type.is_some() {
+            " AND a.artifact_type = $3"
+        } else {
+            ""
+        };
+        let sql = format!(
+            "SELECT a.digest, a.manifest_media_type AS media_type, b.size, a.artifact_type, a.annotations \
+             FROM artifacts a JOIN repositories r ON r.id = a.repository_id \
+             JOIN blobs b ON b.id = a.manifest_blob_id \
+             WHERE r.name = $1 AND a.subject_digest = $2{filter} ORDER BY a.id"
+        );
+        let mut query = sqlx::query_as(sqlx::AssertSqlSafe(sql))
+            .bind(repository)
+            .bind(subject);
+        if let Some(t) = artifact_type {
+            query = query.bind(t);
+        }
+        Ok(query.fetch_all(&self.0.pool).await?)
+    }
+
+    /// Applies a batch of pulls: latest `pull_time` on artifacts and tags, and
+    /// `pull_count` on repositories.
+    pub async fn record_pulls(&self, pulls: &[(Pull, i64)], at: &str) -> StoreResult<()> {
+        let mut tx = self.0.begin_write().await?;
+        for (pull, count) in pulls {
+            sqlx::query("UPDATE artifacts SET pull_time = $2 WHERE id = $1 AND pull_time < $2")
+                .bind(pull.artifact_id)
+                .bind(at)
+                .execute(&mut *tx)
+                .await?;
+            if let Some(tag_id) = pull.tag_id {
+                sqlx::query("UPDATE tags SET pull_time = $2 WHERE id = $1 AND pull_time < $2")
+                    .bind(tag_id)
+                    .bind(at)
+                    .execute(&mut *tx)
+                    .await?;
+            }
+            sqlx::query("UPDATE repositories SET pull_count = pull_count + $2 WHERE id = $1")
+                .bind(pull.repository_id)
+                .bind(*count)
+                .execute(&mut *tx)
+                .await?;
+        }
+        tx.commit().await?;
+        Ok(())
+    }
+}
+
+/// Deletes an artifact and, first, the accessories whose subject it is.
+pub(crate) async fn delete_artifact_tree(
+    tx: &mut sqlx::Transaction<'_, sqlx::Any>,
+    artifact_id: i64,
+    repository_id: i64,
+    digest: &str,
+) -> StoreResult<()> {
+    sqlx::query(
+        "DELETE FROM artifacts WHERE repository_id = $1 AND subject_digest = $2 AND accessory_type IS NOT NULL \
+         AND NOT EXISTS (SELECT 1 FROM artifact_references r WHERE r.child_id = artifacts.id)",
+    )
+    .bind(repository_id)
+    .bind(digest)
+    .execute(&mut **tx)
+    .await?;
+    sqlx::query("DELETE FROM artifacts WHERE id = $1")
+        .bind(artifact_id)
+        .execute(&mut **tx)
+        .await?;
+    Ok(())
+}
