@@ -4,8 +4,10 @@
 //! password hash each time would cap throughput at a few dozen requests per
 //! second per core. Entries are keyed by an HMAC of `login \0 password` under a
 //! per-process secret, so the cache never holds a password or a fast hash of
-//! one. Each entry remembers the user's `auth_version`; callers compare it with
-//! the stored user on every hit, so a password change anywhere invalidates it.
+//! one. An entry is trusted as it is for a short revalidation window; after
+//! that the caller re-reads the user and compares its `auth_version`, so a
+//! password change made on another instance takes effect within that window.
+//! Changes made on this instance evict the user's entries at once.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -16,37 +18,54 @@ use sha2::Sha256;
 
 type Key = [u8; 32];
 
-/// What a cache hit tells: who the credentials belonged to, as of which version.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct CachedCredential {
-    /// The user the credentials verified as.
-    pub user_id: i64,
-    /// The user's `auth_version` when they were verified.
-    pub auth_version: i64,
+struct Entry<V> {
+    value: V,
+    verified_at: Instant,
+    checked_at: Instant,
+}
+
+/// What a lookup found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Lookup<V> {
+    /// Verified and checked within the revalidation window: use as is.
+    Fresh(V),
+    /// Verified within the lifetime, but due for a check against the store.
+    Stale(V),
+    /// Not cached (or expired): verify the password.
+    Miss,
+}
+
+/// Timings of a [`CredentialCache`].
+#[derive(Debug, Clone, Copy)]
+pub struct CacheTimes {
+    /// How long a verified password is trusted before it is hashed again.
+    pub lifetime: Duration,
+    /// How long an entry is used without checking the stored user.
+    pub revalidate: Duration,
 }
 
 /// The cache; cheap to share behind an `Arc`.
-pub struct CredentialCache {
+pub struct CredentialCache<V> {
     secret: Vec<u8>,
-    ttl: Duration,
+    times: CacheTimes,
     capacity: usize,
-    entries: Mutex<HashMap<Key, (CachedCredential, Instant)>>,
+    entries: Mutex<HashMap<Key, Entry<V>>>,
 }
 
-impl std::fmt::Debug for CredentialCache {
+impl<V> std::fmt::Debug for CredentialCache<V> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("CredentialCache")
-            .field("ttl", &self.ttl)
+            .field("times", &self.times)
             .finish_non_exhaustive()
     }
 }
 
-impl CredentialCache {
-    /// A cache keyed under `secret`, entries living `ttl`, at most `capacity` of them.
-    pub fn new(secret: Vec<u8>, ttl: Duration, capacity: usize) -> Self {
+impl<V: Clone> CredentialCache<V> {
+    /// A cache keyed under `secret`, with `times`, holding at most `capacity` entries.
+    pub fn new(secret: Vec<u8>, times: CacheTimes, capacity: usize) -> Self {
         Self {
             secret,
-            ttl,
+            times,
             capacity,
             entries: Mutex::new(HashMap::new()),
         }
@@ -61,49 +80,68 @@ impl CredentialCache {
         mac.finalize().into_bytes().into()
     }
 
-    /// The credential verified earlier for exactly this login and password, if still fresh.
-    pub fn get(&self, login: &str, password: &str) -> Option<CachedCredential> {
+    fn entries(&self) -> std::sync::MutexGuard<'_, HashMap<Key, Entry<V>>> {
+        self.entries.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// What is cached for exactly this login and password.
+    pub fn get(&self, login: &str, password: &str) -> Lookup<V> {
         let key = self.key(login, password);
-        let mut entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
-        match entries.get(&key) {
-            Some((hit, at)) if at.elapsed() < self.ttl => Some(*hit),
-            Some(_) => {
-                entries.remove(&key);
-                None
-            }
-            None => None,
+        let mut entries = self.entries();
+        let Some(entry) = entries.get(&key) else {
+            return Lookup::Miss;
+        };
+        if entry.verified_at.elapsed() >= self.times.lifetime {
+            entries.remove(&key);
+            Lookup::Miss
+        } else if entry.checked_at.elapsed() < self.times.revalidate {
+            Lookup::Fresh(entry.value.clone())
+        } else {
+            Lookup::Stale(entry.value.clone())
         }
     }
 
-    /// Remembers that this login and password verified as `credential`.
-    pub fn put(&self, login: &str, password: &str, credential: CachedCredential) {
+    /// Remembers that this login and password just verified as `value`.
+    pub fn put(&self, login: &str, password: &str, value: V) {
         let key = self.key(login, password);
-        let mut entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
+        let mut entries = self.entries();
         if entries.len() >= self.capacity {
-            let ttl = self.ttl;
-            entries.retain(|_, (_, at)| at.elapsed() < ttl);
+            let lifetime = self.times.lifetime;
+            entries.retain(|_, e| e.verified_at.elapsed() < lifetime);
             if entries.len() >= self.capacity {
                 entries.clear();
             }
         }
-        entries.insert(key, (credential, Instant::now()));
+        let now = Instant::now();
+        entries.insert(
+            key,
+            Entry {
+                value,
+                verified_at: now,
+                checked_at: now,
+            },
+        );
     }
 
-    /// Forgets this login and password (a stale hit).
+    /// Records a successful check of a stale entry against the store.
+    pub fn refresh(&self, login: &str, password: &str, value: V) {
+        let key = self.key(login, password);
+        if let Some(entry) = self.entries().get_mut(&key) {
+            entry.value = value;
+            entry.checked_at = Instant::now();
+        }
+    }
+
+    /// Forgets this login and password.
     pub fn remove(&self, login: &str, password: &str) {
         let key = self.key(login, password);
-        self.entries
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .remove(&key);
+        self.entries().remove(&key);
     }
 
-    /// Forgets every entry of a user (after a password change on this instance).
-    pub fn forget_user(&self, user_id: i64) {
-        self.entries
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .retain(|_, (c, _)| c.user_id != user_id);
+    /// Forgets every entry whose value matches (a user whose password,
+    /// administrator flag or existence changed on this instance).
+    pub fn forget(&self, matches: impl Fn(&V) -> bool) {
+        self.entries().retain(|_, e| !matches(&e.value));
     }
 }
 
@@ -111,38 +149,52 @@ impl CredentialCache {
 mod tests {
     use super::*;
 
-    fn cred(user_id: i64) -> CachedCredential {
-        CachedCredential {
-            user_id,
-            auth_version: 1,
-        }
+    fn cache(lifetime_ms: u64, revalidate_ms: u64, capacity: usize) -> CredentialCache<i64> {
+        let times = CacheTimes {
+            lifetime: Duration::from_millis(lifetime_ms),
+            revalidate: Duration::from_millis(revalidate_ms),
+        };
+        CredentialCache::new(b"k".to_vec(), times, capacity)
     }
 
     #[test]
     fn hit_only_for_the_same_login_and_password() {
-        let cache = CredentialCache::new(b"k".to_vec(), Duration::from_secs(60), 10);
-        cache.put("alice", "pw", cred(2));
-        assert_eq!(cache.get("alice", "pw"), Some(cred(2)));
-        assert_eq!(cache.get("alice", "pw2"), None);
-        assert_eq!(cache.get("alic", "epw"), None);
-        cache.forget_user(2);
-        assert_eq!(cache.get("alice", "pw"), None);
+        let cache = cache(60_000, 60_000, 10);
+        cache.put("alice", "pw", 2);
+        assert_eq!(cache.get("alice", "pw"), Lookup::Fresh(2));
+        assert_eq!(cache.get("alice", "pw2"), Lookup::Miss);
+        assert_eq!(cache.get("alic", "epw"), Lookup::Miss);
+        cache.forget(|id| *id == 2);
+        assert_eq!(cache.get("alice", "pw"), Lookup::Miss);
     }
 
     #[test]
-    fn entries_expire() {
-        let cache = CredentialCache::new(b"k".to_vec(), Duration::from_millis(0), 10);
-        cache.put("alice", "pw", cred(2));
-        assert_eq!(cache.get("alice", "pw"), None);
+    fn entries_go_stale_then_expire() {
+        let cache = cache(60_000, 0, 10);
+        cache.put("alice", "pw", 2);
+        assert_eq!(cache.get("alice", "pw"), Lookup::Stale(2));
+        let expired = self::cache(0, 0, 10);
+        expired.put("alice", "pw", 2);
+        assert_eq!(expired.get("alice", "pw"), Lookup::Miss);
+    }
+
+    #[test]
+    fn refresh_and_remove() {
+        let cache = cache(60_000, 0, 10);
+        cache.put("alice", "pw", 2);
+        cache.refresh("alice", "pw", 3);
+        assert_eq!(cache.get("alice", "pw"), Lookup::Stale(3));
+        cache.remove("alice", "pw");
+        assert_eq!(cache.get("alice", "pw"), Lookup::Miss);
     }
 
     #[test]
     fn capacity_is_bounded() {
-        let cache = CredentialCache::new(b"k".to_vec(), Duration::from_secs(60), 2);
+        let cache = cache(60_000, 60_000, 2);
         for i in 0..5 {
-            cache.put(&format!("u{i}"), "pw", cred(i));
+            cache.put(&format!("u{i}"), "pw", i);
         }
-        assert!(cache.entries.lock().unwrap().len() <= 2);
-        assert_eq!(cache.get("u4", "pw"), Some(cred(4)));
+        assert!(cache.entries().len() <= 2);
+        assert_eq!(cache.get("u4", "pw"), Lookup::Fresh(4));
     }
 }

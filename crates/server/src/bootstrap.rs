@@ -4,6 +4,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::Context;
+use berth_auth::cache::CacheTimes;
 use berth_auth::secret::{SecretKey, random_alphanumeric};
 use berth_auth::{CredentialCache, TokenKeys, password};
 use berth_domain::model::ADMIN_USER_ID;
@@ -14,8 +15,13 @@ use crate::rest::{RestConfig, RestServices};
 use crate::secrets;
 use crate::state::{AppState, Inner};
 
-/// How long a verified Basic credential is trusted without re-hashing.
-const CREDENTIAL_TTL: Duration = Duration::from_secs(60);
+/// How long a verified Basic credential is trusted before it is hashed again,
+/// and how long a cached one is used before the stored user is checked again
+/// (the bound on how late another instance's password change takes effect).
+const CREDENTIAL_TIMES: CacheTimes = CacheTimes {
+    lifetime: Duration::from_secs(60),
+    revalidate: Duration::from_secs(2),
+};
 /// How many verified credentials are kept at most.
 const CREDENTIAL_CAPACITY: usize = 10_000;
 
@@ -99,7 +105,7 @@ pub fn build_state(
         tokens: TokenKeys::new(jwt_secret, jwt_expires_in),
         credentials: CredentialCache::new(
             berth_auth::secret::random_bytes(32),
-            CREDENTIAL_TTL,
+            CREDENTIAL_TIMES,
             CREDENTIAL_CAPACITY,
         ),
         master_key,

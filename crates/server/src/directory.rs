@@ -129,6 +129,7 @@ pub async fn sign_in(
     let is_admin = !settings.group_admin_dn.trim().is_empty() && groups.contains(&admin_dn);
     if user.sysadmin != is_admin {
         state.store.users().set_sysadmin(user.id, is_admin).await?;
+        crate::identity::forget_user(state, user.id);
     }
     let group_ids = state.store.groups().ids_by_ldap_dns(&groups).await?;
     state

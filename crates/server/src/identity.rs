@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
-use berth_auth::cache::CachedCredential;
+use berth_auth::cache::Lookup;
 use berth_auth::password;
 use berth_domain::model::{ADMIN_USER_ID, User};
 
@@ -64,24 +64,23 @@ pub async fn verify_password(
     login: &str,
     password: &str,
 ) -> Result<Option<Arc<User>>, ApiError> {
-    if let Some(hit) = state.credentials.get(login, password) {
-        if let Some(user) = state.store.users().find_by_id(hit.user_id).await?
-            && user.auth_version == hit.auth_version
-        {
-            return Ok(Some(Arc::new(user)));
+    match state.credentials.get(login, password) {
+        Lookup::Fresh(user) => return Ok(Some(user)),
+        Lookup::Stale(cached) => {
+            if let Some(user) = state.store.users().find_by_id(cached.id).await?
+                && user.auth_version == cached.auth_version
+            {
+                let user = Arc::new(user);
+                state.credentials.refresh(login, password, user.clone());
+                return Ok(Some(user));
+            }
+            state.credentials.remove(login, password);
         }
-        state.credentials.remove(login, password);
+        Lookup::Miss => {}
     }
     let verified = verify_uncached(state, login, password).await?;
     if let Some(user) = &verified {
-        state.credentials.put(
-            login,
-            password,
-            CachedCredential {
-                user_id: user.id,
-                auth_version: user.auth_version,
-            },
-        );
+        state.credentials.put(login, password, user.clone());
     }
     Ok(verified)
 }
@@ -131,6 +130,12 @@ pub async fn verify_user_token(
         return Ok(None);
     };
     Ok(state.store.users().find_by_id(id).await?.map(Arc::new))
+}
+
+/// Drops every cached credential of a user whose password, administrator flag
+/// or existence just changed, so the change takes effect here at once.
+pub fn forget_user(state: &AppState, user_id: i64) {
+    state.credentials.forget(|user| user.id == user_id);
 }
 
 #[cfg(test)]

@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use berth_auth::secret::SecretKey;
 use berth_auth::{CredentialCache, TokenKeys};
+use berth_domain::model::User;
 use berth_store::Store;
 
 /// The application state: cheap to clone, one `Arc` inside.
@@ -20,7 +21,7 @@ pub struct Inner {
     /// Signs and verifies user tokens.
     pub tokens: TokenKeys,
     /// Recently verified Basic credentials.
-    pub credentials: CredentialCache,
+    pub credentials: CredentialCache<Arc<User>>,
     /// The generator-rest master key.
     pub master_key: SecretKey,
     /// Where blobs live.

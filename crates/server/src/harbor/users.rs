@@ -315,6 +315,7 @@ pub async fn update_user_password(
     if !state.store.users().set_password(id, &hash).await? {
         return Err(user_not_found(id).into());
     }
+    identity::forget_user(&state, id);
     Ok(StatusCode::OK)
 }
 
@@ -345,6 +346,7 @@ pub async fn set_user_sys_admin(
     if !state.store.users().set_sysadmin(id, flag).await? {
         return Err(user_not_found(id).into());
     }
+    identity::forget_user(&state, id);
     Ok(StatusCode::OK)
 }
 
@@ -362,5 +364,6 @@ pub async fn delete_user(
     if !state.store.users().tombstone(id).await? {
         return Err(user_not_found(id).into());
     }
+    identity::forget_user(&state, id);
     Ok(StatusCode::OK)
 }

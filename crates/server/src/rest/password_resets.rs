@@ -150,7 +150,7 @@ pub async fn update_password_reset(
         .redeem(&hash, &password_hash)
         .await?
         .ok_or_else(not_found)?;
-    state.credentials.forget_user(user_id);
+    identity::forget_user(&state, user_id);
     let user = live_user(&state, user_id).await?;
     Ok(Json(UserView::full(&user)))
 }

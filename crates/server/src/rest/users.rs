@@ -197,7 +197,7 @@ pub async fn update_password(
     if !state.store.users().set_password(target.id, &hash).await? {
         return Err(not_found().into());
     }
-    state.credentials.forget_user(target.id);
+    identity::forget_user(&state, target.id);
     let user = live_user(&state, target.id).await?;
     Ok(Json(UserView::full(&user)))
 }
@@ -213,6 +213,6 @@ pub async fn destroy_user(
     if !state.store.users().tombstone(id).await? {
         return Err(not_found().into());
     }
-    state.credentials.forget_user(id);
+    identity::forget_user(&state, id);
     Ok(StatusCode::NO_CONTENT)
 }

@@ -78,9 +78,11 @@ backend_test!(
         let id = create_user(&app, "bob", "Old-Passw0rd").await;
         let ok = app.get("/api/v2.0/users/current").basic("bob", "Old-Passw0rd").send().await;
         assert_eq!(ok.status, StatusCode::OK);
-        // The change goes straight to the store, as another instance would make it.
+        // The change goes straight to the store, as another instance would make it:
+        // it takes effect once the cached entry is due for revalidation (2 s).
         let hash = berth_auth::password::hash_password("New-Passw0rd");
         assert!(app.store().users().set_password(id, &hash).await.unwrap());
+        tokio::time::sleep(std::time::Duration::from_millis(2100)).await;
         let old = app.get("/api/v2.0/users/current").basic("bob", "Old-Passw0rd").send().await;
         assert_eq!(old.status, StatusCode::UNAUTHORIZED);
         let new = app.get("/api/v2.0/users/current").basic("bob", "New-Passw0rd").send().await;
