@@ -6,8 +6,8 @@ use axum::response::Response;
 use axum::routing::get;
 use berth_domain::model::{Artifact, ArtifactReference, Label};
 use berth_domain::oci::Digest;
-use berth_domain::rbac::{Action, Resource};
 use berth_domain::query::ArtifactFilter;
+use berth_domain::rbac::{Action, Resource};
 use percent_encoding::{NON_ALPHANUMERIC, utf8_percent_encode};
 use serde_json::{Value, json};
 

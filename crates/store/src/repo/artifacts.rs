@@ -8,9 +8,9 @@ use berth_domain::time;
 
 use crate::Store;
 use crate::error::{StoreResult, conflict_on_unique};
-use crate::repo::sql::{Column, Kind, Sql, order_clause};
 use crate::repo::labels::LabelRow;
 use crate::repo::manifests::delete_artifact_tree;
+use crate::repo::sql::{Column, Kind, Sql, order_clause};
 
 const ARTIFACT_COLUMNS: &str = "a.id, a.project_id, a.repository_id, r.name AS repository_name, a.digest, \
      a.manifest_media_type, a.media_type, a.artifact_type, a.type AS kind, a.size, a.icon, a.subject_digest, \
@@ -121,9 +121,17 @@ const ARTIFACT_Q_COLUMNS: &[Column] = &[
         "a.manifest_media_type",
         Kind::Text,
     ),
-    column(&["artifact_type", "ArtifactType"], "a.artifact_type", Kind::Text),
+    column(
+        &["artifact_type", "ArtifactType"],
+        "a.artifact_type",
+        Kind::Text,
+    ),
     column(&["project_id", "ProjectID"], "a.project_id", Kind::Int),
-    column(&["repository_id", "RepositoryID"], "a.repository_id", Kind::Int),
+    column(
+        &["repository_id", "RepositoryID"],
+        "a.repository_id",
+        Kind::Int,
+    ),
     column(&["repository_name", "RepositoryName"], "r.name", Kind::Text),
     column(&["digest", "Digest"], "a.digest", Kind::Text),
     column(&["size", "Size"], "a.size", Kind::Int),
@@ -136,7 +144,10 @@ const ARTIFACT_SORT_COLUMNS: &[(&[&str], &str)] = &[
     (&["id", "ID"], "a.id"),
     (&["type", "Type"], "a.type"),
     (&["media_type", "MediaType"], "a.media_type"),
-    (&["manifest_media_type", "ManifestMediaType"], "a.manifest_media_type"),
+    (
+        &["manifest_media_type", "ManifestMediaType"],
+        "a.manifest_media_type",
+    ),
     (&["artifact_type", "ArtifactType"], "a.artifact_type"),
     (&["digest", "Digest"], "a.digest"),
     (&["size", "Size"], "a.size"),
@@ -147,7 +158,11 @@ const ARTIFACT_SORT_COLUMNS: &[(&[&str], &str)] = &[
 /// The tag columns `q` filters on.
 const TAG_Q_COLUMNS: &[Column] = &[
     column(&["id", "ID"], "t.id", Kind::Int),
-    column(&["repository_id", "RepositoryID"], "t.repository_id", Kind::Int),
+    column(
+        &["repository_id", "RepositoryID"],
+        "t.repository_id",
+        Kind::Int,
+    ),
     column(&["artifact_id", "ArtifactID"], "t.artifact_id", Kind::Int),
     column(&["name", "Name"], "t.name", Kind::Text),
     column(&["push_time", "PushTime"], "t.push_time", Kind::Text),
@@ -185,8 +200,7 @@ impl Artifacts<'_> {
         let mut sql = Sql::new(
             " FROM artifacts a JOIN repositories r ON r.id = a.repository_id WHERE a.repository_id = ",
         );
-        sql.int(repository_id)
-            .push(" AND a.accessory_type IS NULL");
+        sql.int(repository_id).push(" AND a.accessory_type IS NULL");
         if !filter.all {
             sql.push(
                 " AND (EXISTS (SELECT 1 FROM tags t WHERE t.artifact_id = a.id) \
@@ -207,9 +221,11 @@ impl Artifacts<'_> {
                     .push(", '') <> t.name)");
             }
             Some(TagFilter::Exact(name)) => {
-                sql.push(" AND EXISTS (SELECT 1 FROM tags t WHERE t.artifact_id = a.id AND t.name = ")
-                    .text(name.as_str())
-                    .push(")");
+                sql.push(
+                    " AND EXISTS (SELECT 1 FROM tags t WHERE t.artifact_id = a.id AND t.name = ",
+                )
+                .text(name.as_str())
+                .push(")");
             }
         }
         for label in &filter.labels {
@@ -222,7 +238,10 @@ impl Artifacts<'_> {
         let (rows, total): (Vec<ArtifactRow>, i64) = sql
             .fetch_page(&self.0.pool, ARTIFACT_COLUMNS, &order, paging)
             .await?;
-        Ok((rows.into_iter().map(Artifact::from).collect::<Vec<_>>(), total))
+        Ok((
+            rows.into_iter().map(Artifact::from).collect::<Vec<_>>(),
+            total,
+        ))
     }
 
     /// The artifact `digest` of repository `repository_id`.
@@ -303,7 +322,8 @@ impl Artifacts<'_> {
         let mut sql = Sql::new(
             "SELECT parent_id, child_id, child_digest, platform, urls, annotations FROM artifact_references WHERE parent_id IN ",
         );
-        sql.int_list(parent_ids).push(" ORDER BY parent_id, child_id");
+        sql.int_list(parent_ids)
+            .push(" ORDER BY parent_id, child_id");
         let rows: Vec<ReferenceRow> = sql.fetch_all(&self.0.pool).await?;
         Ok(rows.into_iter().map(ArtifactReference::from).collect())
     }

@@ -382,7 +382,7 @@ impl Projects<'_> {
     /// quota and empty CVE allowlist, in one transaction. A taken name is a `Conflict`.
     pub async fn create(&self, new: &NewProject) -> StoreResult<Project> {
         let now = time::now();
-        let mut tx = self.0.pool.begin().await?;
+        let mut tx = self.0.begin_write().await?;
         let row: ProjectRow = sqlx::query_as(sqlx::AssertSqlSafe(format!(
             "INSERT INTO projects (name, owner_id, public, created_at, updated_at) \
              VALUES ($1, $2, $3, $4, $4) RETURNING {PROJECT_RETURNING}"
@@ -445,7 +445,7 @@ impl Projects<'_> {
         allowlist: Option<&CveAllowlist>,
     ) -> StoreResult<()> {
         let now = time::now();
-        let mut tx = self.0.pool.begin().await?;
+        let mut tx = self.0.begin_write().await?;
         for (name, value) in metadata {
             upsert_metadata(&mut tx, id, name, value, &now).await?;
         }
@@ -486,7 +486,7 @@ impl Projects<'_> {
     /// Deletes a project and everything that cascades from it. A project that
     /// still has repositories is a `Precondition` failure; `false` if it was already gone.
     pub async fn delete(&self, id: i64) -> StoreResult<bool> {
-        let mut tx = self.0.pool.begin().await?;
+        let mut tx = self.0.begin_write().await?;
         let done = sqlx::query(
             "DELETE FROM projects WHERE id = $1 \
              AND NOT EXISTS (SELECT 1 FROM repositories WHERE project_id = $1)",

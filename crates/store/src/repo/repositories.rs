@@ -132,10 +132,7 @@ impl Repositories<'_> {
     }
 
     /// Fills in the artifact counts of `repositories`.
-    async fn with_artifact_counts(
-        &self,
-        rows: Vec<RepositoryRow>,
-    ) -> StoreResult<Vec<Repository>> {
+    async fn with_artifact_counts(&self, rows: Vec<RepositoryRow>) -> StoreResult<Vec<Repository>> {
         let mut repositories: Vec<Repository> = rows.into_iter().map(Repository::from).collect();
         if repositories.is_empty() {
             return Ok(repositories);

@@ -21,7 +21,6 @@ async fn project_count(app: &TestApp) -> i64 {
         .unwrap()
 }
 
-
 backend_test!(
     async fn library_exists_after_first_start_and_is_public(app) {
         let res = app.get("/api/v2.0/projects").send().await;

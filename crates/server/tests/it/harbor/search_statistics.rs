@@ -9,7 +9,10 @@ use crate::registry::{digest_of, image_manifest, push_image};
 
 /// The bytes `push_image` stores for one image of `layers` (config, layers, manifest).
 fn stored_bytes(layers: &[&[u8]]) -> usize {
-    let config = format!(r#"{{"architecture":"amd64","os":"linux","layers":{}}}"#, layers.len());
+    let config = format!(
+        r#"{{"architecture":"amd64","os":"linux","layers":{}}}"#,
+        layers.len()
+    );
     let manifest = image_manifest(config.as_bytes(), layers);
     config.len() + layers.iter().map(|l| l.len()).sum::<usize>() + manifest.len()
 }
