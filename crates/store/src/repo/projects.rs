@@ -526,16 +526,35 @@ impl Projects<'_> {
         .bind(id)
         .fetch_all(&self.0.pool)
         .await?;
-        let quota: Option<(i64, i64)> =
-            sqlx::query_as("SELECT hard, used FROM project_quotas WHERE project_id = $1")
-                .bind(id)
-                .fetch_optional(&self.0.pool)
-                .await?;
         Ok(ProjectCounts {
             repo_count,
             members_by_role,
-            quota,
+            quota: self.quota(id).await?,
         })
+    }
+
+    /// A project's storage quota as `(hard, used)` in bytes (`hard < 0`: unlimited).
+    pub async fn quota(&self, id: i64) -> StoreResult<Option<(i64, i64)>> {
+        Ok(
+            sqlx::query_as("SELECT hard, used FROM project_quotas WHERE project_id = $1")
+                .bind(id)
+                .fetch_optional(&self.0.pool)
+                .await?,
+        )
+    }
+
+    /// Sets a project's storage limit in bytes (`-1`: unlimited); `false` when
+    /// the project has no quota row.
+    pub async fn set_storage_limit(&self, id: i64, hard: i64) -> StoreResult<bool> {
+        let done = sqlx::query(
+            "UPDATE project_quotas SET hard = $2, updated_at = $3 WHERE project_id = $1",
+        )
+        .bind(id)
+        .bind(hard)
+        .bind(time::now())
+        .execute(&self.0.pool)
+        .await?;
+        Ok(done.rows_affected() == 1)
     }
 }
 

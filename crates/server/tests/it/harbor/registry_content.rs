@@ -5,7 +5,7 @@ use axum::http::StatusCode;
 use serde_json::{Value, json};
 
 use crate::backend_test;
-use crate::registry::{create_user, descriptor, digest_of, push_image, put_manifest};
+use crate::registry::{descriptor, digest_of, push_image, put_manifest};
 use crate::util::TestApp;
 
 const OCI_MANIFEST: &str = "application/vnd.oci.image.manifest.v1+json";
@@ -77,7 +77,7 @@ backend_test!(
         let res = app.put("/api/v2.0/projects/library/repositories/alpha").admin().raw("application/json", "nope").send().await;
         assert_eq!(res.status, StatusCode::BAD_REQUEST);
 
-        create_user(&app, "carol", "Carol12345").await;
+        app.create_user("carol", "Carol12345").await;
         let res = app.delete("/api/v2.0/projects/library/repositories/alpha").basic("carol", "Carol12345").send().await;
         assert_eq!(res.status, StatusCode::FORBIDDEN);
         let res = app.delete("/api/v2.0/projects/library/repositories/alpha").admin().send().await;
@@ -333,7 +333,7 @@ backend_test!(
 
 backend_test!(
     async fn labels_api_and_permissions(app) {
-        create_user(&app, "dave", "Dave12345").await;
+        app.create_user("dave", "Dave12345").await;
         let res = app.post("/api/v2.0/labels").json(&json!({"name": "x", "scope": "g"})).send().await;
         assert_eq!(res.status, StatusCode::UNAUTHORIZED);
         let res = app.post("/api/v2.0/labels").basic("dave", "Dave12345").json(&json!({"name": "x", "scope": "g"})).send().await;
