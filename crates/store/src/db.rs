@@ -117,6 +117,7 @@ impl Store {
     /// Begins a transaction that will write. On SQLite it takes the write lock
     /// at once (`BEGIN IMMEDIATE`), so a transaction that reads before it
     /// writes waits for other writers instead of failing with a stale snapshot.
+    /// Every transaction of the store writes, so every one begins here.
     pub(crate) async fn begin_write(
         &self,
     ) -> crate::error::StoreResult<sqlx::Transaction<'static, sqlx::Any>> {

@@ -143,9 +143,11 @@ fn invalid_value(value: &str) -> DomainError {
     DomainError::bad_request(format!("invalid query string value: {value}"))
 }
 
+/// List items are separated by spaces (Harbor) or commas (`labels=(1, 2)`, the
+/// form the user's spec writes).
 fn parse_list(inner: &str) -> Vec<Scalar> {
     inner
-        .split(' ')
+        .split([' ', ','])
         .filter(|s| !s.is_empty())
         .map(Scalar::parse)
         .collect()
@@ -208,6 +210,26 @@ fn split_op(key: &str) -> (String, Option<QueryOp>) {
     }
 }
 
+/// Splits `q` at the commas outside `(...)`, `{...}` and `[...]`, so that a
+/// list written with commas stays one item.
+fn split_items(text: &str) -> Vec<&str> {
+    let mut items = Vec::new();
+    let (mut depth, mut start) = (0i32, 0usize);
+    for (i, ch) in text.char_indices() {
+        match ch {
+            '(' | '{' | '[' => depth += 1,
+            ')' | '}' | ']' => depth -= 1,
+            ',' if depth <= 0 => {
+                items.push(&text[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    items.push(&text[start..]);
+    items
+}
+
 /// Parses `q` as received (already URL-decoded once by the query-string parser).
 pub fn parse_query(q: &str) -> Result<Query, DomainError> {
     let text = query_unescape(q).unwrap_or_else(|| q.to_string());
@@ -215,7 +237,7 @@ pub fn parse_query(q: &str) -> Result<Query, DomainError> {
     if text.is_empty() {
         return Ok(Query { terms });
     }
-    for item in text.split(',') {
+    for item in split_items(&text) {
         let Some((key, value)) = item.split_once('=') else {
             return Err(DomainError::bad_request(KV_MESSAGE));
         };
@@ -309,6 +331,16 @@ mod tests {
             one("labels=(1 2)").value,
             QueryValue::AndList(vec![Scalar::Int(1), Scalar::Int(2)])
         );
+        assert_eq!(
+            one("labels=(1, 2)").value,
+            QueryValue::AndList(vec![Scalar::Int(1), Scalar::Int(2)])
+        );
+        let query = parse_query("name={a,b},tags=*").unwrap();
+        assert_eq!(
+            query.terms[0].value,
+            QueryValue::OrList(vec![Scalar::Str("a".into()), Scalar::Str("b".into())])
+        );
+        assert_eq!(query.terms[1].value, QueryValue::Exact("*".into()));
     }
 
     #[test]

@@ -1,22 +1,22 @@
 //! Harbor's artifacts: listArtifacts, getArtifact, deleteArtifact.
 
 use axum::Router;
-use axum::extract::{OriginalUri, Path, RawQuery, State};
-use axum::response::{IntoResponse, Response};
+use axum::extract::{Path, State};
+use axum::response::Response;
 use axum::routing::get;
 use berth_domain::model::{Artifact, ArtifactReference, Label};
 use berth_domain::oci::Digest;
+use berth_domain::query::ArtifactFilter;
 use berth_domain::rbac::{Action, Resource};
-use berth_store::repo::artifacts::{ArtifactColumn, ArtifactQuery, TagMatch};
 use percent_encoding::{NON_ALPHANUMERIC, utf8_percent_encode};
 use serde_json::{Value, json};
 
 use super::labels::label_json;
-use super::listing::{Paging, QValue, parse_bool, parse_q, parse_sort};
-use super::repositories::{load_repository, param, query_pairs};
+use super::repositories::load_repository;
 use super::tags::tag_json;
 use crate::error::{ApiError, HarborResult};
 use crate::extract::Principal;
+use crate::extract::harbor::{HarborQuery, paged};
 use crate::state::AppState;
 
 /// Harbor's icon for images.
@@ -42,10 +42,10 @@ struct Embed {
 }
 
 impl Embed {
-    fn from_pairs(pairs: &[(String, String)]) -> Self {
+    fn from_query(query: &HarborQuery) -> Self {
         Self {
-            tags: parse_bool(param(pairs, "with_tag"), true),
-            labels: parse_bool(param(pairs, "with_label"), false),
+            tags: query.bool("with_tag", true),
+            labels: query.bool("with_label", false),
         }
     }
 }
@@ -192,95 +192,17 @@ fn artifact_json(project_name: &str, a: &Artifact) -> Value {
     body
 }
 
-fn bad_tags() -> ApiError {
-    ApiError::bad_request(
-        "the value of \"tags\" query can only be fuzzy match value or exact match value",
-    )
-}
-
-fn artifact_query(
-    repository_id: i64,
-    pairs: &[(String, String)],
-    paging: Paging,
-) -> Result<ArtifactQuery, ApiError> {
-    let mut query = ArtifactQuery {
-        repository_id,
-        all: false,
-        tags: None,
-        labels: Vec::new(),
-        columns: Vec::new(),
-        sort: Vec::new(),
-        page: paging.store_page(),
-    };
-    if let Some(q) = param(pairs, "q").filter(|q| !q.is_empty()) {
-        for (key, value) in parse_q(q)? {
-            match key.as_str() {
-                "base" => {
-                    if value != QValue::Exact("*".into()) {
-                        return Err(ApiError::bad_request(
-                            "the value of \"base\" query can only be exact match value with \"*\"",
-                        ));
-                    }
-                    query.all = true;
-                }
-                "tags" => {
-                    query.tags = Some(match value {
-                        QValue::Exact(v) if v == "*" => TagMatch::Any,
-                        QValue::Exact(v) if v == "nil" => TagMatch::Nil,
-                        QValue::Exact(v) => TagMatch::Exact(v),
-                        QValue::Fuzzy(v) => TagMatch::Fuzzy(v),
-                        _ => return Err(bad_tags()),
-                    });
-                }
-                "labels" => {
-                    let QValue::And(ids) = value else {
-                        return Err(ApiError::bad_request(
-                            "the value of \"labels\" query can only be integer list with intersetion relationship",
-                        ));
-                    };
-                    for id in ids {
-                        query.labels.push(id.trim_end_matches(',').parse().map_err(|_| {
-                            ApiError::bad_request(
-                                "the value of \"labels\" query can only be integer list with intersetion relationship",
-                            )
-                        })?);
-                    }
-                }
-                other => {
-                    if let Some(column) = ArtifactColumn::from_key(other) {
-                        match value.text_match() {
-                            Some(matcher) => query.columns.push((column, matcher)),
-                            None => {
-                                return Err(ApiError::bad_request(format!(
-                                    "AND-list values are not supported for {other}"
-                                )));
-                            }
-                        }
-                    }
-                }
-            }
-        }
-    }
-    if let Some(sort) = param(pairs, "sort") {
-        query.sort = parse_sort(sort)
-            .into_iter()
-            .filter_map(|(key, desc)| ArtifactColumn::from_key(&key).map(|c| (c, desc)))
-            .collect();
-    }
-    Ok(query)
-}
-
 /// `GET .../artifacts`: Harbor's listing (tagged plus untagged non-children
 /// by default, every `q` form of the spec), paged, with embedded tags/labels.
 pub async fn list_artifacts(
     State(state): State<AppState>,
     principal: Principal,
     Path((project_name, repository_name)): Path<(String, String)>,
-    OriginalUri(uri): OriginalUri,
-    RawQuery(raw): RawQuery,
+    query: HarborQuery,
 ) -> HarborResult<Response> {
-    let pairs = query_pairs(raw.as_deref())?;
-    let paging = Paging::parse(param(&pairs, "page"), param(&pairs, "page_size"))?;
+    let paging = query.paging()?;
+    let filter = ArtifactFilter::from_query(query.query()?)?;
+    let sort = query.sort()?;
     let (_, _, repository) = load_repository(
         &state,
         &principal,
@@ -292,13 +214,15 @@ pub async fn list_artifacts(
     .await?;
     let Some(repository) = repository else {
         // Harbor does not check the repository here: an unknown one lists nothing.
-        artifact_query(0, &pairs, paging)?;
-        return Ok((paging.headers(&uri, 0), axum::Json(Vec::<Value>::new())).into_response());
+        return Ok(paged(&Vec::<Value>::new(), 0, None));
     };
-    let query = artifact_query(repository.id, &pairs, paging)?;
-    let (artifacts, total) = state.store.artifacts().list_artifacts(&query).await?;
-    let body = artifacts_json(&state, &project_name, &artifacts, Embed::from_pairs(&pairs)).await?;
-    Ok((paging.headers(&uri, total), axum::Json(body)).into_response())
+    let (artifacts, total) = state
+        .store
+        .artifacts()
+        .list_artifacts(repository.id, &filter, &sort, paging)
+        .await?;
+    let body = artifacts_json(&state, &project_name, &artifacts, Embed::from_query(&query)).await?;
+    Ok(paged(&body, total, query.link(paging, total)))
 }
 
 /// Loads the artifact a `{reference}` (digest or tag) names, after checking `action`.
@@ -347,9 +271,8 @@ pub async fn get_artifact(
     State(state): State<AppState>,
     principal: Principal,
     Path((project_name, repository_name, reference)): Path<(String, String, String)>,
-    RawQuery(raw): RawQuery,
+    query: HarborQuery,
 ) -> HarborResult<axum::Json<Value>> {
-    let pairs = query_pairs(raw.as_deref())?;
     let artifact = load_artifact(
         &state,
         &principal,
@@ -364,7 +287,7 @@ pub async fn get_artifact(
         &state,
         &project_name,
         std::slice::from_ref(&artifact),
-        Embed::from_pairs(&pairs),
+        Embed::from_query(&query),
     )
     .await?;
     Ok(axum::Json(body.pop().unwrap_or(Value::Null)))
@@ -398,31 +321,4 @@ pub async fn delete_artifact(
             err => err,
         })?;
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use berth_store::repo::filter::TextMatch;
-
-    use super::*;
-
-    #[test]
-    fn tag_forms() {
-        let pairs = vec![("q".to_string(), "tags=~v1".to_string())];
-        let q = artifact_query(1, &pairs, Paging::parse(None, None).unwrap()).unwrap();
-        assert_eq!(q.tags, Some(TagMatch::Fuzzy("v1".into())));
-        let pairs = vec![("q".to_string(), "tags=[1~2]".to_string())];
-        assert!(artifact_query(1, &pairs, Paging::parse(None, None).unwrap()).is_err());
-        let pairs = vec![("q".to_string(), "labels=(3 4),media_type=x".to_string())];
-        let q = artifact_query(1, &pairs, Paging::parse(None, None).unwrap()).unwrap();
-        assert_eq!(q.labels, vec![3, 4]);
-        assert_eq!(
-            q.columns,
-            vec![(ArtifactColumn::MediaType, TextMatch::Exact("x".into()))]
-        );
-        let pairs = vec![("q".to_string(), "labels=1".to_string())];
-        assert!(artifact_query(1, &pairs, Paging::parse(None, None).unwrap()).is_err());
-        let pairs = vec![("q".to_string(), "base=x".to_string())];
-        assert!(artifact_query(1, &pairs, Paging::parse(None, None).unwrap()).is_err());
-    }
 }

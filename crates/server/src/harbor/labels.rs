@@ -5,23 +5,21 @@
 
 use axum::Router;
 use axum::body::Bytes;
-use axum::extract::{OriginalUri, Path, RawQuery, State};
+use axum::extract::{Path, State};
 use axum::http::header::LOCATION;
 use axum::http::{HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{delete, get, post};
 use berth_domain::model::{Label, ProjectRef};
 use berth_domain::rbac::{Action, Resource};
-use berth_store::repo::filter::TextMatch;
 use berth_store::repo::labels::NewLabel;
 use serde_json::{Value, json};
 
 use super::artifacts::{BASE, load_artifact};
-use super::listing::{Paging, parse_q};
-use super::repositories::{param, query_pairs};
 use crate::access::require_project;
 use crate::error::{ApiError, HarborResult};
 use crate::extract::Principal;
+use crate::extract::harbor::{HarborQuery, paged};
 use crate::state::AppState;
 
 pub(super) fn router() -> Router<AppState> {
@@ -138,15 +136,14 @@ pub async fn create_label(
 pub async fn list_labels(
     State(state): State<AppState>,
     principal: Principal,
-    OriginalUri(uri): OriginalUri,
-    RawQuery(raw): RawQuery,
+    query: HarborQuery,
 ) -> HarborResult<Response> {
-    let pairs = query_pairs(raw.as_deref())?;
-    let paging = Paging::parse(param(&pairs, "page"), param(&pairs, "page_size"))?;
-    let project_id = match param(&pairs, "scope").unwrap_or("g") {
+    let paging = query.paging()?;
+    let project_id = match query.get("scope").unwrap_or("g") {
         "g" => None,
         "p" => Some(
-            param(&pairs, "project_id")
+            query
+                .get("project_id")
                 .and_then(|v| v.parse::<i64>().ok())
                 .ok_or_else(|| {
                     ApiError::bad_request("must specify project_id for project scope labels")
@@ -155,23 +152,14 @@ pub async fn list_labels(
         other => return Err(ApiError::bad_request(format!("invalid scope: {other}")).into()),
     };
     require_scope(&state, &principal, project_id, Action::List).await?;
-    let mut name = param(&pairs, "name")
-        .filter(|n| !n.is_empty())
-        .map(|n| TextMatch::Fuzzy(n.to_string()));
-    if let Some(q) = param(&pairs, "q").filter(|q| !q.is_empty()) {
-        for (key, value) in parse_q(q)? {
-            if key == "name" {
-                name = value.text_match();
-            }
-        }
-    }
+    let name = query.string("name");
     let (labels, total) = state
         .store
         .labels()
-        .list(project_id, name.as_ref(), paging.store_page())
+        .list(project_id, name.as_deref(), &query.query()?, paging)
         .await?;
     let body: Vec<Value> = labels.iter().map(label_json).collect();
-    Ok((paging.headers(&uri, total), axum::Json(body)).into_response())
+    Ok(paged(&body, total, query.link(paging, total)))
 }
 
 async fn load_label(state: &AppState, label_id: &str) -> Result<Label, ApiError> {

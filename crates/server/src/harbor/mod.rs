@@ -5,7 +5,6 @@ mod gc;
 mod health;
 mod labels;
 mod ldap;
-mod listing;
 mod repositories;
 mod systeminfo;
 mod tags;

@@ -4,20 +4,21 @@
 
 use axum::Router;
 use axum::body::Bytes;
-use axum::extract::{OriginalUri, Path, RawQuery, State};
+use axum::extract::{Path, State};
 use axum::http::HeaderMap;
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use axum::routing::get;
 use berth_domain::model::{Project, ProjectRef, Repository};
 use berth_domain::rbac::{Action, Resource};
-use berth_store::repo::repositories::{RepositoryQuery, RepositorySort, Visibility};
+use berth_store::repo::projects::Viewer;
+use berth_store::repo::repositories::RepositoryFilter;
 use percent_encoding::percent_decode_str;
 use serde_json::{Value, json};
 
-use super::listing::{Paging, parse_q, parse_sort};
 use crate::access::require_project;
 use crate::error::{ApiError, HarborResult};
 use crate::extract::Principal;
+use crate::extract::harbor::{HarborQuery, paged};
 use crate::state::AppState;
 
 pub(super) fn router() -> Router<AppState> {
@@ -41,20 +42,6 @@ pub(super) fn full_name(project_name: &str, repository_name: &str) -> String {
     format!("{project_name}/{decoded}")
 }
 
-/// The query string as pairs; a malformed one is a 400.
-pub(super) fn query_pairs(raw: Option<&str>) -> Result<Vec<(String, String)>, ApiError> {
-    serde_urlencoded::from_str(raw.unwrap_or(""))
-        .map_err(|_| ApiError::bad_request("invalid query string"))
-}
-
-/// The value of `key` among `pairs`.
-pub(super) fn param<'a>(pairs: &'a [(String, String)], key: &str) -> Option<&'a str> {
-    pairs
-        .iter()
-        .find(|(k, _)| k == key)
-        .map(|(_, v)| v.as_str())
-}
-
 /// Harbor's Repository model.
 pub(super) fn repository_json(r: &Repository) -> Value {
     let mut body = json!({
@@ -72,83 +59,32 @@ pub(super) fn repository_json(r: &Repository) -> Value {
     body
 }
 
-fn repository_query(pairs: &[(String, String)]) -> Result<(RepositoryQuery, Paging), ApiError> {
-    let paging = Paging::parse(param(pairs, "page"), param(pairs, "page_size"))?;
-    let mut query = RepositoryQuery {
-        project_id: None,
-        visibility: Visibility::All,
-        name: None,
-        id: None,
-        sort: Vec::new(),
-        page: paging.store_page(),
-    };
-    if let Some(q) = param(pairs, "q").filter(|q| !q.is_empty()) {
-        for (key, value) in parse_q(q)? {
-            match key.as_str() {
-                "name" => query.name = value.text_match(),
-                "repository_id" | "id" => {
-                    if let super::listing::QValue::Exact(v) = &value {
-                        query.id = Some(v.parse().map_err(|_| {
-                            ApiError::bad_request(format!("invalid query string value: {v}"))
-                        })?);
-                    }
-                }
-                "project_id" => {
-                    if let super::listing::QValue::Exact(v) = &value {
-                        query.project_id = Some(v.parse().map_err(|_| {
-                            ApiError::bad_request(format!("invalid query string value: {v}"))
-                        })?);
-                    }
-                }
-                _ => {}
-            }
-        }
-    }
-    if let Some(sort) = param(pairs, "sort") {
-        query.sort = parse_sort(sort)
-            .into_iter()
-            .filter_map(|(key, desc)| {
-                let column = match key.as_str() {
-                    "name" => RepositorySort::Name,
-                    "creation_time" => RepositorySort::CreationTime,
-                    "update_time" => RepositorySort::UpdateTime,
-                    "pull_count" => RepositorySort::PullCount,
-                    "repository_id" | "id" => RepositorySort::Id,
-                    _ => return None,
-                };
-                Some((column, desc))
-            })
-            .collect();
-    }
-    Ok((query, paging))
-}
-
+/// Lists the repositories `filter` selects, with Harbor's paging headers.
 async fn list(
     state: &AppState,
-    uri: &axum::http::Uri,
-    query: RepositoryQuery,
-    paging: Paging,
+    query: &HarborQuery,
+    viewer: Viewer,
+    project_id: Option<i64>,
 ) -> HarborResult<Response> {
-    let (repositories, total) = state.store.repositories().list(&query).await?;
+    let filter = RepositoryFilter {
+        project_id,
+        viewer,
+        query: query.query()?,
+        sort: query.sort()?,
+        paging: query.paging()?,
+    };
+    let (repositories, total) = state.store.repositories().list(&filter).await?;
     let body: Vec<Value> = repositories.iter().map(repository_json).collect();
-    Ok((paging.headers(uri, total), axum::Json(body)).into_response())
+    Ok(paged(&body, total, query.link(filter.paging, total)))
 }
 
 /// `GET /repositories`: the repositories of every project the caller can see.
 pub async fn list_all_repositories(
     State(state): State<AppState>,
     principal: Principal,
-    OriginalUri(uri): OriginalUri,
-    RawQuery(raw): RawQuery,
+    query: HarborQuery,
 ) -> HarborResult<Response> {
-    let pairs = query_pairs(raw.as_deref())?;
-    let (mut query, paging) = repository_query(&pairs)?;
-    query.visibility = match principal.user() {
-        None => Visibility::Public,
-        Some(user) if user.sysadmin => Visibility::All,
-        Some(user) => Visibility::User(user.id),
-    };
-    list(&state, &uri, query, paging).await
+    list(&state, &query, super::projects::viewer(&principal), None).await
 }
 
 /// `GET /projects/{project_name}/repositories`.
@@ -156,10 +92,8 @@ pub async fn list_repositories(
     State(state): State<AppState>,
     principal: Principal,
     Path(project_name): Path<String>,
-    OriginalUri(uri): OriginalUri,
-    RawQuery(raw): RawQuery,
+    query: HarborQuery,
 ) -> HarborResult<Response> {
-    let pairs = query_pairs(raw.as_deref())?;
     let access = require_project(
         &state,
         principal.user(),
@@ -168,9 +102,7 @@ pub async fn list_repositories(
         Action::List,
     )
     .await?;
-    let (mut query, paging) = repository_query(&pairs)?;
-    query.project_id = Some(access.project.id);
-    list(&state, &uri, query, paging).await
+    list(&state, &query, Viewer::Admin, Some(access.project.id)).await
 }
 
 /// Checks `action` on the project and loads the repository (404 when missing).

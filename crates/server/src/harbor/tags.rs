@@ -2,9 +2,9 @@
 
 use axum::Router;
 use axum::body::Bytes;
-use axum::extract::{OriginalUri, Path, RawQuery, State};
+use axum::extract::{Path, State};
 use axum::http::StatusCode;
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use axum::routing::{delete, get};
 use berth_domain::model::Tag;
 use berth_domain::oci::is_valid_tag;
@@ -12,10 +12,9 @@ use berth_domain::rbac::{Action, Resource};
 use serde_json::{Value, json};
 
 use super::artifacts::{BASE, load_artifact};
-use super::listing::{Paging, parse_q};
-use super::repositories::{param, query_pairs};
 use crate::error::{ApiError, HarborResult};
 use crate::extract::Principal;
+use crate::extract::harbor::{HarborQuery, paged};
 use crate::state::AppState;
 
 pub(super) fn router() -> Router<AppState> {
@@ -48,19 +47,10 @@ pub async fn list_tags(
     State(state): State<AppState>,
     principal: Principal,
     Path((project_name, repository_name, reference)): Path<(String, String, String)>,
-    OriginalUri(uri): OriginalUri,
-    RawQuery(raw): RawQuery,
+    query: HarborQuery,
 ) -> HarborResult<Response> {
-    let pairs = query_pairs(raw.as_deref())?;
-    let paging = Paging::parse(param(&pairs, "page"), param(&pairs, "page_size"))?;
-    let mut name = None;
-    if let Some(q) = param(&pairs, "q").filter(|q| !q.is_empty()) {
-        for (key, value) in parse_q(q)? {
-            if key == "name" {
-                name = value.text_match();
-            }
-        }
-    }
+    let paging = query.paging()?;
+    let (q, sort) = (query.query()?, query.sort()?);
     let artifact = load_artifact(
         &state,
         &principal,
@@ -74,10 +64,10 @@ pub async fn list_tags(
     let (tags, total) = state
         .store
         .artifacts()
-        .list_tags(artifact.id, name.as_ref(), paging.store_page())
+        .list_tags(artifact.id, &q, &sort, paging)
         .await?;
     let body: Vec<Value> = tags.iter().map(tag_json).collect();
-    Ok((paging.headers(&uri, total), axum::Json(body)).into_response())
+    Ok(paged(&body, total, query.link(paging, total)))
 }
 
 /// `POST .../artifacts/{reference}/tags` with `{"name"}`: 201, no `Location`.

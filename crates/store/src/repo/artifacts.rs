@@ -3,15 +3,14 @@
 
 use berth_domain::DomainError;
 use berth_domain::model::{Artifact, ArtifactReference, Label, Tag};
+use berth_domain::query::{ArtifactFilter, Paging, Query, SortKey, TagFilter};
 use berth_domain::time;
 
 use crate::Store;
 use crate::error::{StoreResult, conflict_on_unique};
-use crate::repo::filter::{
-    Page, Sql, TextMatch, fetch_page, order_by, push_int_match, push_text_match,
-};
 use crate::repo::labels::LabelRow;
 use crate::repo::manifests::delete_artifact_tree;
+use crate::repo::sql::{Column, Kind, Sql, order_clause};
 
 const ARTIFACT_COLUMNS: &str = "a.id, a.project_id, a.repository_id, r.name AS repository_name, a.digest, \
      a.manifest_media_type, a.media_type, a.artifact_type, a.type AS kind, a.size, a.icon, a.subject_digest, \
@@ -108,92 +107,74 @@ impl From<ReferenceRow> for ArtifactReference {
     }
 }
 
-/// The `tags` condition of an artifact listing.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum TagMatch {
-    /// `tags=*`: tagged.
-    Any,
-    /// `tags=nil`: untagged.
-    Nil,
-    /// `tags=~x`: a tag containing `x` (case-sensitive).
-    Fuzzy(String),
-    /// `tags=x`: a tag named `x`.
-    Exact(String),
+const fn column(names: &'static [&'static str], sql: &'static str, kind: Kind) -> Column {
+    Column { names, sql, kind }
 }
 
-/// Filterable and sortable artifact columns.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ArtifactColumn {
-    /// `id`
-    Id,
-    /// `type`
-    Type,
-    /// `media_type`
-    MediaType,
-    /// `manifest_media_type`
-    ManifestMediaType,
-    /// `artifact_type`
-    ArtifactType,
-    /// `digest`
-    Digest,
-    /// `size`
-    Size,
-    /// `push_time`
-    PushTime,
-    /// `pull_time`
-    PullTime,
-}
+/// The artifact columns `q` filters on (harbor-api.md §4).
+const ARTIFACT_Q_COLUMNS: &[Column] = &[
+    column(&["id", "ID"], "a.id", Kind::Int),
+    column(&["type", "Type"], "a.type", Kind::Text),
+    column(&["media_type", "MediaType"], "a.media_type", Kind::Text),
+    column(
+        &["manifest_media_type", "ManifestMediaType"],
+        "a.manifest_media_type",
+        Kind::Text,
+    ),
+    column(
+        &["artifact_type", "ArtifactType"],
+        "a.artifact_type",
+        Kind::Text,
+    ),
+    column(&["project_id", "ProjectID"], "a.project_id", Kind::Int),
+    column(
+        &["repository_id", "RepositoryID"],
+        "a.repository_id",
+        Kind::Int,
+    ),
+    column(&["repository_name", "RepositoryName"], "r.name", Kind::Text),
+    column(&["digest", "Digest"], "a.digest", Kind::Text),
+    column(&["size", "Size"], "a.size", Kind::Int),
+    column(&["icon", "Icon"], "a.icon", Kind::Text),
+    column(&["push_time", "PushTime"], "a.push_time", Kind::Text),
+    column(&["pull_time", "PullTime"], "a.pull_time", Kind::Text),
+];
 
-impl ArtifactColumn {
-    /// The column for a Harbor `q`/`sort` key, if it is one.
-    pub fn from_key(key: &str) -> Option<Self> {
-        Some(match key {
-            "id" => Self::Id,
-            "type" => Self::Type,
-            "media_type" => Self::MediaType,
-            "manifest_media_type" => Self::ManifestMediaType,
-            "artifact_type" => Self::ArtifactType,
-            "digest" => Self::Digest,
-            "size" => Self::Size,
-            "push_time" => Self::PushTime,
-            "pull_time" => Self::PullTime,
-            _ => return None,
-        })
-    }
+const ARTIFACT_SORT_COLUMNS: &[(&[&str], &str)] = &[
+    (&["id", "ID"], "a.id"),
+    (&["type", "Type"], "a.type"),
+    (&["media_type", "MediaType"], "a.media_type"),
+    (
+        &["manifest_media_type", "ManifestMediaType"],
+        "a.manifest_media_type",
+    ),
+    (&["artifact_type", "ArtifactType"], "a.artifact_type"),
+    (&["digest", "Digest"], "a.digest"),
+    (&["size", "Size"], "a.size"),
+    (&["push_time", "PushTime"], "a.push_time"),
+    (&["pull_time", "PullTime"], "a.pull_time"),
+];
 
-    fn column(self) -> &'static str {
-        match self {
-            Self::Id => "a.id",
-            Self::Type => "a.type",
-            Self::MediaType => "a.media_type",
-            Self::ManifestMediaType => "a.manifest_media_type",
-            Self::ArtifactType => "a.artifact_type",
-            Self::Digest => "a.digest",
-            Self::Size => "a.size",
-            Self::PushTime => "a.push_time",
-            Self::PullTime => "a.pull_time",
-        }
-    }
-}
+/// The tag columns `q` filters on.
+const TAG_Q_COLUMNS: &[Column] = &[
+    column(&["id", "ID"], "t.id", Kind::Int),
+    column(
+        &["repository_id", "RepositoryID"],
+        "t.repository_id",
+        Kind::Int,
+    ),
+    column(&["artifact_id", "ArtifactID"], "t.artifact_id", Kind::Int),
+    column(&["name", "Name"], "t.name", Kind::Text),
+    column(&["push_time", "PushTime"], "t.push_time", Kind::Text),
+    column(&["pull_time", "PullTime"], "t.pull_time", Kind::Text),
+];
 
-/// An artifact listing (Harbor's listArtifacts semantics).
-#[derive(Debug, Clone)]
-pub struct ArtifactQuery {
-    /// The repository.
-    pub repository_id: i64,
-    /// `base=*`: include index children too.
-    pub all: bool,
-    /// The `tags` condition.
-    pub tags: Option<TagMatch>,
-    /// Label ids the artifacts must all carry.
-    pub labels: Vec<i64>,
-    /// Column conditions.
-    pub columns: Vec<(ArtifactColumn, TextMatch)>,
-    /// Order (`true` = descending); empty for `-push_time,-id`.
-    pub sort: Vec<(ArtifactColumn, bool)>,
-    /// The page.
-    pub page: Page,
-}
+const TAG_SORT_COLUMNS: &[(&[&str], &str)] = &[
+    (&["id", "ID"], "t.id"),
+    (&["name", "Name"], "t.name"),
+    (&["push_time", "PushTime"], "t.push_time"),
+    (&["pull_time", "PullTime"], "t.pull_time"),
+];
 
 /// Access to artifacts, tags and references.
 pub struct Artifacts<'a>(pub(crate) &'a Store);
@@ -206,63 +187,61 @@ impl Store {
 }
 
 impl Artifacts<'_> {
-    /// One page of artifacts and the total.
-    pub async fn list_artifacts(&self, query: &ArtifactQuery) -> StoreResult<(Vec<Artifact>, i64)> {
-        let mut filter = Sql::default();
-        filter
-            .push(" FROM artifacts a JOIN repositories r ON r.id = a.repository_id WHERE a.repository_id = ")
-            .int(query.repository_id)
-            .push(" AND a.accessory_type IS NULL");
-        if !query.all {
-            filter.push(
+    /// One page of artifacts of a repository and the total: Harbor's base set
+    /// (or everything with `base=*`), the artifact-specific `tags`/`labels`
+    /// conditions, then the column terms, `sort` and the page.
+    pub async fn list_artifacts(
+        &self,
+        repository_id: i64,
+        filter: &ArtifactFilter,
+        sort: &[SortKey],
+        paging: Paging,
+    ) -> StoreResult<(Vec<Artifact>, i64)> {
+        let mut sql = Sql::new(
+            " FROM artifacts a JOIN repositories r ON r.id = a.repository_id WHERE a.repository_id = ",
+        );
+        sql.int(repository_id).push(" AND a.accessory_type IS NULL");
+        if !filter.all {
+            sql.push(
                 " AND (EXISTS (SELECT 1 FROM tags t WHERE t.artifact_id = a.id) \
                  OR NOT EXISTS (SELECT 1 FROM artifact_references ar WHERE ar.child_id = a.id))",
             );
         }
-        match &query.tags {
+        match &filter.tags {
             None => {}
-            Some(TagMatch::Any) => {
-                filter.push(" AND EXISTS (SELECT 1 FROM tags t WHERE t.artifact_id = a.id)");
+            Some(TagFilter::Any) => {
+                sql.push(" AND EXISTS (SELECT 1 FROM tags t WHERE t.artifact_id = a.id)");
             }
-            Some(TagMatch::Nil) => {
-                filter.push(" AND NOT EXISTS (SELECT 1 FROM tags t WHERE t.artifact_id = a.id)");
+            Some(TagFilter::Nil) => {
+                sql.push(" AND NOT EXISTS (SELECT 1 FROM tags t WHERE t.artifact_id = a.id)");
             }
-            Some(TagMatch::Fuzzy(text)) => {
-                filter
-                    .push(" AND EXISTS (SELECT 1 FROM tags t WHERE t.artifact_id = a.id AND REPLACE(t.name, ")
-                    .text(text)
+            Some(TagFilter::Fuzzy(text)) => {
+                sql.push(" AND EXISTS (SELECT 1 FROM tags t WHERE t.artifact_id = a.id AND REPLACE(t.name, ")
+                    .text(text.as_str())
                     .push(", '') <> t.name)");
             }
-            Some(TagMatch::Exact(name)) => {
-                filter
-                    .push(" AND EXISTS (SELECT 1 FROM tags t WHERE t.artifact_id = a.id AND t.name = ")
-                    .text(name)
-                    .push(")");
+            Some(TagFilter::Exact(name)) => {
+                sql.push(
+                    " AND EXISTS (SELECT 1 FROM tags t WHERE t.artifact_id = a.id AND t.name = ",
+                )
+                .text(name.as_str())
+                .push(")");
             }
         }
-        for label in &query.labels {
-            filter
-                .push(" AND EXISTS (SELECT 1 FROM label_references lr WHERE lr.artifact_id = a.id AND lr.label_id = ")
+        for label in &filter.labels {
+            sql.push(" AND EXISTS (SELECT 1 FROM label_references lr WHERE lr.artifact_id = a.id AND lr.label_id = ")
                 .int(*label)
                 .push(")");
         }
-        for (column, matcher) in &query.columns {
-            if matches!(column, ArtifactColumn::Id | ArtifactColumn::Size) {
-                push_int_match(&mut filter, column.column(), matcher);
-                continue;
-            }
-            push_text_match(&mut filter, column.column(), matcher);
-        }
-        let sort: Vec<(&str, bool)> = query.sort.iter().map(|(c, d)| (c.column(), *d)).collect();
-        let (rows, total): (Vec<ArtifactRow>, i64) = fetch_page(
-            &self.0.pool,
-            ARTIFACT_COLUMNS,
-            filter,
-            &order_by(&sort, "a.push_time DESC, a.id DESC", "a.id DESC"),
-            query.page,
-        )
-        .await?;
-        Ok((rows.into_iter().map(Artifact::from).collect(), total))
+        sql.query_terms(ARTIFACT_Q_COLUMNS, &filter.query)?;
+        let order = order_clause(ARTIFACT_SORT_COLUMNS, sort, "a.push_time DESC", "a.id DESC");
+        let (rows, total): (Vec<ArtifactRow>, i64) = sql
+            .fetch_page(&self.0.pool, ARTIFACT_COLUMNS, &order, paging)
+            .await?;
+        Ok((
+            rows.into_iter().map(Artifact::from).collect::<Vec<_>>(),
+            total,
+        ))
     }
 
     /// The artifact `digest` of repository `repository_id`.
@@ -271,9 +250,8 @@ impl Artifacts<'_> {
         repository_id: i64,
         digest: &str,
     ) -> StoreResult<Option<Artifact>> {
-        let mut sql = Sql::default();
-        sql.push("SELECT ")
-            .push(ARTIFACT_COLUMNS)
+        let mut sql = Sql::new("SELECT ");
+        sql.push(ARTIFACT_COLUMNS)
             .push(" FROM artifacts a JOIN repositories r ON r.id = a.repository_id WHERE a.repository_id = ")
             .int(repository_id)
             .push(" AND a.digest = ")
@@ -288,9 +266,8 @@ impl Artifacts<'_> {
         repository_id: i64,
         tag: &str,
     ) -> StoreResult<Option<Artifact>> {
-        let mut sql = Sql::default();
-        sql.push("SELECT ")
-            .push(ARTIFACT_COLUMNS)
+        let mut sql = Sql::new("SELECT ");
+        sql.push(ARTIFACT_COLUMNS)
             .push(" FROM tags t JOIN artifacts a ON a.id = t.artifact_id JOIN repositories r ON r.id = a.repository_id WHERE t.repository_id = ")
             .int(repository_id)
             .push(" AND t.name = ")
@@ -304,37 +281,37 @@ impl Artifacts<'_> {
         if artifact_ids.is_empty() {
             return Ok(Vec::new());
         }
-        let mut sql = Sql::default();
-        sql.push("SELECT id, repository_id, artifact_id, name, push_time, pull_time FROM tags WHERE artifact_id IN (")
-            .ints(artifact_ids)
-            .push(") ORDER BY push_time DESC, id DESC");
+        let mut sql = Sql::new(
+            "SELECT id, repository_id, artifact_id, name, push_time, pull_time FROM tags WHERE artifact_id IN ",
+        );
+        sql.int_list(artifact_ids)
+            .push(" ORDER BY push_time DESC, id DESC");
         let rows: Vec<TagRow> = sql.fetch_all(&self.0.pool).await?;
         Ok(rows.into_iter().map(Tag::from).collect())
     }
 
-    /// One page of an artifact's tags (optionally by name) and the total.
+    /// One page of an artifact's tags (filtered by `q`, sorted by `sort`,
+    /// newest push first by default) and the total.
     pub async fn list_tags(
         &self,
         artifact_id: i64,
-        name: Option<&TextMatch>,
-        page: Page,
+        query: &Query,
+        sort: &[SortKey],
+        paging: Paging,
     ) -> StoreResult<(Vec<Tag>, i64)> {
-        let mut filter = Sql::default();
-        filter
-            .push(" FROM tags t WHERE t.artifact_id = ")
-            .int(artifact_id);
-        if let Some(name) = name {
-            push_text_match(&mut filter, "t.name", name);
-        }
-        let (rows, total): (Vec<TagRow>, i64) = fetch_page(
-            &self.0.pool,
-            "t.id, t.repository_id, t.artifact_id, t.name, t.push_time, t.pull_time",
-            filter,
-            "t.push_time DESC, t.id DESC",
-            page,
-        )
-        .await?;
-        Ok((rows.into_iter().map(Tag::from).collect(), total))
+        let mut sql = Sql::new(" FROM tags t WHERE t.artifact_id = ");
+        sql.int(artifact_id);
+        sql.query_terms(TAG_Q_COLUMNS, query)?;
+        let order = order_clause(TAG_SORT_COLUMNS, sort, "t.push_time DESC", "t.id DESC");
+        let (rows, total): (Vec<TagRow>, i64) = sql
+            .fetch_page(
+                &self.0.pool,
+                "t.id, t.repository_id, t.artifact_id, t.name, t.push_time, t.pull_time",
+                &order,
+                paging,
+            )
+            .await?;
+        Ok((rows.into_iter().map(Tag::from).collect::<Vec<_>>(), total))
     }
 
     /// The index children of `parent_ids`.
@@ -342,10 +319,11 @@ impl Artifacts<'_> {
         if parent_ids.is_empty() {
             return Ok(Vec::new());
         }
-        let mut sql = Sql::default();
-        sql.push("SELECT parent_id, child_id, child_digest, platform, urls, annotations FROM artifact_references WHERE parent_id IN (")
-            .ints(parent_ids)
-            .push(") ORDER BY parent_id, child_id");
+        let mut sql = Sql::new(
+            "SELECT parent_id, child_id, child_digest, platform, urls, annotations FROM artifact_references WHERE parent_id IN ",
+        );
+        sql.int_list(parent_ids)
+            .push(" ORDER BY parent_id, child_id");
         let rows: Vec<ReferenceRow> = sql.fetch_all(&self.0.pool).await?;
         Ok(rows.into_iter().map(ArtifactReference::from).collect())
     }
@@ -355,11 +333,11 @@ impl Artifacts<'_> {
         if artifact_ids.is_empty() {
             return Ok(Vec::new());
         }
-        let mut sql = Sql::default();
-        sql.push("SELECT lr.artifact_id, l.id, l.name, l.description, l.color, l.scope, l.project_id, l.created_at, l.updated_at \
-                  FROM label_references lr JOIN labels l ON l.id = lr.label_id WHERE lr.artifact_id IN (")
-            .ints(artifact_ids)
-            .push(") ORDER BY l.id");
+        let mut sql = Sql::new(
+            "SELECT lr.artifact_id, l.id, l.name, l.description, l.color, l.scope, l.project_id, l.created_at, l.updated_at \
+             FROM label_references lr JOIN labels l ON l.id = lr.label_id WHERE lr.artifact_id IN ",
+        );
+        sql.int_list(artifact_ids).push(" ORDER BY l.id");
         #[derive(sqlx::FromRow)]
         struct Row {
             artifact_id: i64,

@@ -47,7 +47,7 @@ impl Configurations<'_> {
     /// Stores every given item in one transaction.
     pub async fn save(&self, items: &[(&str, ConfigValue)]) -> StoreResult<()> {
         let now = time::now();
-        let mut tx = self.0.pool.begin().await?;
+        let mut tx = self.0.begin_write().await?;
         for (name, value) in items {
             sqlx::query(
                 "INSERT INTO configurations (name, value, updated_at) VALUES ($1, $2, $3) \

@@ -103,7 +103,7 @@ impl Groups<'_> {
     /// Replaces the groups `user_id` is in, in one transaction.
     pub async fn replace_memberships(&self, user_id: i64, group_ids: &[i64]) -> StoreResult<()> {
         let now = time::now();
-        let mut tx = self.0.pool.begin().await?;
+        let mut tx = self.0.begin_write().await?;
         sqlx::query("DELETE FROM user_group_members WHERE user_id = $1")
             .bind(user_id)
             .execute(&mut *tx)

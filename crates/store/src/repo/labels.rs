@@ -1,11 +1,12 @@
 //! Labels (global or per project) and their links to artifacts.
 
 use berth_domain::model::Label;
+use berth_domain::query::{Paging, Query};
 use berth_domain::time;
 
 use crate::Store;
 use crate::error::{StoreResult, conflict_on_unique};
-use crate::repo::filter::{Page, Sql, TextMatch, fetch_page, push_text_match};
+use crate::repo::sql::{Column, Kind, Sql, like_pattern};
 
 #[derive(sqlx::FromRow)]
 pub(crate) struct LabelRow {
@@ -46,6 +47,29 @@ pub struct NewLabel {
     /// The project of a project label; `None` for a global one.
     pub project_id: Option<i64>,
 }
+
+const LABEL_Q_COLUMNS: &[Column] = &[
+    Column {
+        names: &["id", "ID"],
+        sql: "l.id",
+        kind: Kind::Int,
+    },
+    Column {
+        names: &["name", "Name"],
+        sql: "l.name",
+        kind: Kind::Text,
+    },
+    Column {
+        names: &["description", "Description"],
+        sql: "l.description",
+        kind: Kind::Text,
+    },
+    Column {
+        names: &["color", "Color"],
+        sql: "l.color",
+        kind: Kind::Text,
+    },
+];
 
 /// Access to the `labels` and `label_references` tables.
 pub struct Labels<'a>(pub(crate) &'a Store);
@@ -90,36 +114,40 @@ impl Labels<'_> {
         Ok(row.map(Label::from))
     }
 
-    /// One page of labels of a scope (global, or one project's) and the total.
+    /// One page of labels of a scope (global, or one project's) and the total:
+    /// `name` is a case-insensitive substring, `query` Harbor's `q`.
     pub async fn list(
         &self,
         project_id: Option<i64>,
-        name: Option<&TextMatch>,
-        page: Page,
+        name: Option<&str>,
+        query: &Query,
+        paging: Paging,
     ) -> StoreResult<(Vec<Label>, i64)> {
-        let mut filter = Sql::default();
+        let mut filter = Sql::new(" FROM labels l WHERE ");
         match project_id {
             Some(id) => {
-                filter
-                    .push(" FROM labels l WHERE l.scope = 'p' AND l.project_id = ")
-                    .int(id);
+                filter.push("l.scope = 'p' AND l.project_id = ").int(id);
             }
             None => {
-                filter.push(" FROM labels l WHERE l.scope = 'g'");
+                filter.push("l.scope = 'g'");
             }
         }
         if let Some(name) = name {
-            push_text_match(&mut filter, "l.name", name);
+            filter
+                .push(" AND LOWER(l.name) LIKE ")
+                .text(like_pattern(name))
+                .push(" ESCAPE '\\'");
         }
-        let (rows, total): (Vec<LabelRow>, i64) = fetch_page(
-            &self.0.pool,
-            "l.id, l.name, l.description, l.color, l.scope, l.project_id, l.created_at, l.updated_at",
-            filter,
-            "l.id",
-            page,
-        )
-        .await?;
-        Ok((rows.into_iter().map(Label::from).collect(), total))
+        filter.query_terms(LABEL_Q_COLUMNS, query)?;
+        let (rows, total): (Vec<LabelRow>, i64) = filter
+            .fetch_page(
+                &self.0.pool,
+                "l.id, l.name, l.description, l.color, l.scope, l.project_id, l.created_at, l.updated_at",
+                " ORDER BY l.id",
+                paging,
+            )
+            .await?;
+        Ok((rows.into_iter().map(Label::from).collect::<Vec<_>>(), total))
     }
 
     /// Deletes a label (and its uses); `false` when there was none.

@@ -43,7 +43,7 @@ impl Metadata<'_> {
     /// Adds a pair; an existing key is a `Conflict`.
     pub async fn add(&self, project_id: i64, name: &str, value: &str) -> StoreResult<()> {
         let now = time::now();
-        let mut tx = self.0.pool.begin().await?;
+        let mut tx = self.0.begin_write().await?;
         sqlx::query(
             "INSERT INTO project_metadata (project_id, name, value, created_at, updated_at) \
              VALUES ($1, $2, $3, $4, $4)",
@@ -67,7 +67,7 @@ impl Metadata<'_> {
     /// Replaces a stored value; `false` (and nothing written) when the key is not stored.
     pub async fn update(&self, project_id: i64, name: &str, value: &str) -> StoreResult<bool> {
         let now = time::now();
-        let mut tx = self.0.pool.begin().await?;
+        let mut tx = self.0.begin_write().await?;
         let exists: Option<(i64,)> = sqlx::query_as(
             "SELECT project_id FROM project_metadata WHERE project_id = $1 AND name = $2",
         )
@@ -86,7 +86,7 @@ impl Metadata<'_> {
     /// Removes a key (removing `public` makes the project private); `false` if absent.
     pub async fn delete(&self, project_id: i64, name: &str) -> StoreResult<bool> {
         let now = time::now();
-        let mut tx = self.0.pool.begin().await?;
+        let mut tx = self.0.begin_write().await?;
         let done = sqlx::query("DELETE FROM project_metadata WHERE project_id = $1 AND name = $2")
             .bind(project_id)
             .bind(name)

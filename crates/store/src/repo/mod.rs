@@ -12,7 +12,6 @@ pub(crate) fn flag(value: i64) -> bool {
 
 pub mod articles;
 pub mod artifacts;
-pub mod filter;
 pub mod gc;
 pub mod identities;
 pub mod labels;

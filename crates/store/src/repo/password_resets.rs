@@ -58,7 +58,7 @@ impl PasswordResets<'_> {
     /// `None` when the token is unknown, expired or already used.
     pub async fn redeem(&self, token_hash: &str, password_hash: &str) -> StoreResult<Option<i64>> {
         let now = time::now();
-        let mut tx = self.0.pool.begin().await?;
+        let mut tx = self.0.begin_write().await?;
         let user_id: Option<i64> = sqlx::query_scalar(
             "DELETE FROM password_resets WHERE token_hash = $1 AND expires_at > $2 RETURNING user_id",
         )

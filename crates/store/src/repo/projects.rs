@@ -382,7 +382,7 @@ impl Projects<'_> {
     /// quota and empty CVE allowlist, in one transaction. A taken name is a `Conflict`.
     pub async fn create(&self, new: &NewProject) -> StoreResult<Project> {
         let now = time::now();
-        let mut tx = self.0.pool.begin().await?;
+        let mut tx = self.0.begin_write().await?;
         let row: ProjectRow = sqlx::query_as(sqlx::AssertSqlSafe(format!(
             "INSERT INTO projects (name, owner_id, public, created_at, updated_at) \
              VALUES ($1, $2, $3, $4, $4) RETURNING {PROJECT_RETURNING}"
@@ -445,7 +445,7 @@ impl Projects<'_> {
         allowlist: Option<&CveAllowlist>,
     ) -> StoreResult<()> {
         let now = time::now();
-        let mut tx = self.0.pool.begin().await?;
+        let mut tx = self.0.begin_write().await?;
         for (name, value) in metadata {
             upsert_metadata(&mut tx, id, name, value, &now).await?;
         }
@@ -486,7 +486,7 @@ impl Projects<'_> {
     /// Deletes a project and everything that cascades from it. A project that
     /// still has repositories is a `Precondition` failure; `false` if it was already gone.
     pub async fn delete(&self, id: i64) -> StoreResult<bool> {
-        let mut tx = self.0.pool.begin().await?;
+        let mut tx = self.0.begin_write().await?;
         let done = sqlx::query(
             "DELETE FROM projects WHERE id = $1 \
              AND NOT EXISTS (SELECT 1 FROM repositories WHERE project_id = $1)",
@@ -526,16 +526,35 @@ impl Projects<'_> {
         .bind(id)
         .fetch_all(&self.0.pool)
         .await?;
-        let quota: Option<(i64, i64)> =
-            sqlx::query_as("SELECT hard, used FROM project_quotas WHERE project_id = $1")
-                .bind(id)
-                .fetch_optional(&self.0.pool)
-                .await?;
         Ok(ProjectCounts {
             repo_count,
             members_by_role,
-            quota,
+            quota: self.quota(id).await?,
         })
+    }
+
+    /// A project's storage quota as `(hard, used)` in bytes (`hard < 0`: unlimited).
+    pub async fn quota(&self, id: i64) -> StoreResult<Option<(i64, i64)>> {
+        Ok(
+            sqlx::query_as("SELECT hard, used FROM project_quotas WHERE project_id = $1")
+                .bind(id)
+                .fetch_optional(&self.0.pool)
+                .await?,
+        )
+    }
+
+    /// Sets a project's storage limit in bytes (`-1`: unlimited); `false` when
+    /// the project has no quota row.
+    pub async fn set_storage_limit(&self, id: i64, hard: i64) -> StoreResult<bool> {
+        let done = sqlx::query(
+            "UPDATE project_quotas SET hard = $2, updated_at = $3 WHERE project_id = $1",
+        )
+        .bind(id)
+        .bind(hard)
+        .bind(time::now())
+        .execute(&self.0.pool)
+        .await?;
+        Ok(done.rows_affected() == 1)
     }
 }
 

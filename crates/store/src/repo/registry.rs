@@ -343,28 +343,3 @@ impl Registry<'_> {
         Ok(rows.into_iter().map(|(id,)| id).collect())
     }
 }
-
-impl Registry<'_> {
-    /// A project's storage quota as `(hard, used)` in bytes (`hard < 0`: unlimited).
-    pub async fn quota(&self, project_id: i64) -> StoreResult<Option<(i64, i64)>> {
-        Ok(
-            sqlx::query_as("SELECT hard, used FROM project_quotas WHERE project_id = $1")
-                .bind(project_id)
-                .fetch_optional(&self.0.pool)
-                .await?,
-        )
-    }
-
-    /// Sets a project's storage limit in bytes (`-1`: unlimited).
-    pub async fn set_storage_limit(&self, project_id: i64, hard: i64) -> StoreResult<bool> {
-        let done = sqlx::query(
-            "UPDATE project_quotas SET hard = $2, updated_at = $3 WHERE project_id = $1",
-        )
-        .bind(project_id)
-        .bind(hard)
-        .bind(time::now())
-        .execute(&self.0.pool)
-        .await?;
-        Ok(done.rows_affected() == 1)
-    }
-}

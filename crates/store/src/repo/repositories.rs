@@ -1,66 +1,80 @@
 //! Repositories as the management API lists them, with artifact counts.
 
+use berth_domain::DomainError;
 use berth_domain::model::Repository;
+use berth_domain::query::{Paging, Query, SortKey};
 use berth_domain::time;
 
 use crate::Store;
 use crate::error::StoreResult;
-use crate::repo::filter::{Page, Sql, TextMatch, fetch_page, order_by, push_text_match};
+use crate::repo::projects::{Viewer, push_visibility};
+use crate::repo::sql::{Column, Kind, Sql, order_clause};
 
-/// Whose repositories a listing may show.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Visibility {
-    /// Everything (system administrators).
-    All,
-    /// Public projects only (anonymous callers).
-    Public,
-    /// Public projects and the user's own (direct or through groups).
-    User(i64),
-}
-
-/// Sortable repository columns.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum RepositorySort {
-    /// `name`
-    Name,
-    /// `creation_time`
-    CreationTime,
-    /// `update_time`
-    UpdateTime,
-    /// `pull_count`
-    PullCount,
-    /// `repository_id`
-    Id,
-}
-
-impl RepositorySort {
-    fn column(self) -> &'static str {
-        match self {
-            Self::Name => "r.name",
-            Self::CreationTime => "r.created_at",
-            Self::UpdateTime => "r.updated_at",
-            Self::PullCount => "r.pull_count",
-            Self::Id => "r.id",
-        }
-    }
-}
-
-/// A repository listing.
+/// A repository listing (listRepositories, listAllRepositories).
 #[derive(Debug, Clone)]
-pub struct RepositoryQuery {
-    /// Only this project's.
+pub struct RepositoryFilter {
+    /// Only this project's; `q` terms on `project_id` are then ignored, as Harbor overrides them.
     pub project_id: Option<i64>,
-    /// Whose projects.
-    pub visibility: Visibility,
-    /// `name` filter.
-    pub name: Option<TextMatch>,
-    /// `repository_id` filter.
-    pub id: Option<i64>,
-    /// Order (`true` = descending); empty for `-creation_time,-repository_id`.
-    pub sort: Vec<(RepositorySort, bool)>,
-    /// The page.
-    pub page: Page,
+    /// Who is looking (Harbor's project visibility).
+    pub viewer: Viewer,
+    /// `q=`.
+    pub query: Query,
+    /// `sort=`; none valid means `-creation_time,-repository_id`.
+    pub sort: Vec<SortKey>,
+    /// `page=`, `page_size=`.
+    pub paging: Paging,
 }
+
+const PROJECT_ID_NAMES: &[&str] = &["project_id", "ProjectID"];
+
+const REPOSITORY_Q_COLUMNS: &[Column] = &[
+    Column {
+        names: &["repository_id", "RepositoryID", "id"],
+        sql: "r.id",
+        kind: Kind::Int,
+    },
+    Column {
+        names: &["name", "Name"],
+        sql: "r.name",
+        kind: Kind::Text,
+    },
+    Column {
+        names: PROJECT_ID_NAMES,
+        sql: "r.project_id",
+        kind: Kind::Int,
+    },
+    Column {
+        names: &["description", "Description"],
+        sql: "r.description",
+        kind: Kind::Text,
+    },
+    Column {
+        names: &["pull_count", "PullCount"],
+        sql: "r.pull_count",
+        kind: Kind::Int,
+    },
+    Column {
+        names: &["creation_time", "CreationTime"],
+        sql: "r.created_at",
+        kind: Kind::Text,
+    },
+    Column {
+        names: &["update_time", "UpdateTime"],
+        sql: "r.updated_at",
+        kind: Kind::Text,
+    },
+];
+
+const REPOSITORY_SORT_COLUMNS: &[(&[&str], &str)] = &[
+    (&["repository_id", "RepositoryID", "id"], "r.id"),
+    (&["name", "Name"], "r.name"),
+    (&["pull_count", "PullCount"], "r.pull_count"),
+    (&["creation_time", "CreationTime"], "r.created_at"),
+    (&["update_time", "UpdateTime"], "r.updated_at"),
+];
+
+const REPOSITORY_COLUMNS: &str =
+    "r.id, r.project_id, r.name, r.description, r.pull_count, r.created_at, r.updated_at";
 
 #[derive(sqlx::FromRow)]
 struct RepositoryRow {
@@ -99,77 +113,66 @@ impl Store {
 }
 
 impl Repositories<'_> {
-    fn repository_where(query: &RepositoryQuery) -> Sql {
-        let mut sql = Sql::default();
-        sql.push(" FROM repositories r WHERE 1 = 1");
-        if let Some(project_id) = query.project_id {
+    fn repository_where(filter: &RepositoryFilter) -> Result<Sql, DomainError> {
+        let mut sql = Sql::new(" FROM repositories r WHERE 1 = 1");
+        let mut query = filter.query.clone();
+        if let Some(project_id) = filter.project_id {
             sql.push(" AND r.project_id = ").int(project_id);
+            query
+                .terms
+                .retain(|t| !PROJECT_ID_NAMES.contains(&t.key.as_str()));
         }
-        if let Some(id) = query.id {
-            sql.push(" AND r.id = ").int(id);
+        if filter.viewer != Viewer::Admin {
+            sql.push(" AND r.project_id IN (SELECT p.id FROM projects p WHERE 1 = 1");
+            push_visibility(&mut sql, filter.viewer, None);
+            sql.push(")");
         }
-        match query.visibility {
-            Visibility::All => {}
-            Visibility::Public => {
-                sql.push(" AND r.project_id IN (SELECT id FROM projects WHERE public = 1)");
-            }
-            Visibility::User(user_id) => {
-                sql.push(" AND r.project_id IN (SELECT id FROM projects WHERE public = 1 UNION SELECT project_id FROM project_members WHERE user_id = ")
-                    .int(user_id)
-                    .push(" UNION SELECT m.project_id FROM project_members m JOIN user_group_members g ON g.group_id = m.group_id WHERE g.user_id = ")
-                    .int(user_id)
-                    .push(")");
-            }
+        sql.query_terms(REPOSITORY_Q_COLUMNS, &query)?;
+        Ok(sql)
+    }
+
+    /// Fills in the artifact counts of `repositories`.
+    async fn with_artifact_counts(&self, rows: Vec<RepositoryRow>) -> StoreResult<Vec<Repository>> {
+        let mut repositories: Vec<Repository> = rows.into_iter().map(Repository::from).collect();
+        if repositories.is_empty() {
+            return Ok(repositories);
         }
-        if let Some(name) = &query.name {
-            push_text_match(&mut sql, "r.name", name);
+        let ids: Vec<i64> = repositories.iter().map(|r| r.id).collect();
+        let mut counts =
+            Sql::new("SELECT repository_id, COUNT(*) FROM artifacts WHERE repository_id IN ");
+        counts.int_list(&ids).push(" GROUP BY repository_id");
+        let counts: Vec<(i64, i64)> = counts.fetch_all(&self.0.pool).await?;
+        for repository in &mut repositories {
+            repository.artifact_count = counts
+                .iter()
+                .find(|(id, _)| *id == repository.id)
+                .map_or(0, |(_, n)| *n);
         }
-        sql
+        Ok(repositories)
     }
 
     /// One page of repositories (with artifact counts) and the total.
-    pub async fn list(&self, query: &RepositoryQuery) -> StoreResult<(Vec<Repository>, i64)> {
-        let sort: Vec<(&str, bool)> = query.sort.iter().map(|(c, d)| (c.column(), *d)).collect();
-        let (rows, total): (Vec<RepositoryRow>, i64) = fetch_page(
-            &self.0.pool,
-            "r.id, r.project_id, r.name, r.description, r.pull_count, r.created_at, r.updated_at",
-            Self::repository_where(query),
-            &order_by(&sort, "r.created_at DESC, r.id DESC", "r.id DESC"),
-            query.page,
-        )
-        .await?;
-        let mut repositories: Vec<Repository> = rows.into_iter().map(Repository::from).collect();
-        if !repositories.is_empty() {
-            let ids: Vec<i64> = repositories.iter().map(|r| r.id).collect();
-            let mut counts = Sql::default();
-            counts
-                .push("SELECT repository_id, COUNT(*) FROM artifacts WHERE repository_id IN (")
-                .ints(&ids)
-                .push(") GROUP BY repository_id");
-            let counts: Vec<(i64, i64)> = counts.fetch_all(&self.0.pool).await?;
-            for repository in &mut repositories {
-                repository.artifact_count = counts
-                    .iter()
-                    .find(|(id, _)| *id == repository.id)
-                    .map_or(0, |(_, n)| *n);
-            }
-        }
-        Ok((repositories, total))
+    pub async fn list(&self, filter: &RepositoryFilter) -> StoreResult<(Vec<Repository>, i64)> {
+        let order = order_clause(
+            REPOSITORY_SORT_COLUMNS,
+            &filter.sort,
+            "r.created_at DESC",
+            "r.id DESC",
+        );
+        let (rows, total) = Self::repository_where(filter)?
+            .fetch_page(&self.0.pool, REPOSITORY_COLUMNS, &order, filter.paging)
+            .await?;
+        Ok((self.with_artifact_counts(rows).await?, total))
     }
 
     /// Repository `name` (full name) with its artifact count.
     pub async fn find(&self, name: &str) -> StoreResult<Option<Repository>> {
-        let (mut found, _) = self
-            .list(&RepositoryQuery {
-                project_id: None,
-                visibility: Visibility::All,
-                name: Some(TextMatch::Exact(name.to_string())),
-                id: None,
-                sort: Vec::new(),
-                page: Some((0, 1)),
-            })
-            .await?;
-        Ok(found.pop())
+        let mut sql = Sql::new(&format!(
+            "SELECT {REPOSITORY_COLUMNS} FROM repositories r WHERE r.name = "
+        ));
+        sql.text(name);
+        let rows: Vec<RepositoryRow> = sql.fetch_all(&self.0.pool).await?;
+        Ok(self.with_artifact_counts(rows).await?.pop())
     }
 
     /// Sets a repository's description; `false` when it does not exist.
@@ -204,27 +207,5 @@ impl Repositories<'_> {
             .await?;
         tx.commit().await?;
         Ok(done.rows_affected() == 1)
-    }
-
-    /// Repository counts of `project_ids`, as `(project_id, count)` (projects without any are absent).
-    pub async fn counts_by_project(&self, project_ids: &[i64]) -> StoreResult<Vec<(i64, i64)>> {
-        if project_ids.is_empty() {
-            return Ok(Vec::new());
-        }
-        let mut sql = Sql::default();
-        sql.push("SELECT project_id, COUNT(*) FROM repositories WHERE project_id IN (")
-            .ints(project_ids)
-            .push(") GROUP BY project_id");
-        sql.fetch_all(&self.0.pool).await
-    }
-
-    /// Bytes stored in blobs (deduplicated), for statistics.
-    pub async fn storage_consumption(&self) -> StoreResult<i64> {
-        let (total,): (i64,) = sqlx::query_as(
-            "SELECT CAST(COALESCE(SUM(size), 0) AS BIGINT) FROM blobs WHERE deleting = 0",
-        )
-        .fetch_one(&self.0.pool)
-        .await?;
-        Ok(total)
     }
 }

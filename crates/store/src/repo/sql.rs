@@ -6,7 +6,7 @@
 use berth_domain::DomainError;
 use berth_domain::query::{Paging, Query, QueryOp, QueryValue, Scalar, SortKey};
 use sqlx::any::{AnyArguments, AnyRow};
-use sqlx::{Any, FromRow};
+use sqlx::{Any, AnyPool, FromRow};
 
 /// A bound value.
 #[derive(Debug, Clone)]
@@ -97,6 +97,36 @@ impl Sql {
     {
         let rows = self.bound().fetch_all(executor).await?;
         rows.iter().map(T::from_row).collect()
+    }
+
+    /// One page of a listing and its total: `self` is the shared
+    /// ` FROM ... WHERE ...` part; `SELECT COUNT(*)` runs over it, then
+    /// `SELECT columns` with `order` (an `ORDER BY` text) and the page's
+    /// `LIMIT/OFFSET`. No row query when nothing matches.
+    pub(crate) async fn fetch_page<T>(
+        &self,
+        pool: &AnyPool,
+        columns: &str,
+        order: &str,
+        paging: Paging,
+    ) -> Result<(Vec<T>, i64), sqlx::Error>
+    where
+        T: for<'r> FromRow<'r, AnyRow> + Send + Unpin,
+    {
+        let count = Sql {
+            text: format!("SELECT COUNT(*){}", self.text),
+            binds: self.binds.clone(),
+        };
+        let total = count.fetch_count(pool).await?;
+        if total == 0 {
+            return Ok((Vec::new(), 0));
+        }
+        let mut rows = Sql {
+            text: format!("SELECT {columns}{}{order}", self.text),
+            binds: self.binds.clone(),
+        };
+        rows.paging(paging);
+        Ok((rows.fetch_all(pool).await?, total))
     }
 
     /// Runs a `SELECT COUNT(*) ...`.
@@ -249,24 +279,35 @@ impl Sql {
         default: &str,
         tie: &str,
     ) -> &mut Self {
-        let mut parts = Vec::new();
-        for key in sort {
-            if let Some((_, sql)) = columns
-                .iter()
-                .find(|(names, _)| names.contains(&key.key.as_str()))
-            {
-                parts.push(format!(
-                    "{sql} {}",
-                    if key.descending { "DESC" } else { "ASC" }
-                ));
-            }
-        }
-        if parts.is_empty() {
-            parts.push(default.to_string());
-        }
-        parts.push(tie.to_string());
-        self.push(" ORDER BY ").push(&parts.join(", "))
+        self.push(&order_clause(columns, sort, default, tie))
     }
+}
+
+/// ` ORDER BY ...` from the whitelisted sort keys (`(names, sql)`), else
+/// `default`; `tie` (a unique column) always ends the list so pages are stable.
+pub(crate) fn order_clause(
+    columns: &[(&[&str], &str)],
+    sort: &[SortKey],
+    default: &str,
+    tie: &str,
+) -> String {
+    let mut parts = Vec::new();
+    for key in sort {
+        if let Some((_, sql)) = columns
+            .iter()
+            .find(|(names, _)| names.contains(&key.key.as_str()))
+        {
+            parts.push(format!(
+                "{sql} {}",
+                if key.descending { "DESC" } else { "ASC" }
+            ));
+        }
+    }
+    if parts.is_empty() {
+        parts.push(default.to_string());
+    }
+    parts.push(tie.to_string());
+    format!(" ORDER BY {}", parts.join(", "))
 }
 
 #[cfg(test)]

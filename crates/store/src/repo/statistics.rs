@@ -113,21 +113,3 @@ impl Statistics<'_> {
         Ok(sql.fetch_all(&self.0.pool).await?)
     }
 }
-
-impl Statistics<'_> {
-    /// Records an empty repository row, as a first push creates one; the
-    /// Harbor tests use it to exercise counts and the delete precondition.
-    pub async fn add_empty_repository(&self, project_id: i64, name: &str) -> StoreResult<i64> {
-        let now = berth_domain::time::now();
-        let (id,): (i64,) = sqlx::query_as(
-            "INSERT INTO repositories (project_id, name, created_at, updated_at) \
-             VALUES ($1, $2, $3, $3) RETURNING id",
-        )
-        .bind(project_id)
-        .bind(name)
-        .bind(&now)
-        .fetch_one(&self.0.pool)
-        .await?;
-        Ok(id)
-    }
-}

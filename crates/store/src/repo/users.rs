@@ -241,7 +241,7 @@ impl Users<'_> {
     /// The row stays so that owned projects and authored articles keep their
     /// author. Returns whether a live user was deleted.
     pub async fn tombstone(&self, id: i64) -> StoreResult<bool> {
-        let mut tx = self.0.pool.begin().await?;
+        let mut tx = self.0.begin_write().await?;
         let done = sqlx::query(
             "UPDATE users SET deleted = 1, email = NULL, password_hash = NULL, picture = NULL, \
              sysadmin = 0, keywords = '', auth_version = auth_version + 1, updated_at = $1 \

@@ -1,7 +1,6 @@
 //! Shared set-up for the Harbor API tests: users, projects and members.
 
 use axum::http::StatusCode;
-use berth_domain::model::NewUser;
 use serde_json::json;
 
 use crate::util::TestApp;
@@ -9,20 +8,9 @@ use crate::util::TestApp;
 /// The password of every user the fixtures create.
 pub const PASSWORD: &str = "Passw0rd-1";
 
-/// Creates a local user directly in the store; returns its id.
+/// Creates a local user with [`PASSWORD`]; returns its id.
 pub async fn user(app: &TestApp, username: &str) -> i64 {
-    app.store()
-        .users()
-        .create(&NewUser {
-            username: username.into(),
-            email: Some(format!("{username}@example.com")),
-            realname: Some(format!("{username} real")),
-            password_hash: Some(berth_auth::password::hash_password(PASSWORD)),
-            ..NewUser::default()
-        })
-        .await
-        .unwrap()
-        .id
+    app.create_user(username, PASSWORD).await
 }
 
 /// Creates a project through the API as `owner` (admin when `None`); returns its id.

@@ -21,14 +21,6 @@ async fn project_count(app: &TestApp) -> i64 {
         .unwrap()
 }
 
-async fn add_repository(app: &TestApp, project_id: i64, name: &str) {
-    app.store()
-        .statistics()
-        .add_empty_repository(project_id, name)
-        .await
-        .unwrap();
-}
-
 backend_test!(
     async fn library_exists_after_first_start_and_is_public(app) {
         let res = app.get("/api/v2.0/projects").send().await;
@@ -417,7 +409,7 @@ backend_test!(
         }
         assert_eq!(app.get("/api/v2.0/projects/p/_deletable").admin().send().await.json(), json!({"deletable": true}));
 
-        add_repository(&app, id, "p/app").await;
+        crate::registry::push_image(&app, "p/app", "v1", &[b"app"]).await;
         let res = app.get("/api/v2.0/projects/p/_deletable").admin().send().await;
         assert_eq!(res.json(), json!({"message": "the project contains repositories, can not be deleted"}));
         let res = app.delete("/api/v2.0/projects/p").basic("pa", PASSWORD).send().await;

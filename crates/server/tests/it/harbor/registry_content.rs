@@ -5,7 +5,7 @@ use axum::http::StatusCode;
 use serde_json::{Value, json};
 
 use crate::backend_test;
-use crate::registry::{create_user, descriptor, digest_of, push_image, put_manifest};
+use crate::registry::{descriptor, digest_of, push_image, put_manifest};
 use crate::util::TestApp;
 
 const OCI_MANIFEST: &str = "application/vnd.oci.image.manifest.v1+json";
@@ -77,7 +77,7 @@ backend_test!(
         let res = app.put("/api/v2.0/projects/library/repositories/alpha").admin().raw("application/json", "nope").send().await;
         assert_eq!(res.status, StatusCode::BAD_REQUEST);
 
-        create_user(&app, "carol", "Carol12345").await;
+        app.create_user("carol", "Carol12345").await;
         let res = app.delete("/api/v2.0/projects/library/repositories/alpha").basic("carol", "Carol12345").send().await;
         assert_eq!(res.status, StatusCode::FORBIDDEN);
         let res = app.delete("/api/v2.0/projects/library/repositories/alpha").admin().send().await;
@@ -209,7 +209,6 @@ backend_test!(
             ("size=[1~]", "3"),
             ("size=[~1]", "0"),
             ("size={1 2}", "0"),
-            ("size=x", "0"),
             ("push_time=[2000-01-01T00:00:00~]", "3"),
             ("push_time=[~2000-01-01T00:00:00]", "0"),
         ] {
@@ -217,6 +216,10 @@ backend_test!(
             assert_eq!(res.status, StatusCode::OK, "{range}");
             assert_eq!(res.header("x-total-count"), Some(count), "{range}");
         }
+        // A non-number for an integer column is a 400, as on every other listing.
+        let res = app.get(&q("size=x")).send().await;
+        assert_eq!(res.status, StatusCode::BAD_REQUEST);
+        assert_eq!(res.json()["errors"][0]["message"], "invalid query string value: x");
         let res = app.get(&q("tags=[1~2]")).send().await;
         assert_eq!(res.status, StatusCode::BAD_REQUEST);
         let res = app.get(&q("labels=1")).send().await;
@@ -330,7 +333,7 @@ backend_test!(
 
 backend_test!(
     async fn labels_api_and_permissions(app) {
-        create_user(&app, "dave", "Dave12345").await;
+        app.create_user("dave", "Dave12345").await;
         let res = app.post("/api/v2.0/labels").json(&json!({"name": "x", "scope": "g"})).send().await;
         assert_eq!(res.status, StatusCode::UNAUTHORIZED);
         let res = app.post("/api/v2.0/labels").basic("dave", "Dave12345").json(&json!({"name": "x", "scope": "g"})).send().await;

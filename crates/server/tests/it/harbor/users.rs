@@ -1,26 +1,9 @@
 //! Harbor users: the current user, Basic and bearer sign-in.
 
 use axum::http::StatusCode;
-use berth_domain::model::NewUser;
 
 use crate::backend_test;
-use crate::util::{ADMIN_PASSWORD, TestApp};
-
-async fn create_user(app: &TestApp, username: &str, password: &str) -> i64 {
-    let hash = berth_auth::password::hash_password(password);
-    app.store()
-        .users()
-        .create(&NewUser {
-            username: username.into(),
-            email: Some(format!("{username}@example.com")),
-            realname: Some(format!("{username} real")),
-            password_hash: Some(hash),
-            ..NewUser::default()
-        })
-        .await
-        .unwrap()
-        .id
-}
+use crate::util::ADMIN_PASSWORD;
 
 backend_test!(
     async fn current_user_is_the_admin_with_basic_auth(app) {
@@ -63,7 +46,7 @@ backend_test!(
 
 backend_test!(
     async fn users_sign_in_by_username_or_email(app) {
-        let id = create_user(&app, "alice", "Passw0rd:with:colons").await;
+        let id = app.create_user("alice", "Passw0rd:with:colons").await;
         for login in ["alice", "alice@example.com", "ALICE@example.com"] {
             let res = app.get("/api/v2.0/users/current").basic(login, "Passw0rd:with:colons").send().await;
             assert_eq!(res.status, StatusCode::OK, "{login}");
@@ -75,7 +58,7 @@ backend_test!(
 
 backend_test!(
     async fn a_password_change_invalidates_cached_credentials(app) {
-        let id = create_user(&app, "bob", "Old-Passw0rd").await;
+        let id = app.create_user("bob", "Old-Passw0rd").await;
         let ok = app.get("/api/v2.0/users/current").basic("bob", "Old-Passw0rd").send().await;
         assert_eq!(ok.status, StatusCode::OK);
         // The change goes straight to the store, as another instance would make it:
@@ -92,7 +75,7 @@ backend_test!(
 
 backend_test!(
     async fn bearer_user_tokens_sign_in(app) {
-        let id = create_user(&app, "carol", "Passw0rd").await;
+        let id = app.create_user("carol", "Passw0rd").await;
         let token = app.state.tokens.sign_user(id, time_now());
         let res = app.get("/api/v2.0/users/current").bearer(&token).send().await;
         assert_eq!(res.status, StatusCode::OK);

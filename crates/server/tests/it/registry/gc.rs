@@ -117,22 +117,22 @@ backend_test!(
 
 backend_test!(
     async fn quota_counts_linked_blobs_once_and_limits_pushes(app) {
-        let registry = app.store().registry();
-        assert_eq!(registry.quota(1).await.unwrap(), Some((-1, 0)));
+        let projects = app.store().projects();
+        assert_eq!(projects.quota(1).await.unwrap(), Some((-1, 0)));
         let (manifest, _) = push_image(&app, "library/q1", "v1", &[b"layer-a"]).await;
         let config = br#"{"architecture":"amd64","os":"linux","layers":1}"#;
         let expected = (manifest.len() + config.len() + b"layer-a".len()) as i64;
-        assert_eq!(registry.quota(1).await.unwrap(), Some((-1, expected)));
+        assert_eq!(projects.quota(1).await.unwrap(), Some((-1, expected)));
         // The same blobs in another repository of the project are not charged again.
         push_image(&app, "library/q2", "v1", &[b"layer-a"]).await;
-        assert_eq!(registry.quota(1).await.unwrap(), Some((-1, expected)));
+        assert_eq!(projects.quota(1).await.unwrap(), Some((-1, expected)));
         let loose = push_blob(&app, "library/q1", b"12345").await;
-        assert_eq!(registry.quota(1).await.unwrap(), Some((-1, expected + 5)));
+        assert_eq!(projects.quota(1).await.unwrap(), Some((-1, expected + 5)));
         let res = app.delete(&format!("/v2/library/q1/blobs/{loose}")).admin().send().await;
         assert_eq!(res.status, StatusCode::ACCEPTED);
-        assert_eq!(registry.quota(1).await.unwrap(), Some((-1, expected)));
+        assert_eq!(projects.quota(1).await.unwrap(), Some((-1, expected)));
 
-        assert!(registry.set_storage_limit(1, expected + 10).await.unwrap());
+        assert!(projects.set_storage_limit(1, expected + 10).await.unwrap());
         let res = app
             .post(&format!("/v2/library/q1/blobs/uploads/?digest={}", digest_of(&[1u8; 11])))
             .admin()
@@ -141,8 +141,8 @@ backend_test!(
             .await;
         assert_eq!(res.status, StatusCode::PRECONDITION_FAILED);
         assert_eq!(error_code(&res), "DENIED");
-        assert_eq!(registry.quota(1).await.unwrap(), Some((expected + 10, expected)));
+        assert_eq!(projects.quota(1).await.unwrap(), Some((expected + 10, expected)));
         push_blob(&app, "library/q1", &[2u8; 10]).await;
-        assert_eq!(registry.quota(1).await.unwrap(), Some((expected + 10, expected + 10)));
+        assert_eq!(projects.quota(1).await.unwrap(), Some((expected + 10, expected + 10)));
     }
 );

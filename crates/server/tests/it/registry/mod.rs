@@ -8,8 +8,6 @@ use axum::http::{Method, StatusCode};
 use serde_json::{Value, json};
 use sha2::{Digest as _, Sha256};
 
-use berth_domain::model::NewUser;
-
 use crate::util::TestApp;
 
 /// `sha256:<hex>` of `bytes`.
@@ -106,18 +104,4 @@ pub fn error_code(res: &crate::util::TestResponse) -> String {
         .as_str()
         .unwrap_or_default()
         .to_string()
-}
-
-/// Creates a user who is a member of nothing.
-pub async fn create_user(app: &TestApp, username: &str, password: &str) {
-    app.store()
-        .users()
-        .create(&NewUser {
-            username: username.into(),
-            email: Some(format!("{username}@example.com")),
-            password_hash: Some(berth_auth::password::hash_password(password)),
-            ..NewUser::default()
-        })
-        .await
-        .unwrap();
 }

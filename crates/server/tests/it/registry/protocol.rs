@@ -3,7 +3,7 @@
 use axum::http::{Method, StatusCode};
 use serde_json::json;
 
-use super::{create_user, descriptor, digest_of, error_code, push_blob, push_image, put_manifest};
+use super::{descriptor, digest_of, error_code, push_blob, push_image, put_manifest};
 use crate::backend_test;
 
 const OCI_MANIFEST: &str = "application/vnd.oci.image.manifest.v1+json";
@@ -292,7 +292,7 @@ backend_test!(
 
 backend_test!(
     async fn push_and_pull_permissions_with_basic_and_tokens(app) {
-        create_user(&app, "bob", "Bob12345").await;
+        app.create_user("bob", "Bob12345").await;
         let name = "library/perm";
         push_image(&app, name, "v1", &[b"p"]).await;
 

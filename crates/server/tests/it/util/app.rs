@@ -36,6 +36,23 @@ pub struct TestApp {
 }
 
 impl TestApp {
+    /// Creates a local user who is a member of nothing (e-mail `<username>@example.com`,
+    /// real name `<username> real`); returns its id.
+    pub async fn create_user(&self, username: &str, password: &str) -> i64 {
+        self.store()
+            .users()
+            .create(&berth_domain::model::NewUser {
+                username: username.into(),
+                email: Some(format!("{username}@example.com")),
+                realname: Some(format!("{username} real")),
+                password_hash: Some(berth_auth::password::hash_password(password)),
+                ..berth_domain::model::NewUser::default()
+            })
+            .await
+            .unwrap()
+            .id
+    }
+
     /// A fresh application on `backend`, migrated, with `admin`'s password set to [`ADMIN_PASSWORD`].
     pub async fn new(backend: Backend) -> Self {
         let dir = tempfile::tempdir().expect("temp dir");
