@@ -190,7 +190,7 @@ const PROJECT_Q_COLUMNS: &[Column] = &[
     Column {
         names: &["name", "Name"],
         sql: "p.name",
-        kind: Kind::Text,
+        kind: Kind::LowerText,
     },
     Column {
         names: &["creation_time", "CreationTime"],
@@ -242,7 +242,8 @@ fn push_project_filter(
     }
     push_visibility(sql, viewer, public);
     if let Some(name) = &filter.name {
-        sql.push(" AND LOWER(p.name) LIKE ")
+        // Project names are lower case by rule: no LOWER() per row.
+        sql.push(" AND p.name LIKE ")
             .text(like_pattern(name))
             .push(" ESCAPE '\\'");
     }

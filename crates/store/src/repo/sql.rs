@@ -147,6 +147,9 @@ pub(crate) enum Kind {
     Int,
     /// TEXT, including the fixed-width timestamps.
     Text,
+    /// TEXT whose values are lower case by rule (project and repository names):
+    /// fuzzy matches compare it directly, without `LOWER()` on every row.
+    LowerText,
 }
 
 /// A column `q` may filter on: the names Harbor accepts for it, its SQL and kind.
@@ -174,13 +177,25 @@ pub(crate) fn like_pattern(value: &str) -> String {
 }
 
 impl Sql {
+    /// ` AND <column> LIKE '%v%'`, case-insensitive (Harbor's `~v`).
+    fn fuzzy(&mut self, column: &Column, value: &str) {
+        if column.kind == Kind::LowerText {
+            self.push(" AND ").push(column.sql).push(" LIKE ");
+        } else {
+            self.push(" AND LOWER(CAST(")
+                .push(column.sql)
+                .push(" AS TEXT)) LIKE ");
+        }
+        self.text(like_pattern(value)).push(" ESCAPE '\\'");
+    }
+
     fn scalar(&mut self, column: &Column, value: &Scalar) -> Result<(), DomainError> {
         match (column.kind, value) {
             (Kind::Int, Scalar::Int(i)) => {
                 self.int(*i);
             }
             (Kind::Int, other) => return Err(invalid(&other.text())),
-            (Kind::Text, v) => {
+            (Kind::Text | Kind::LowerText, v) => {
                 self.text(v.text());
             }
         }
@@ -193,7 +208,7 @@ impl Sql {
                 let v = value.parse::<i64>().map_err(|_| invalid(value))?;
                 self.int(v);
             }
-            Kind::Text => {
+            Kind::Text | Kind::LowerText => {
                 self.text(value);
             }
         }
@@ -216,19 +231,11 @@ impl Sql {
             };
             let sql = column.sql;
             match &term.value {
-                QueryValue::Fuzzy(v) => {
-                    self.push(" AND LOWER(CAST(")
-                        .push(sql)
-                        .push(" AS TEXT)) LIKE ");
-                    self.text(like_pattern(v)).push(" ESCAPE '\\'");
-                }
+                QueryValue::Fuzzy(v) => self.fuzzy(column, v),
                 QueryValue::Exact(v) => {
                     let op = match term.op {
                         Some(QueryOp::IContains) => {
-                            self.push(" AND LOWER(CAST(")
-                                .push(sql)
-                                .push(" AS TEXT)) LIKE ");
-                            self.text(like_pattern(v)).push(" ESCAPE '\\'");
+                            self.fuzzy(column, v);
                             continue;
                         }
                         Some(QueryOp::Gte) => " >= ",
