@@ -2,7 +2,7 @@
 //! updateProjectMember, deleteProjectMember.
 
 use axum::extract::{Path, State};
-use axum::http::{HeaderMap, StatusCode, header};
+use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Json, Router};
@@ -14,9 +14,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::directory;
 use crate::error::{ApiError, ErrorKind, HarborResult};
-use crate::extract::Principal;
 use crate::extract::harbor::{HarborJson, HarborQuery, paged};
-use crate::harbor::projects::{access_project, project_ref};
+use crate::harbor::projects::ProjectCaller;
 use crate::state::AppState;
 
 pub(super) fn router() -> Router<AppState> {
@@ -70,21 +69,14 @@ fn parse_mid(text: &str) -> Result<i64, ApiError> {
 /// A page of the project's members, ordered by entity name.
 pub async fn list_project_members(
     State(state): State<AppState>,
-    principal: Principal,
-    headers: HeaderMap,
+    caller: ProjectCaller,
     query: HarborQuery,
     Path(project_name_or_id): Path<String>,
 ) -> HarborResult<Response> {
     let paging = query.paging()?;
-    let access = access_project(
-        &state,
-        &principal,
-        &headers,
-        &project_name_or_id,
-        Resource::Member,
-        Action::List,
-    )
-    .await?;
+    let access = caller
+        .require(&state, &project_name_or_id, Resource::Member, Action::List)
+        .await?;
     let project_id = access.project.id;
     let total = state.store.members().count(project_id).await?;
     if total == 0 {
@@ -206,22 +198,20 @@ async fn resolve_entity(
 /// Adds a user or group member with a role; 201 with its `Location`.
 pub async fn create_project_member(
     State(state): State<AppState>,
-    principal: Principal,
-    headers: HeaderMap,
+    caller: ProjectCaller,
     Path(project_name_or_id): Path<String>,
     HarborJson(req): HarborJson<ProjectMemberReq>,
 ) -> HarborResult<Response> {
-    let access = access_project(
-        &state,
-        &principal,
-        &headers,
-        &project_name_or_id,
-        Resource::Member,
-        Action::Create,
-    )
-    .await?;
+    let access = caller
+        .require(
+            &state,
+            &project_name_or_id,
+            Resource::Member,
+            Action::Create,
+        )
+        .await?;
     let project_id = access.project.id;
-    let reference = project_ref(&project_name_or_id, &headers)?;
+    let reference = caller.project_ref(&project_name_or_id)?;
     let entity = resolve_entity(&state, &req).await?;
     if state.store.members().is_member(project_id, entity).await? {
         return Err(ApiError::new(ErrorKind::Conflict, DUPLICATE_MEMBER).into());
@@ -245,20 +235,13 @@ pub async fn create_project_member(
 /// One member of the project.
 pub async fn get_project_member(
     State(state): State<AppState>,
-    principal: Principal,
-    headers: HeaderMap,
+    caller: ProjectCaller,
     Path((project_name_or_id, mid)): Path<(String, String)>,
 ) -> HarborResult<Json<ProjectMemberEntity>> {
     let mid = parse_mid(&mid)?;
-    let access = access_project(
-        &state,
-        &principal,
-        &headers,
-        &project_name_or_id,
-        Resource::Member,
-        Action::Read,
-    )
-    .await?;
+    let access = caller
+        .require(&state, &project_name_or_id, Resource::Member, Action::Read)
+        .await?;
     if mid == 0 {
         return Err(ApiError::bad_request("the member id can not be empty!").into());
     }
@@ -282,21 +265,19 @@ pub struct RoleRequest {
 /// Changes a member's role (a missing member is a no-op, as in Harbor).
 pub async fn update_project_member(
     State(state): State<AppState>,
-    principal: Principal,
-    headers: HeaderMap,
+    caller: ProjectCaller,
     Path((project_name_or_id, mid)): Path<(String, String)>,
     HarborJson(req): HarborJson<RoleRequest>,
 ) -> HarborResult<StatusCode> {
     let mid = parse_mid(&mid)?;
-    let access = access_project(
-        &state,
-        &principal,
-        &headers,
-        &project_name_or_id,
-        Resource::Member,
-        Action::Update,
-    )
-    .await?;
+    let access = caller
+        .require(
+            &state,
+            &project_name_or_id,
+            Resource::Member,
+            Action::Update,
+        )
+        .await?;
     if mid == 0 {
         return Err(ApiError::bad_request("member id can not be empty").into());
     }
@@ -320,20 +301,18 @@ pub async fn update_project_member(
 /// Removes a member (a missing member is a no-op, as in Harbor).
 pub async fn delete_project_member(
     State(state): State<AppState>,
-    principal: Principal,
-    headers: HeaderMap,
+    caller: ProjectCaller,
     Path((project_name_or_id, mid)): Path<(String, String)>,
 ) -> HarborResult<StatusCode> {
     let mid = parse_mid(&mid)?;
-    let access = access_project(
-        &state,
-        &principal,
-        &headers,
-        &project_name_or_id,
-        Resource::Member,
-        Action::Delete,
-    )
-    .await?;
+    let access = caller
+        .require(
+            &state,
+            &project_name_or_id,
+            Resource::Member,
+            Action::Delete,
+        )
+        .await?;
     if mid == 0 {
         return Err(ApiError::bad_request("the project member id is required.").into());
     }

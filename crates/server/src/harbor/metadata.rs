@@ -4,16 +4,15 @@
 use std::collections::BTreeMap;
 
 use axum::extract::{Path, State};
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::StatusCode;
 use axum::routing::get;
 use axum::{Json, Router};
 use berth_domain::model::metadata;
 use berth_domain::rbac::{Action, Resource};
 
 use crate::error::{ApiError, HarborResult};
-use crate::extract::Principal;
 use crate::extract::harbor::HarborJson;
-use crate::harbor::projects::access_project;
+use crate::harbor::projects::ProjectCaller;
 use crate::state::AppState;
 
 pub(super) fn router() -> Router<AppState> {
@@ -34,38 +33,23 @@ type MetadataMap = BTreeMap<String, String>;
 
 async fn project_id(
     state: &AppState,
-    principal: &Principal,
-    headers: &HeaderMap,
+    caller: &ProjectCaller,
     project_name_or_id: &str,
     action: Action,
 ) -> Result<i64, ApiError> {
-    let access = access_project(
-        state,
-        principal,
-        headers,
-        project_name_or_id,
-        Resource::Metadata,
-        action,
-    )
-    .await?;
+    let access = caller
+        .require(state, project_name_or_id, Resource::Metadata, action)
+        .await?;
     Ok(access.project.id)
 }
 
 /// Every stored pair (system administrators only, as in Harbor).
 pub async fn list_project_metadatas(
     State(state): State<AppState>,
-    principal: Principal,
-    headers: HeaderMap,
+    caller: ProjectCaller,
     Path(project_name_or_id): Path<String>,
 ) -> HarborResult<Json<MetadataMap>> {
-    let id = project_id(
-        &state,
-        &principal,
-        &headers,
-        &project_name_or_id,
-        Action::List,
-    )
-    .await?;
+    let id = project_id(&state, &caller, &project_name_or_id, Action::List).await?;
     Ok(Json(
         state.store.metadata().list(id).await?.into_iter().collect(),
     ))
@@ -74,19 +58,11 @@ pub async fn list_project_metadatas(
 /// Adds exactly one pair; 409 when the key is already set.
 pub async fn add_project_metadatas(
     State(state): State<AppState>,
-    principal: Principal,
-    headers: HeaderMap,
+    caller: ProjectCaller,
     Path(project_name_or_id): Path<String>,
     HarborJson(body): HarborJson<MetadataMap>,
 ) -> HarborResult<StatusCode> {
-    let id = project_id(
-        &state,
-        &principal,
-        &headers,
-        &project_name_or_id,
-        Action::Create,
-    )
-    .await?;
+    let id = project_id(&state, &caller, &project_name_or_id, Action::Create).await?;
     if body.len() != 1 {
         return Err(ApiError::bad_request("only allow one key/value pair").into());
     }
@@ -99,18 +75,10 @@ pub async fn add_project_metadatas(
 /// `{"<meta_name>": "<value>"}`, or `{}` when the key is not set.
 pub async fn get_project_metadata(
     State(state): State<AppState>,
-    principal: Principal,
-    headers: HeaderMap,
+    caller: ProjectCaller,
     Path((project_name_or_id, meta_name)): Path<(String, String)>,
 ) -> HarborResult<Json<MetadataMap>> {
-    let id = project_id(
-        &state,
-        &principal,
-        &headers,
-        &project_name_or_id,
-        Action::Read,
-    )
-    .await?;
+    let id = project_id(&state, &caller, &project_name_or_id, Action::Read).await?;
     let value = state.store.metadata().get(id, &meta_name).await?;
     Ok(Json(value.map(|v| (meta_name, v)).into_iter().collect()))
 }
@@ -118,19 +86,11 @@ pub async fn get_project_metadata(
 /// Replaces the value of a set key with the body's value under `meta_name`.
 pub async fn update_project_metadata(
     State(state): State<AppState>,
-    principal: Principal,
-    headers: HeaderMap,
+    caller: ProjectCaller,
     Path((project_name_or_id, meta_name)): Path<(String, String)>,
     HarborJson(body): HarborJson<MetadataMap>,
 ) -> HarborResult<StatusCode> {
-    let id = project_id(
-        &state,
-        &principal,
-        &headers,
-        &project_name_or_id,
-        Action::Update,
-    )
-    .await?;
+    let id = project_id(&state, &caller, &project_name_or_id, Action::Update).await?;
     let given = body.get(&meta_name).map_or("", String::as_str);
     let value = metadata::normalize(&meta_name, given)?;
     state
@@ -144,18 +104,10 @@ pub async fn update_project_metadata(
 /// Removes a key (200 even when it was not set).
 pub async fn delete_project_metadata(
     State(state): State<AppState>,
-    principal: Principal,
-    headers: HeaderMap,
+    caller: ProjectCaller,
     Path((project_name_or_id, meta_name)): Path<(String, String)>,
 ) -> HarborResult<StatusCode> {
-    let id = project_id(
-        &state,
-        &principal,
-        &headers,
-        &project_name_or_id,
-        Action::Delete,
-    )
-    .await?;
+    let id = project_id(&state, &caller, &project_name_or_id, Action::Delete).await?;
     if !metadata::is_writable(&meta_name) {
         return Err(ApiError::bad_request(format!("invalid key: {meta_name}")).into());
     }

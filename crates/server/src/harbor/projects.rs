@@ -3,7 +3,8 @@
 
 use std::collections::BTreeMap;
 
-use axum::extract::{Path, State};
+use axum::extract::{FromRequestParts, Path, State};
+use axum::http::request::Parts;
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
@@ -17,7 +18,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::access::{ProjectAccess, require_project};
-use crate::error::{ApiError, HarborResult};
+use crate::error::{ApiError, HarborError, HarborResult};
 use crate::extract::Principal;
 use crate::extract::harbor::{HarborJson, HarborQuery, header_bool, paged};
 use crate::state::AppState;
@@ -357,53 +358,73 @@ pub async fn create_project(
     Ok((StatusCode::CREATED, [(header::LOCATION, location)]).into_response())
 }
 
-/// The project a path names, honouring `X-Is-Resource-Name`.
-pub(super) fn project_ref(text: &str, headers: &HeaderMap) -> Result<ProjectRef, ApiError> {
-    let reference = ProjectRef::parse(text, header_bool(headers, "x-is-resource-name"));
-    if let ProjectRef::Name(name) = &reference
-        && name.contains(' ')
-    {
-        return Err(ApiError::bad_request(format!(
-            "invalid project name: {name}"
-        )));
-    }
-    Ok(reference)
+/// The caller of a project-scoped operation, with how its path names the
+/// project (`X-Is-Resource-Name`): the preamble every such handler shares.
+pub(super) struct ProjectCaller {
+    /// Who is calling.
+    pub principal: Principal,
+    is_resource_name: bool,
 }
 
-/// Resolves `{project_name_or_id}` and checks that the caller may do
-/// `action` on `resource` there (Harbor's 401/403/404 semantics).
-pub(super) async fn access_project(
-    state: &AppState,
-    principal: &Principal,
-    headers: &HeaderMap,
-    project_name_or_id: &str,
-    resource: Resource,
-    action: Action,
-) -> Result<ProjectAccess, ApiError> {
-    let reference = project_ref(project_name_or_id, headers)?;
-    require_project(state, principal.user(), &reference, resource, action).await
+impl FromRequestParts<AppState> for ProjectCaller {
+    type Rejection = HarborError;
+
+    async fn from_request_parts(
+        parts: &mut Parts,
+        state: &AppState,
+    ) -> Result<Self, Self::Rejection> {
+        Ok(Self {
+            principal: Principal::from_request_parts(parts, state).await?,
+            is_resource_name: header_bool(&parts.headers, "x-is-resource-name"),
+        })
+    }
+}
+
+impl ProjectCaller {
+    /// The project `{project_name_or_id}` names.
+    pub(super) fn project_ref(&self, text: &str) -> Result<ProjectRef, ApiError> {
+        let reference = ProjectRef::parse(text, self.is_resource_name);
+        if let ProjectRef::Name(name) = &reference
+            && name.contains(' ')
+        {
+            return Err(ApiError::bad_request(format!(
+                "invalid project name: {name}"
+            )));
+        }
+        Ok(reference)
+    }
+
+    /// Resolves `{project_name_or_id}` and checks that the caller may do
+    /// `action` on `resource` there (Harbor's 401/403/404 semantics).
+    pub(super) async fn require(
+        &self,
+        state: &AppState,
+        project_name_or_id: &str,
+        resource: Resource,
+        action: Action,
+    ) -> Result<ProjectAccess, ApiError> {
+        let reference = self.project_ref(project_name_or_id)?;
+        require_project(state, self.principal.user(), &reference, resource, action).await
+    }
 }
 
 /// One project with its details.
 pub async fn get_project(
     State(state): State<AppState>,
-    principal: Principal,
-    headers: HeaderMap,
+    caller: ProjectCaller,
     Path(project_name_or_id): Path<String>,
 ) -> HarborResult<Json<ProjectWire>> {
-    let access = access_project(
-        &state,
-        &principal,
-        &headers,
-        &project_name_or_id,
-        Resource::Project,
-        Action::Read,
-    )
-    .await?;
+    let access = caller
+        .require(&state, &project_name_or_id, Resource::Project, Action::Read)
+        .await?;
     let details = state
         .store
         .projects()
-        .details(&[access.project.id], principal.user().map(|u| u.id), true)
+        .details(
+            &[access.project.id],
+            caller.principal.user().map(|u| u.id),
+            true,
+        )
         .await?;
     Ok(Json(project_wire(&access.project, &details, true)))
 }
@@ -411,20 +432,18 @@ pub async fn get_project(
 /// Applies the metadata and CVE allowlist of a ProjectReq (other fields are ignored).
 pub async fn update_project(
     State(state): State<AppState>,
-    principal: Principal,
-    headers: HeaderMap,
+    caller: ProjectCaller,
     Path(project_name_or_id): Path<String>,
     HarborJson(req): HarborJson<ProjectReq>,
 ) -> HarborResult<StatusCode> {
-    let access = access_project(
-        &state,
-        &principal,
-        &headers,
-        &project_name_or_id,
-        Resource::Project,
-        Action::Update,
-    )
-    .await?;
+    let access = caller
+        .require(
+            &state,
+            &project_name_or_id,
+            Resource::Project,
+            Action::Update,
+        )
+        .await?;
     let project_id = access.project.id;
     let validated = request_metadata(req.metadata.as_ref(), RETENTION_ON_UPDATE)?
         .into_iter()
@@ -475,19 +494,17 @@ pub async fn update_project(
 /// Deletes a project; 412 while it still has repositories.
 pub async fn delete_project(
     State(state): State<AppState>,
-    principal: Principal,
-    headers: HeaderMap,
+    caller: ProjectCaller,
     Path(project_name_or_id): Path<String>,
 ) -> HarborResult<StatusCode> {
-    let access = access_project(
-        &state,
-        &principal,
-        &headers,
-        &project_name_or_id,
-        Resource::Project,
-        Action::Delete,
-    )
-    .await?;
+    let access = caller
+        .require(
+            &state,
+            &project_name_or_id,
+            Resource::Project,
+            Action::Delete,
+        )
+        .await?;
     match state.store.projects().delete(access.project.id).await {
         Ok(_) => Ok(StatusCode::OK),
         Err(berth_store::StoreError::Domain(berth_domain::DomainError::Precondition(m))) => {
@@ -513,19 +530,17 @@ pub struct ProjectDeletable {
 /// Whether the project could be deleted now.
 pub async fn get_project_deletable(
     State(state): State<AppState>,
-    principal: Principal,
-    headers: HeaderMap,
+    caller: ProjectCaller,
     Path(project_name_or_id): Path<String>,
 ) -> HarborResult<Json<ProjectDeletable>> {
-    let access = access_project(
-        &state,
-        &principal,
-        &headers,
-        &project_name_or_id,
-        Resource::Project,
-        Action::Delete,
-    )
-    .await?;
+    let access = caller
+        .require(
+            &state,
+            &project_name_or_id,
+            Resource::Project,
+            Action::Delete,
+        )
+        .await?;
     let repos = state
         .store
         .projects()
@@ -578,19 +593,12 @@ pub struct ProjectSummary {
 /// Repository count, member counts (for callers who may list members) and quota.
 pub async fn get_project_summary(
     State(state): State<AppState>,
-    principal: Principal,
-    headers: HeaderMap,
+    caller: ProjectCaller,
     Path(project_name_or_id): Path<String>,
 ) -> HarborResult<Json<ProjectSummary>> {
-    let access = access_project(
-        &state,
-        &principal,
-        &headers,
-        &project_name_or_id,
-        Resource::Project,
-        Action::Read,
-    )
-    .await?;
+    let access = caller
+        .require(&state, &project_name_or_id, Resource::Project, Action::Read)
+        .await?;
     let counts = state.store.projects().counts(access.project.id).await?;
     let mut summary = ProjectSummary {
         repo_count: counts.repo_count,
