@@ -1,98 +1,89 @@
-//! A short-lived cache of verified credentials.
+//! Short-lived caches that keep slow hashes and store reads off the hot path.
 //!
-//! Docker and Harbor clients send Basic credentials on every request; a slow
-//! password hash each time would cap throughput at a few dozen requests per
-//! second per core. Entries are keyed by an HMAC of `login \0 password` under a
-//! per-process secret, so the cache never holds a password or a fast hash of
-//! one. An entry is trusted as it is for a short revalidation window; after
-//! that the caller re-reads the user and compares its `auth_version`, so a
-//! password change made on another instance takes effect within that window.
-//! Changes made on this instance evict the user's entries at once.
+//! [`TimedCache`] is the mechanism: an entry is trusted as it is for a short
+//! revalidation window, then reported stale so the caller re-checks it against
+//! the store, and forgotten after its lifetime. Changes made on this instance
+//! evict entries at once; changes made by another instance sharing the database
+//! are seen within the revalidation window.
+//!
+//! [`CredentialCache`] keys it by verified credentials. Docker and Harbor
+//! clients send Basic credentials on every request; a slow password hash each
+//! time would cap throughput at a few dozen requests per second per core.
+//! Entries are keyed by an HMAC of `login \0 password` under a per-process
+//! secret, so the cache never holds a password or a fast hash of one.
 
 use std::collections::HashMap;
+use std::hash::Hash;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use hmac::{Hmac, KeyInit, Mac};
 use sha2::Sha256;
 
-type Key = [u8; 32];
-
 struct Entry<V> {
     value: V,
-    verified_at: Instant,
+    stored_at: Instant,
     checked_at: Instant,
 }
 
 /// What a lookup found.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Lookup<V> {
-    /// Verified and checked within the revalidation window: use as is.
+    /// Stored and checked within the revalidation window: use as is.
     Fresh(V),
-    /// Verified within the lifetime, but due for a check against the store.
+    /// Stored within the lifetime, but due for a check against the store.
     Stale(V),
-    /// Not cached (or expired): verify the password.
+    /// Not cached (or expired).
     Miss,
 }
 
-/// Timings of a [`CredentialCache`].
+/// Timings of a cache.
 #[derive(Debug, Clone, Copy)]
 pub struct CacheTimes {
-    /// How long a verified password is trusted before it is hashed again.
+    /// How long an entry is kept at all (for credentials: how long a verified
+    /// password is trusted before it is hashed again).
     pub lifetime: Duration,
-    /// How long an entry is used without checking the stored user.
+    /// How long an entry is used without checking the store.
     pub revalidate: Duration,
 }
 
-/// The cache; cheap to share behind an `Arc`.
-pub struct CredentialCache<V> {
-    secret: Vec<u8>,
+/// A bounded map whose entries go stale, then expire; cheap to share behind an `Arc`.
+pub struct TimedCache<K, V> {
     times: CacheTimes,
     capacity: usize,
-    entries: Mutex<HashMap<Key, Entry<V>>>,
+    entries: Mutex<HashMap<K, Entry<V>>>,
 }
 
-impl<V> std::fmt::Debug for CredentialCache<V> {
+impl<K, V> std::fmt::Debug for TimedCache<K, V> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("CredentialCache")
+        f.debug_struct("TimedCache")
             .field("times", &self.times)
             .finish_non_exhaustive()
     }
 }
 
-impl<V: Clone> CredentialCache<V> {
-    /// A cache keyed under `secret`, with `times`, holding at most `capacity` entries.
-    pub fn new(secret: Vec<u8>, times: CacheTimes, capacity: usize) -> Self {
+impl<K: Hash + Eq, V: Clone> TimedCache<K, V> {
+    /// A cache with `times`, holding at most `capacity` entries.
+    pub fn new(times: CacheTimes, capacity: usize) -> Self {
         Self {
-            secret,
             times,
             capacity,
             entries: Mutex::new(HashMap::new()),
         }
     }
 
-    fn key(&self, login: &str, password: &str) -> Key {
-        let mut mac =
-            Hmac::<Sha256>::new_from_slice(&self.secret).expect("HMAC takes any key length");
-        mac.update(login.as_bytes());
-        mac.update(&[0]);
-        mac.update(password.as_bytes());
-        mac.finalize().into_bytes().into()
-    }
-
-    fn entries(&self) -> std::sync::MutexGuard<'_, HashMap<Key, Entry<V>>> {
+    fn entries(&self) -> std::sync::MutexGuard<'_, HashMap<K, Entry<V>>> {
         self.entries.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// What is cached for exactly this login and password.
-    pub fn get(&self, login: &str, password: &str) -> Lookup<V> {
-        let key = self.key(login, password);
+    /// What is cached under `key`.
+    pub fn get(&self, key: &K) -> Lookup<V> {
         let mut entries = self.entries();
-        let Some(entry) = entries.get(&key) else {
+        let Some(entry) = entries.get(key) else {
             return Lookup::Miss;
         };
-        if entry.verified_at.elapsed() >= self.times.lifetime {
-            entries.remove(&key);
+        if entry.stored_at.elapsed() >= self.times.lifetime {
+            entries.remove(key);
             Lookup::Miss
         } else if entry.checked_at.elapsed() < self.times.revalidate {
             Lookup::Fresh(entry.value.clone())
@@ -101,13 +92,12 @@ impl<V: Clone> CredentialCache<V> {
         }
     }
 
-    /// Remembers that this login and password just verified as `value`.
-    pub fn put(&self, login: &str, password: &str, value: V) {
-        let key = self.key(login, password);
+    /// Stores `value` under `key`, as just checked.
+    pub fn put(&self, key: K, value: V) {
         let mut entries = self.entries();
         if entries.len() >= self.capacity {
             let lifetime = self.times.lifetime;
-            entries.retain(|_, e| e.verified_at.elapsed() < lifetime);
+            entries.retain(|_, e| e.stored_at.elapsed() < lifetime);
             if entries.len() >= self.capacity {
                 entries.clear();
             }
@@ -117,31 +107,87 @@ impl<V: Clone> CredentialCache<V> {
             key,
             Entry {
                 value,
-                verified_at: now,
+                stored_at: now,
                 checked_at: now,
             },
         );
     }
 
-    /// Records a successful check of a stale entry against the store.
-    pub fn refresh(&self, login: &str, password: &str, value: V) {
-        let key = self.key(login, password);
-        if let Some(entry) = self.entries().get_mut(&key) {
+    /// Records a successful check of a stale entry against the store; its
+    /// lifetime still counts from when it was stored.
+    pub fn refresh(&self, key: &K, value: V) {
+        if let Some(entry) = self.entries().get_mut(key) {
             entry.value = value;
             entry.checked_at = Instant::now();
         }
     }
 
-    /// Forgets this login and password.
-    pub fn remove(&self, login: &str, password: &str) {
-        let key = self.key(login, password);
-        self.entries().remove(&key);
+    /// Forgets `key`.
+    pub fn remove(&self, key: &K) {
+        self.entries().remove(key);
     }
 
-    /// Forgets every entry whose value matches (a user whose password,
-    /// administrator flag or existence changed on this instance).
+    /// Forgets every entry whose value matches.
     pub fn forget(&self, matches: impl Fn(&V) -> bool) {
         self.entries().retain(|_, e| !matches(&e.value));
+    }
+}
+
+/// Verified credentials: a [`TimedCache`] keyed by an HMAC of login and password.
+pub struct CredentialCache<V> {
+    secret: Vec<u8>,
+    inner: TimedCache<[u8; 32], V>,
+}
+
+impl<V> std::fmt::Debug for CredentialCache<V> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CredentialCache")
+            .field("inner", &self.inner)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<V: Clone> CredentialCache<V> {
+    /// A cache keyed under `secret`, with `times`, holding at most `capacity` entries.
+    pub fn new(secret: Vec<u8>, times: CacheTimes, capacity: usize) -> Self {
+        Self {
+            secret,
+            inner: TimedCache::new(times, capacity),
+        }
+    }
+
+    fn key(&self, login: &str, password: &str) -> [u8; 32] {
+        let mut mac =
+            Hmac::<Sha256>::new_from_slice(&self.secret).expect("HMAC takes any key length");
+        mac.update(login.as_bytes());
+        mac.update(&[0]);
+        mac.update(password.as_bytes());
+        mac.finalize().into_bytes().into()
+    }
+
+    /// What is cached for exactly this login and password.
+    pub fn get(&self, login: &str, password: &str) -> Lookup<V> {
+        self.inner.get(&self.key(login, password))
+    }
+
+    /// Remembers that this login and password just verified as `value`.
+    pub fn put(&self, login: &str, password: &str, value: V) {
+        self.inner.put(self.key(login, password), value);
+    }
+
+    /// Records a successful check of a stale entry against the store.
+    pub fn refresh(&self, login: &str, password: &str, value: V) {
+        self.inner.refresh(&self.key(login, password), value);
+    }
+
+    /// Forgets this login and password.
+    pub fn remove(&self, login: &str, password: &str) {
+        self.inner.remove(&self.key(login, password));
+    }
+
+    /// Forgets every entry whose value matches (a user who changed on this instance).
+    pub fn forget(&self, matches: impl Fn(&V) -> bool) {
+        self.inner.forget(matches);
     }
 }
 
@@ -194,7 +240,21 @@ mod tests {
         for i in 0..5 {
             cache.put(&format!("u{i}"), "pw", i);
         }
-        assert!(cache.entries().len() <= 2);
+        assert!(cache.inner.entries().len() <= 2);
         assert_eq!(cache.get("u4", "pw"), Lookup::Fresh(4));
+    }
+
+    #[test]
+    fn timed_cache_by_plain_key() {
+        let times = CacheTimes {
+            lifetime: Duration::from_secs(60),
+            revalidate: Duration::from_secs(60),
+        };
+        let cache: TimedCache<i64, &str> = TimedCache::new(times, 10);
+        cache.put(7, "seven");
+        assert_eq!(cache.get(&7), Lookup::Fresh("seven"));
+        assert_eq!(cache.get(&8), Lookup::Miss);
+        cache.forget(|v| *v == "seven");
+        assert_eq!(cache.get(&7), Lookup::Miss);
     }
 }

@@ -11,6 +11,6 @@ pub mod registry_token;
 pub mod secret;
 pub mod token;
 
-pub use cache::CredentialCache;
+pub use cache::{CredentialCache, TimedCache};
 pub use registry_token::RegistryTokenKeys;
 pub use token::{TokenError, TokenKeys};

@@ -6,7 +6,7 @@ use std::time::Duration;
 use anyhow::Context;
 use berth_auth::cache::CacheTimes;
 use berth_auth::secret::{SecretKey, random_alphanumeric};
-use berth_auth::{CredentialCache, TokenKeys, password};
+use berth_auth::{CredentialCache, TimedCache, TokenKeys, password};
 use berth_domain::model::ADMIN_USER_ID;
 use berth_store::Store;
 
@@ -24,6 +24,14 @@ const CREDENTIAL_TIMES: CacheTimes = CacheTimes {
 };
 /// How many verified credentials are kept at most.
 const CREDENTIAL_CAPACITY: usize = 10_000;
+/// How long a user read by id (for a token) is used without reading it again:
+/// the bound on how late another instance's change to the user shows here.
+const USER_TIMES: CacheTimes = CacheTimes {
+    lifetime: Duration::from_secs(2),
+    revalidate: Duration::from_secs(2),
+};
+/// How many users read by id are kept at most.
+const USER_CAPACITY: usize = 10_000;
 
 /// Connects to the database named by the settings and migrates it.
 pub async fn open_store(settings: &Settings) -> anyhow::Result<Store> {
@@ -108,6 +116,7 @@ pub fn build_state(
             CREDENTIAL_TIMES,
             CREDENTIAL_CAPACITY,
         ),
+        users: TimedCache::new(USER_TIMES, USER_CAPACITY),
         master_key,
         registry: crate::registry::RegistryState::new(blob_dir.clone(), jwt_secret),
         blob_dir,

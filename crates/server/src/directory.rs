@@ -66,7 +66,9 @@ fn profile(user: &DirectoryUser) -> DirectoryProfile {
 
 /// Creates or refreshes the local account of a directory user.
 pub async fn onboard_user(state: &AppState, user: &DirectoryUser) -> Result<User, ApiError> {
-    Ok(state.store.users().onboard_ldap(&profile(user)).await?)
+    let user = state.store.users().onboard_ldap(&profile(user)).await?;
+    crate::identity::forget_user(state, user.id);
+    Ok(user)
 }
 
 /// Looks `username` up in the directory and onboards it; `None` if the directory does not know it.

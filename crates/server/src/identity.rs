@@ -1,12 +1,13 @@
 //! Who is calling: credentials in, a stored user out. Shared by all three surfaces.
 
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use berth_auth::cache::Lookup;
 use berth_auth::password;
 use berth_domain::model::{ADMIN_USER_ID, User};
+use tokio::sync::Semaphore;
 
 use crate::directory;
 use crate::error::ApiError;
@@ -105,20 +106,36 @@ async fn verify_uncached(
     let Some(stored) = user.password_hash.clone() else {
         return Ok(None);
     };
-    let candidate = password.to_string();
-    let matches =
-        tokio::task::spawn_blocking(move || password::verify_password(&candidate, &stored))
-            .await
-            .map_err(ApiError::internal)?;
+    let matches = check_password(password, &stored).await?;
     Ok(matches.then(|| Arc::new(user)))
+}
+
+/// Password hashes computed at once: one per core. An argon2id hash walks
+/// 19 MiB of memory; running more at once than there are cores only evicts
+/// each other's memory from the caches, so every sign-in waits longer.
+static HASH_SLOTS: LazyLock<Semaphore> =
+    LazyLock::new(|| Semaphore::new(std::thread::available_parallelism().map_or(2, |n| n.get())));
+
+/// Runs a password hash on the blocking pool, once a hash slot is free.
+async fn hashing<T: Send + 'static>(
+    work: impl FnOnce() -> T + Send + 'static,
+) -> Result<T, ApiError> {
+    let _slot = HASH_SLOTS.acquire().await.map_err(ApiError::internal)?;
+    tokio::task::spawn_blocking(work)
+        .await
+        .map_err(ApiError::internal)
 }
 
 /// Hashes a password off the async workers.
 pub async fn hash_password(password: &str) -> Result<String, ApiError> {
     let password = password.to_string();
-    tokio::task::spawn_blocking(move || password::hash_password(&password))
-        .await
-        .map_err(ApiError::internal)
+    hashing(move || password::hash_password(&password)).await
+}
+
+/// Whether `password` matches the stored hash, checked off the async workers.
+pub async fn check_password(password: &str, stored: &str) -> Result<bool, ApiError> {
+    let (password, stored) = (password.to_string(), stored.to_string());
+    hashing(move || password::verify_password(&password, &stored)).await
 }
 
 /// The user a user token names, if the token is valid and the user still exists.
@@ -129,13 +146,29 @@ pub async fn verify_user_token(
     let Ok(id) = state.tokens.verify_user(token) else {
         return Ok(None);
     };
-    Ok(state.store.users().find_by_id(id).await?.map(Arc::new))
+    user_by_id(state, id).await
 }
 
-/// Drops every cached credential of a user whose password, administrator flag
-/// or existence just changed, so the change takes effect here at once.
+/// The user with this id, from the user cache when it was read within the
+/// revalidation window (see `bootstrap::USER_TIMES`).
+async fn user_by_id(state: &AppState, id: i64) -> Result<Option<Arc<User>>, ApiError> {
+    if let Lookup::Fresh(user) = state.users.get(&id) {
+        return Ok(Some(user));
+    }
+    let found = state.store.users().find_by_id(id).await?.map(Arc::new);
+    match &found {
+        Some(user) => state.users.put(id, user.clone()),
+        None => state.users.remove(&id),
+    }
+    Ok(found)
+}
+
+/// Drops everything cached about a user who just changed on this instance
+/// (profile, password, administrator flag or existence), so the change takes
+/// effect here at once.
 pub fn forget_user(state: &AppState, user_id: i64) {
     state.credentials.forget(|user| user.id == user_id);
+    state.users.remove(&user_id);
 }
 
 #[cfg(test)]

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use berth_auth::secret::SecretKey;
-use berth_auth::{CredentialCache, TokenKeys};
+use berth_auth::{CredentialCache, TimedCache, TokenKeys};
 use berth_domain::model::User;
 use berth_store::Store;
 
@@ -22,6 +22,8 @@ pub struct Inner {
     pub tokens: TokenKeys,
     /// Recently verified Basic credentials.
     pub credentials: CredentialCache<Arc<User>>,
+    /// Users recently read by id, for token-authenticated requests.
+    pub users: TimedCache<i64, Arc<User>>,
     /// The generator-rest master key.
     pub master_key: SecretKey,
     /// Where blobs live.

@@ -269,6 +269,7 @@ pub async fn update_user_profile(
     {
         return Err(user_not_found(id).into());
     }
+    identity::forget_user(&state, id);
     Ok(StatusCode::OK)
 }
 
@@ -294,13 +295,8 @@ pub async fn update_user_password(
     let old_password = req.old_password.unwrap_or_default();
     let new_password = req.new_password.unwrap_or_default();
     if caller.id == id {
-        let old = old_password.clone();
-        let hash = stored.clone();
-        let matches = tokio::task::spawn_blocking(move || {
-            !hash.is_empty() && berth_auth::password::verify_password(&old, &hash)
-        })
-        .await
-        .map_err(ApiError::internal)?;
+        let matches =
+            !stored.is_empty() && identity::check_password(&old_password, &stored).await?;
         if !matches {
             return Err(ApiError::forbidden("the old password is incorrect").into());
         }

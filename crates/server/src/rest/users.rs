@@ -171,6 +171,7 @@ pub async fn update_user(
         .update_profile(target.id, name.as_deref(), picture.as_deref(), &keywords)
         .await?
         .ok_or_else(not_found)?;
+    identity::forget_user(&state, user.id);
     Ok(Json(UserView::full(&user)))
 }
 

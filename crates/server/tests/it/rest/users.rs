@@ -322,3 +322,60 @@ backend_test!(
         assert_ne!(again.id, a.id);
     }
 );
+
+backend_test!(
+    async fn a_token_sees_changes_to_its_user_at_once(app) {
+        let (a, _, c) = three_users(&app).await;
+        let me = |token: &str| app.get("/users/me").bearer(token).send();
+        assert_eq!(me(&a.token).await.json()["name"], "user");
+
+        // Changed through the generator-rest API.
+        let res = app.put(&format!("/users/{}", a.id)).bearer(&c.token).json(&json!({"name": "renamed"})).send().await;
+        assert_eq!(res.status, StatusCode::OK);
+        assert_eq!(me(&a.token).await.json()["name"], "renamed");
+
+        // Changed through the Harbor API: profile, then the administrator flag.
+        let res = app
+            .put(&format!("/api/v2.0/users/{}", a.id))
+            .admin()
+            .json(&json!({"email": "a@a.com", "realname": "harbor name", "comment": ""}))
+            .send()
+            .await;
+        assert_eq!(res.status, StatusCode::OK, "{}", res.text());
+        assert_eq!(me(&a.token).await.json()["name"], "harbor name");
+        assert_empty_401(&app.get("/users").bearer(&a.token).send().await);
+        let res = app
+            .put(&format!("/api/v2.0/users/{}/sysadmin", a.id))
+            .admin()
+            .json(&json!({"sysadmin_flag": true}))
+            .send()
+            .await;
+        assert_eq!(res.status, StatusCode::OK, "{}", res.text());
+        assert_eq!(app.get("/users").bearer(&a.token).send().await.status, StatusCode::OK);
+
+        // Deleted: the token stops working.
+        let res = app.delete(&format!("/users/{}", a.id)).bearer(&c.token).send().await;
+        assert_eq!(res.status, StatusCode::NO_CONTENT);
+        assert_empty_401(&me(&a.token).await);
+    }
+);
+
+backend_test!(
+    async fn a_token_sees_changes_made_elsewhere_within_the_window(app) {
+        let (a, _, _) = three_users(&app).await;
+        let me = || app.get("/users/me").bearer(&a.token).send();
+        assert_eq!(me().await.json()["name"], "user");
+        // Another instance sharing the database changes the user: this one's
+        // cache serves the old name for at most its revalidation window (2 s).
+        let id: i64 = a.id.parse().unwrap();
+        app.store().users().update_profile(id, Some("elsewhere"), None, "").await.unwrap();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        loop {
+            if me().await.json()["name"] == "elsewhere" {
+                break;
+            }
+            assert!(std::time::Instant::now() < deadline, "the change never showed");
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        }
+    }
+);
