@@ -158,7 +158,7 @@ pub fn validate_role(raw: Option<&str>) -> Result<bool, RuleFailure> {
 }
 
 /// One key of a `sort` list.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct SortKey {
     /// The wire field name (`createdAt`, `name` ...).
     pub field: String,
@@ -167,7 +167,7 @@ pub struct SortKey {
 }
 
 /// A `fields` projection on wire names.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
 pub enum Projection {
     /// No `fields`: every view key.
     #[default]
@@ -190,7 +190,7 @@ impl Projection {
 }
 
 /// The list parameters of a generator-rest index route, validated.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct ListQuery {
     /// The normalized `q` (lower-case words separated by single spaces), if any.
     pub q: Option<String>,

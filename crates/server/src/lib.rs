@@ -12,6 +12,7 @@ pub mod error;
 pub mod extract;
 pub mod harbor;
 pub mod identity;
+pub mod page_cache;
 pub mod registry;
 pub mod rest;
 pub mod secrets;

@@ -1,10 +1,12 @@
 //! The connection pool and schema migrations.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use sqlx::any::{AnyConnectOptions, AnyPoolOptions};
 use sqlx::{AnyPool, Executor};
 
+use crate::changes::Changes;
 use crate::error::StoreResult;
 
 /// Which database the pool talks to.
@@ -34,6 +36,7 @@ impl Backend {
 pub struct Store {
     pub(crate) pool: AnyPool,
     backend: Backend,
+    changes: Arc<Changes>,
 }
 
 impl Store {
@@ -68,7 +71,15 @@ impl Store {
             })
             .connect_with(options)
             .await?;
-        Ok(Self { pool, backend })
+        let changes = Arc::new(match backend {
+            Backend::Sqlite => Changes::local(),
+            Backend::Postgres => Changes::listening(url.to_string()),
+        });
+        Ok(Self {
+            pool,
+            backend,
+            changes,
+        })
     }
 
     /// Brings the schema up to date.
@@ -116,7 +127,13 @@ impl Store {
 
     /// Closes every connection; later calls fail.
     pub async fn close(&self) {
+        self.changes.stop();
         self.pool.close().await;
+    }
+
+    /// The generation counters that tell caches when data changed.
+    pub fn changes(&self) -> &Changes {
+        &self.changes
     }
 }
 

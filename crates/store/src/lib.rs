@@ -5,10 +5,12 @@
 //! else in the workspace.
 
 pub mod blobs;
+pub mod changes;
 mod db;
 mod error;
 pub mod repo;
 
 pub use blobs::{BlobError, BlobStore, UploadProgress};
+pub use changes::{Changes, Topic};
 pub use db::{Backend, Store};
 pub use error::StoreError;

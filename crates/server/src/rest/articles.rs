@@ -4,12 +4,15 @@
 use std::collections::HashMap;
 
 use axum::extract::State;
-use axum::http::StatusCode;
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Json, Router};
 use berth_domain::model::{Article, User};
 use berth_domain::rest_query::keywords_of;
+use berth_store::Topic;
 use berth_store::repo::articles::ArticleFields;
+use bytes::Bytes;
 
 use super::input::{PathParam, RestInput, not_found, parse_id};
 use super::views::{ArticleView, UserView};
@@ -84,12 +87,18 @@ pub async fn create_article(
     ))
 }
 
-/// `GET /articles` (anyone): one page, authors as public views, fetched in one batched query.
+/// `GET /articles` (anyone): one page, authors as public views, fetched in one
+/// batched query. Rendered pages are kept until articles or their authors change.
 pub async fn index_articles(
     State(state): State<AppState>,
     input: RestInput,
-) -> RestResult<Json<Vec<ArticleView>>> {
+) -> RestResult<Response> {
     let query = input.list_query()?;
+    let pages = &state.rest.article_pages;
+    let generation = state.store.changes().generation(Topic::Articles);
+    if let Some(body) = generation.and_then(|g| pages.get(&query, g)) {
+        return Ok(json_body(body));
+    }
     let articles = state.store.articles().list(&query).await?;
     let mut author_ids: Vec<i64> = articles.iter().map(|a| a.user_id).collect();
     author_ids.sort_unstable();
@@ -102,15 +111,23 @@ pub async fn index_articles(
         .into_iter()
         .map(|u| (u.id, u))
         .collect();
-    Ok(Json(
-        articles
-            .iter()
-            .map(|a| {
-                let author = authors.get(&a.user_id).map(UserView::public);
-                ArticleView::new(a, author).project(&query.fields)
-            })
-            .collect(),
-    ))
+    let views: Vec<ArticleView> = articles
+        .iter()
+        .map(|a| {
+            let author = authors.get(&a.user_id).map(UserView::public);
+            ArticleView::new(a, author).project(&query.fields)
+        })
+        .collect();
+    let body = Bytes::from(serde_json::to_vec(&views).map_err(ApiError::internal)?);
+    if let Some(generation) = generation {
+        pages.put(query, generation, body.clone());
+    }
+    Ok(json_body(body))
+}
+
+/// A `200 application/json` response of an already rendered body.
+fn json_body(body: Bytes) -> Response {
+    ([(header::CONTENT_TYPE, "application/json")], body).into_response()
 }
 
 /// `GET /articles/:id` (anyone): the article with its author's public view.

@@ -12,14 +12,18 @@ mod social;
 mod users;
 mod views;
 
+use std::sync::Arc;
+
 use axum::Router;
 use axum::extract::Request;
 use axum::http::{HeaderValue, Method, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::Response;
+use berth_domain::rest_query::ListQuery;
 use tower_http::cors::{AllowOrigin, Any, CorsLayer};
 
 use crate::config::Settings;
+use crate::page_cache::PageCache;
 use crate::state::AppState;
 
 pub use http::HttpClient;
@@ -82,7 +86,12 @@ pub struct RestServices {
     pub mailer: Option<Mailer>,
     /// The client for identity providers.
     pub http: HttpClient,
+    /// Rendered `GET /articles` pages.
+    pub article_pages: Arc<PageCache<ListQuery>>,
 }
+
+/// How many bytes of rendered article pages are kept at most.
+const ARTICLE_PAGES_BYTES: usize = 16 << 20;
 
 impl RestServices {
     /// Opens the services; a malformed SMTP URL or sender is an error.
@@ -98,6 +107,7 @@ impl RestServices {
             config,
             mailer,
             http,
+            article_pages: Arc::new(PageCache::new(ARTICLE_PAGES_BYTES)),
         })
     }
 }

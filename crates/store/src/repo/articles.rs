@@ -5,6 +5,7 @@ use berth_domain::rest_query::ListQuery;
 use berth_domain::time;
 
 use crate::Store;
+use crate::changes::Topic;
 use crate::error::StoreResult;
 use crate::repo::rest_list;
 
@@ -82,6 +83,7 @@ impl Articles<'_> {
             .bind(time::now())
             .fetch_one(&self.0.pool)
             .await?;
+        self.0.changes().bump(Topic::Articles);
         Ok(row.into())
     }
 
@@ -121,6 +123,7 @@ impl Articles<'_> {
             .bind(id)
             .fetch_optional(&self.0.pool)
             .await?;
+        self.0.changes().bump(Topic::Articles);
         Ok(row.map(Article::from))
     }
 
@@ -130,6 +133,7 @@ impl Articles<'_> {
             .bind(id)
             .execute(&self.0.pool)
             .await?;
+        self.0.changes().bump(Topic::Articles);
         Ok(done.rows_affected() == 1)
     }
 }

@@ -5,6 +5,7 @@ use berth_domain::model::{DirectoryProfile, NewUser, User, UserOrigin};
 use berth_domain::time;
 
 use crate::Store;
+use crate::changes::Topic;
 use crate::error::{StoreResult, conflict_on_unique};
 use crate::repo::flag;
 
@@ -232,6 +233,7 @@ impl Users<'_> {
             .bind(id)
             .fetch_optional(&self.0.pool)
             .await?;
+        self.0.changes().bump(Topic::Articles);
         Ok(row.map(User::from))
     }
 
@@ -268,6 +270,7 @@ impl Users<'_> {
             .await?;
         }
         tx.commit().await?;
+        self.0.changes().bump(Topic::Articles);
         Ok(true)
     }
 }
@@ -288,6 +291,7 @@ impl Users<'_> {
             .bind(existing.id)
             .execute(&self.0.pool)
             .await?;
+            self.0.changes().bump(Topic::Articles);
             return Ok(self.find_by_id(existing.id).await?.unwrap_or(existing));
         }
         for email in [profile.email.as_deref(), None] {
@@ -488,6 +492,7 @@ impl Users<'_> {
         .execute(&self.0.pool)
         .await
         .map_err(|err| conflict_on_unique(err, || format!("email {email} already exists")))?;
+        self.0.changes().bump(Topic::Articles);
         Ok(done.rows_affected() == 1)
     }
 

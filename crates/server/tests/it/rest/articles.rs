@@ -113,3 +113,75 @@ backend_test!(
         assert_eq!(res.json()[0]["user"], json!({"id": b.id, "name": "user"}));
     }
 );
+
+/// The titles and author names of the first page of `GET /articles`.
+async fn listed(app: &crate::util::TestApp) -> Vec<(String, String)> {
+    let res = app.get("/articles").send().await;
+    assert_eq!(res.status, StatusCode::OK);
+    res.json()
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| {
+            (
+                a["title"].as_str().unwrap().to_string(),
+                a["user"]["name"].as_str().unwrap_or("").to_string(),
+            )
+        })
+        .collect()
+}
+
+backend_test!(
+    async fn listed_pages_follow_every_change_at_once(app) {
+        let (a, _, c) = three_users(&app).await;
+        let pair = |t: &str, n: &str| (t.to_string(), n.to_string());
+        assert!(listed(&app).await.is_empty());
+        let res = app.post("/articles").bearer(&a.token).json(&json!({"title": "first"})).send().await;
+        let id = res.json()["id"].as_str().unwrap().to_string();
+        assert_eq!(listed(&app).await, vec![pair("first", "user")]);
+        assert_eq!(listed(&app).await, vec![pair("first", "user")], "served again unchanged");
+
+        let res = app.put(&format!("/articles/{id}")).bearer(&a.token).json(&json!({"title": "edited"})).send().await;
+        assert_eq!(res.status, StatusCode::OK);
+        assert_eq!(listed(&app).await, vec![pair("edited", "user")]);
+
+        let res = app.put(&format!("/users/{}", a.id)).bearer(&a.token).json(&json!({"name": "new name", "picture": "p.png"})).send().await;
+        assert_eq!(res.status, StatusCode::OK);
+        assert_eq!(listed(&app).await, vec![pair("edited", "new name")], "the author's new name shows");
+
+        let picture = |list: Value| list[0]["user"].get("picture").cloned();
+        assert!(picture(app.get("/articles").send().await.json()).is_some());
+        let res = app.delete(&format!("/users/{}", a.id)).bearer(&c.token).send().await;
+        assert_eq!(res.status, StatusCode::NO_CONTENT);
+        assert_eq!(picture(app.get("/articles").send().await.json()), None, "the author's deletion shows");
+
+        let res = app.delete(&format!("/articles/{id}")).bearer(&c.token).send().await;
+        assert_eq!(res.status, StatusCode::NO_CONTENT);
+        assert!(listed(&app).await.is_empty());
+    }
+);
+
+backend_test!(
+    async fn listed_pages_follow_changes_made_by_another_instance(app) {
+        if app.backend == crate::util::Backend::Sqlite {
+            // One process owns a SQLite database: there is no other instance.
+            return;
+        }
+        let (a, _, _) = three_users(&app).await;
+        let res = app.post("/articles").bearer(&a.token).json(&json!({"title": "mine"})).send().await;
+        let id: i64 = res.json()["id"].as_str().unwrap().parse().unwrap();
+        assert_eq!(listed(&app).await.len(), 1);
+        let other = berth_store::Store::connect(&app.database_url).await.unwrap();
+        let fields = berth_store::repo::articles::ArticleFields {
+            title: Some("changed elsewhere".into()),
+            ..Default::default()
+        };
+        other.articles().update(id, &fields).await.unwrap().unwrap();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        while listed(&app).await[0].0 != "changed elsewhere" {
+            assert!(std::time::Instant::now() < deadline, "the other instance's change never showed");
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+        other.close().await;
+    }
+);

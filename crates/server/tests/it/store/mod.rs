@@ -1,5 +1,6 @@
 //! Store functions, on both backends.
 
+mod changes;
 mod migrations;
 mod projects;
 mod rest;

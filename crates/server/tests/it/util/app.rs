@@ -32,6 +32,8 @@ pub struct TestApp {
     pub state: AppState,
     /// Which backend it runs on.
     pub backend: Backend,
+    /// The URL of its database, for a second connection (another instance).
+    pub database_url: String,
     dir: TempDir,
 }
 
@@ -78,6 +80,7 @@ impl TestApp {
             app: berth::app::build(state.clone()),
             state,
             backend,
+            database_url: url,
             dir,
         }
     }
@@ -151,6 +154,7 @@ impl TestApp {
                 app: berth::app::build(state.clone()),
                 state,
                 backend: self.backend,
+                database_url: self.database_url.clone(),
                 dir: tempfile::tempdir().expect("temp dir"),
             },
             _original: self,
