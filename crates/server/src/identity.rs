@@ -150,7 +150,9 @@ pub async fn verify_user_token(
 }
 
 /// The user with this id, from the user cache when it was read within the
-/// revalidation window (see `bootstrap::USER_TIMES`).
+/// revalidation window (see `bootstrap::USER_TIMES`). A change that races the
+/// read below can leave the value it replaced cached; the window bounds that
+/// too, as it bounds changes made by other instances.
 async fn user_by_id(state: &AppState, id: i64) -> Result<Option<Arc<User>>, ApiError> {
     if let Lookup::Fresh(user) = state.users.get(&id) {
         return Ok(Some(user));
