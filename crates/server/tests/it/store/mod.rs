@@ -2,5 +2,6 @@
 
 mod migrations;
 mod projects;
+mod registry;
 mod rest;
 mod users;
