@@ -64,8 +64,22 @@ pub async fn require_project(
     resource: Resource,
     action: Action,
 ) -> Result<ProjectAccess, ApiError> {
+    let found = state.store.projects().find(project).await?;
+    require_found_project(state, user, project, found, resource, action).await
+}
+
+/// [`require_project`] for a project the caller already looked up: `found` is
+/// what `project` resolved to (`None`: no such project).
+pub async fn require_found_project(
+    state: &AppState,
+    user: Option<&User>,
+    project: &ProjectRef,
+    found: Option<Project>,
+    resource: Resource,
+    action: Action,
+) -> Result<ProjectAccess, ApiError> {
     let sysadmin = user.is_some_and(|u| u.sysadmin);
-    let Some(found) = state.store.projects().find(project).await? else {
+    let Some(found) = found else {
         return Err(if sysadmin {
             ApiError::not_found(format!("project {project} not found"))
         } else {

@@ -1,6 +1,6 @@
 //! The `berth` command: `serve` (the default), `migrate`, `healthcheck`, `user`.
 
-use std::io::BufRead;
+use std::io::{BufRead, IsTerminal};
 use std::net::SocketAddr;
 use std::process::ExitCode;
 
@@ -45,8 +45,10 @@ fn main() -> ExitCode {
 
 fn init_logging(settings: &Settings) {
     let filter = EnvFilter::try_new(&settings.log).unwrap_or_else(|_| EnvFilter::new("info"));
+    // Colours only for a terminal: log files and pipes get plain text.
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
+        .with_ansi(std::io::stderr().is_terminal())
         .with_writer(std::io::stderr);
     match settings.log_format {
         LogFormat::Json => builder.json().init(),

@@ -7,18 +7,23 @@
 //! committed by fsync then rename, so a reader never sees a partial file, and a
 //! digest mismatch leaves nothing behind.
 
-use std::io;
+use std::io::{self, Seek, Write};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use berth_domain::oci::Digest;
 use bytes::Bytes;
 use futures_util::{Stream, StreamExt};
 use sha2::digest::common::hazmat::{SerializableState, SerializedState};
 use sha2::{Digest as _, Sha256};
-use tokio::io::{AsyncSeekExt, AsyncWriteExt};
+use tokio::task::JoinHandle;
 
 /// How many bytes are gathered before one write to the staging file.
 const WRITE_BUFFER: usize = 1 << 20;
+/// Bytes written between two `fdatasync`s while an upload streams in: the
+/// disk writes during the transfer, and the final `fsync` waits for the tail
+/// only (a single one at the end waited ~80 ms for 100 MB here).
+const SYNC_EVERY: u64 = 16 << 20;
 
 /// Why an upload operation failed.
 #[derive(Debug, thiserror::Error)]
@@ -96,14 +101,15 @@ impl BlobStore {
         E: std::fmt::Display,
     {
         let mut hasher = restore(state)?;
-        let mut file = tokio::fs::OpenOptions::new()
-            .write(true)
-            .open(self.upload_path(id))
-            .await?;
-        file.set_len(offset).await?;
-        file.seek(io::SeekFrom::Start(offset)).await?;
-        let written = write_hashed(&mut file, &mut hasher, body).await?;
-        file.sync_all().await?;
+        let path = self.upload_path(id);
+        let file = joined(tokio::task::spawn_blocking(move || {
+            let mut file = std::fs::OpenOptions::new().write(true).open(path)?;
+            file.set_len(offset)?;
+            file.seek(io::SeekFrom::Start(offset))?;
+            Ok(file)
+        }))
+        .await?;
+        let written = write_hashed(file, &mut hasher, body).await?;
         Ok(UploadProgress {
             len: offset + written,
             hash_state: save(&hasher),
@@ -248,9 +254,33 @@ fn save(hasher: &Sha256) -> Vec<u8> {
     hasher.serialize().to_vec()
 }
 
-/// Copies `body` to `file` in large writes, hashing every byte; returns the count.
+/// Copies `body` to `file` in large writes, hashing every byte, and returns
+/// the count once every byte is durable. On an error no write is left running.
 async fn write_hashed<S, E>(
-    file: &mut tokio::fs::File,
+    file: std::fs::File,
+    hasher: &mut Sha256,
+    body: S,
+) -> Result<u64, BlobError>
+where
+    S: Stream<Item = Result<Bytes, E>> + Send,
+    E: std::fmt::Display,
+{
+    let mut writer = StagingWriter {
+        file: Arc::new(file),
+        writing: None,
+        syncing: None,
+        unsynced: 0,
+    };
+    let received = receive(&mut writer, hasher, body).await;
+    let finished = writer.finish().await;
+    let total = received?;
+    finished?;
+    Ok(total)
+}
+
+/// Hashes `body` and hands it to `writer` in buffers of [`WRITE_BUFFER`] bytes.
+async fn receive<S, E>(
+    writer: &mut StagingWriter,
     hasher: &mut Sha256,
     body: S,
 ) -> Result<u64, BlobError>
@@ -259,27 +289,82 @@ where
     E: std::fmt::Display,
 {
     let mut body = std::pin::pin!(body);
-    let mut buffer: Vec<u8> = Vec::with_capacity(WRITE_BUFFER);
+    let mut buffer = Vec::with_capacity(WRITE_BUFFER);
     let mut total = 0u64;
     while let Some(chunk) = body.next().await {
         let chunk = chunk.map_err(|e| BlobError::Body(e.to_string()))?;
         hasher.update(&chunk);
         total += chunk.len() as u64;
-        if buffer.is_empty() && chunk.len() >= WRITE_BUFFER {
-            file.write_all(&chunk).await?;
-            continue;
-        }
         buffer.extend_from_slice(&chunk);
         if buffer.len() >= WRITE_BUFFER {
-            file.write_all(&buffer).await?;
-            buffer.clear();
+            buffer = writer.write(buffer).await?;
         }
     }
     if !buffer.is_empty() {
-        file.write_all(&buffer).await?;
+        writer.write(buffer).await?;
     }
-    file.flush().await?;
     Ok(total)
+}
+
+/// A staging file written on the blocking pool: one buffer is written while
+/// the next fills, and an `fdatasync` runs beside the writes every
+/// [`SYNC_EVERY`] bytes.
+struct StagingWriter {
+    file: Arc<std::fs::File>,
+    /// The write in progress; it gives its buffer back.
+    writing: Option<JoinHandle<io::Result<Vec<u8>>>>,
+    /// The `fdatasync` in progress.
+    syncing: Option<JoinHandle<io::Result<()>>>,
+    /// Bytes handed over since the last `fdatasync` began.
+    unsynced: u64,
+}
+
+impl StagingWriter {
+    /// Starts writing `buffer` once the previous write is done, and returns an
+    /// empty buffer to fill next.
+    async fn write(&mut self, buffer: Vec<u8>) -> io::Result<Vec<u8>> {
+        let mut spare = match self.writing.take() {
+            Some(writing) => joined(writing).await?,
+            None => Vec::with_capacity(WRITE_BUFFER),
+        };
+        spare.clear();
+        self.unsynced += buffer.len() as u64;
+        if self.unsynced >= SYNC_EVERY && self.syncing.as_ref().is_none_or(JoinHandle::is_finished)
+        {
+            if let Some(synced) = self.syncing.take() {
+                joined(synced).await?;
+            }
+            self.unsynced = 0;
+            let file = Arc::clone(&self.file);
+            self.syncing = Some(tokio::task::spawn_blocking(move || file.sync_data()));
+        }
+        let file = Arc::clone(&self.file);
+        self.writing = Some(tokio::task::spawn_blocking(move || {
+            (&*file).write_all(&buffer)?;
+            Ok(buffer)
+        }));
+        Ok(spare)
+    }
+
+    /// Waits for the write and the `fdatasync` in progress, then `fsync`s.
+    async fn finish(mut self) -> io::Result<()> {
+        let written = match self.writing.take() {
+            Some(writing) => joined(writing).await.map(drop),
+            None => Ok(()),
+        };
+        let synced = match self.syncing.take() {
+            Some(syncing) => joined(syncing).await,
+            None => Ok(()),
+        };
+        written?;
+        synced?;
+        joined(tokio::task::spawn_blocking(move || self.file.sync_all())).await
+    }
+}
+
+/// The result of a blocking file operation.
+async fn joined<T>(task: JoinHandle<io::Result<T>>) -> io::Result<T> {
+    task.await.map_err(io::Error::other)?
 }
 
 #[cfg(test)]
@@ -355,5 +440,46 @@ mod tests {
         );
         assert!(store.exists(&right).await);
         assert!(matches!(restore(Some(b"short")), Err(BlobError::BadState)));
+    }
+
+    #[tokio::test]
+    async fn a_failing_body_is_an_error_and_the_upload_can_go_on() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = BlobStore::new(dir.path());
+        store.create_upload("u4").await.unwrap();
+        let failing = futures_util::stream::iter(vec![
+            Ok(Bytes::from_static(b"partial")),
+            Err(io::Error::other("connection reset")),
+        ]);
+        let err = store.append("u4", 0, None, failing).await.unwrap_err();
+        assert!(matches!(err, BlobError::Body(_)));
+        let done = store
+            .append("u4", 0, None, stream(&[b"whole"]))
+            .await
+            .unwrap();
+        assert_eq!(done.len, 5);
+        let expected = digest_of(b"whole");
+        store
+            .commit_upload("u4", Some(&done.hash_state), &expected)
+            .await
+            .unwrap();
+        assert_eq!(std::fs::read(store.blob_path(&expected)).unwrap(), b"whole");
+    }
+
+    #[tokio::test]
+    async fn a_large_upload_goes_through_many_writes_and_syncs() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = BlobStore::new(dir.path());
+        // Chunks of odd sizes, more bytes than one sync interval.
+        let chunks: Vec<Bytes> = (0..1200u32)
+            .map(|i| Bytes::from(vec![(i % 251) as u8; 15_000 + i as usize]))
+            .collect();
+        let all: Vec<u8> = chunks.iter().flat_map(|c| c.iter().copied()).collect();
+        assert!(all.len() as u64 > SYNC_EVERY);
+        let body = futures_util::stream::iter(chunks.into_iter().map(Ok::<_, io::Error>));
+        let digest = digest_of(&all);
+        let size = store.put("big", &digest, body).await.unwrap();
+        assert_eq!(size, all.len() as u64);
+        assert_eq!(std::fs::read(store.blob_path(&digest)).unwrap(), all);
     }
 }

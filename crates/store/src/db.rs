@@ -53,6 +53,11 @@ impl Store {
                 Backend::Postgres => 16,
             })
             .acquire_timeout(Duration::from_secs(5))
+            // A pooled SQLite connection is a thread of this process: pinging it
+            // before each use only costs a round trip through its channel (as
+            // much as a short query). A PostgreSQL connection can die with the
+            // server, so it is still checked.
+            .test_before_acquire(backend == Backend::Postgres)
             .after_connect(move |conn, _meta| {
                 Box::pin(async move {
                     match backend {

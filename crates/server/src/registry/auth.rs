@@ -15,7 +15,7 @@ use berth_domain::rbac::{Action, Resource};
 use serde_json::json;
 
 use super::{RegistryError, oci};
-use crate::access::{ProjectAccess, require_project};
+use crate::access::{ProjectAccess, require_found_project};
 use crate::error::{ApiError, ErrorKind};
 use crate::identity::{self, BasicCredentials};
 use crate::state::AppState;
@@ -133,8 +133,25 @@ pub async fn authorize(
     name: &str,
     action: RepoAction,
 ) -> Result<Project, RegistryError> {
-    let project_name = project_of(name).unwrap_or(name);
-    let project_ref = ProjectRef::Name(project_name.to_string());
+    if let Caller::Token(claims) = caller
+        && !claims.allows("repository", name, action.token_action())
+    {
+        return Err(unauthorized("authentication required").with_scope(action.scope(name)));
+    }
+    let project_ref = ProjectRef::Name(project_of(name).unwrap_or(name).to_string());
+    let found = state.store.projects().find(&project_ref).await?;
+    authorize_found(state, caller, name, action, found).await
+}
+
+/// [`authorize`] with the project already looked up: `found` is the project
+/// `name` starts with (`None`: no such project).
+pub async fn authorize_found(
+    state: &AppState,
+    caller: &Caller,
+    name: &str,
+    action: RepoAction,
+    found: Option<Project>,
+) -> Result<Project, RegistryError> {
     let name_unknown = || {
         RegistryError::from(oci(
             ErrorKind::NotFound,
@@ -147,20 +164,18 @@ pub async fn authorize(
             if !claims.allows("repository", name, action.token_action()) {
                 return Err(unauthorized("authentication required").with_scope(action.scope(name)));
             }
-            state
-                .store
-                .projects()
-                .find(&project_ref)
-                .await?
-                .ok_or_else(name_unknown)
+            found.ok_or_else(name_unknown)
         }
         Caller::Anonymous | Caller::User(_) => {
             let user = match caller {
                 Caller::User(user) => Some(user.as_ref()),
                 _ => None,
             };
+            let project_ref = ProjectRef::Name(project_of(name).unwrap_or(name).to_string());
             let (resource, rbac_action) = action.rbac();
-            match require_project(state, user, &project_ref, resource, rbac_action).await {
+            match require_found_project(state, user, &project_ref, found, resource, rbac_action)
+                .await
+            {
                 Ok(access) => Ok(access.project),
                 Err(err) => Err(match err.kind {
                     ErrorKind::Unauthorized => {

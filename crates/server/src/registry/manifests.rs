@@ -4,6 +4,7 @@ use axum::body::Body;
 use axum::http::header::{CONTENT_LENGTH, CONTENT_TYPE, ETAG, LINK, LOCATION};
 use axum::http::{HeaderName, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
+use berth_domain::oci::reference::project_of;
 use berth_domain::oci::{Digest, Manifest, Reference, manifest::image_extra_attrs, media_type};
 use berth_store::repo::manifests::{
     DeleteManifest, NewManifest, NewReference, Pull, PutManifest, StoredManifest,
@@ -75,19 +76,32 @@ async fn missing_manifest(ctx: &Ctx, name: &str, reference: &str) -> RegistryErr
 }
 
 /// `GET`/`HEAD /v2/<name>/manifests/<reference>`: the exact bytes pushed.
+/// The project, the repository and the manifest come from one query.
 pub async fn get_manifest(
     ctx: Ctx,
     name: &str,
     reference: &str,
     with_body: bool,
 ) -> RegistryResult<Response> {
-    ctx.authorize(name, RepoAction::Pull).await?;
-    let parsed = parse_reference(reference)?;
-    let registry = ctx.state.store.registry();
-    let found = match &parsed {
-        Reference::Tag(tag) => registry.manifest_by_tag(name, tag).await?,
-        Reference::Digest(digest) => registry.manifest_by_digest(name, digest.as_str()).await?,
+    let parsed = match parse_reference(reference) {
+        Ok(parsed) => parsed,
+        Err(err) => {
+            // Callers who may not pull learn nothing, not even that the reference is malformed.
+            ctx.authorize(name, RepoAction::Pull).await?;
+            return Err(err);
+        }
     };
+    let lookup = ctx
+        .state
+        .store
+        .registry()
+        .manifest_lookup(project_of(name).unwrap_or(name), name, &parsed)
+        .await?;
+    let (project, repository_id, manifest) = match lookup {
+        Some(found) => (Some(found.project), found.repository_id, found.manifest),
+        None => (None, None, None),
+    };
+    ctx.authorize_found(name, RepoAction::Pull, project).await?;
     let Some(StoredManifest {
         artifact_id,
         repository_id,
@@ -95,9 +109,12 @@ pub async fn get_manifest(
         digest,
         media_type,
         body,
-    }) = found
+    }) = manifest
     else {
-        return Err(missing_manifest(&ctx, name, reference).await);
+        return Err(match repository_id {
+            None => name_unknown(name),
+            Some(_) => manifest_unknown(name, reference),
+        });
     };
     if with_body {
         ctx.state.registry.record_pull(

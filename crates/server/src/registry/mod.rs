@@ -231,6 +231,16 @@ impl Ctx {
         auth::authorize(&self.state, &self.caller, name, action).await
     }
 
+    /// [`Ctx::authorize`] with the project already looked up (`None`: no such project).
+    async fn authorize_found(
+        &self,
+        name: &str,
+        action: RepoAction,
+        project: Option<berth_domain::model::Project>,
+    ) -> RegistryResult<berth_domain::model::Project> {
+        auth::authorize_found(&self.state, &self.caller, name, action, project).await
+    }
+
     /// A query parameter, decoded.
     fn query(&self, key: &str) -> Option<String> {
         let query = self.parts.uri.query()?;

@@ -1,9 +1,12 @@
 //! Manifests as the distribution API stores and serves them: artifacts with
 //! their blobs, index references and tags, referrers, and pull bookkeeping.
 
+use berth_domain::model::Project;
+use berth_domain::oci::Reference;
 use berth_domain::time;
 
 use crate::error::StoreResult;
+use crate::repo::projects::{PROJECT_COLUMNS, ProjectRow};
 use crate::repo::registry::{Registry, UPSERT_BLOB, deleting, link_blob, placeholders};
 
 /// A child of an index, as stored in `artifact_references`.
@@ -68,7 +71,7 @@ pub enum PutManifest {
 }
 
 /// A manifest as `/v2` serves it.
-#[derive(Debug, Clone, sqlx::FromRow)]
+#[derive(Debug, Clone)]
 pub struct StoredManifest {
     /// Artifact id.
     pub artifact_id: i64,
@@ -82,6 +85,30 @@ pub struct StoredManifest {
     pub media_type: String,
     /// The exact bytes.
     pub body: Vec<u8>,
+}
+
+/// What a manifest GET reads in one query (see [`Registry::manifest_lookup`]).
+#[derive(Debug, Clone)]
+pub struct ManifestLookup {
+    /// The project the repository name starts with.
+    pub project: Project,
+    /// The repository, if it exists.
+    pub repository_id: Option<i64>,
+    /// The manifest, if the reference resolves in the repository.
+    pub manifest: Option<StoredManifest>,
+}
+
+/// The row behind a [`ManifestLookup`]: the project and outer-joined the rest.
+#[derive(sqlx::FromRow)]
+struct LookupRow {
+    #[sqlx(flatten)]
+    project: ProjectRow,
+    repository_id: Option<i64>,
+    artifact_id: Option<i64>,
+    tag_id: Option<i64>,
+    digest: Option<String>,
+    media_type: Option<String>,
+    body: Option<Vec<u8>>,
 }
 
 /// A referrer of a subject (referrers API).
@@ -318,43 +345,72 @@ impl Registry<'_> {
         Ok(PutManifest::Stored(artifact_id))
     }
 
-    /// The manifest `repository:tag`.
-    pub async fn manifest_by_tag(
+    /// Everything a manifest GET needs, in one query: project `project` (to
+    /// authorize the caller), whether `repository` exists in it, and the
+    /// manifest `reference` names there. `None` when there is no such project.
+    pub async fn manifest_lookup(
         &self,
+        project: &str,
         repository: &str,
-        tag: &str,
-    ) -> StoreResult<Option<StoredManifest>> {
-        Ok(sqlx::query_as(
-            "SELECT a.id AS artifact_id, a.repository_id, t.id AS tag_id, a.digest, \
-             a.manifest_media_type AS media_type, mb.body \
-             FROM repositories r JOIN tags t ON t.repository_id = r.id AND t.name = $2 \
-             JOIN artifacts a ON a.id = t.artifact_id \
-             JOIN manifest_bodies mb ON mb.blob_id = a.manifest_blob_id \
-             WHERE r.name = $1",
-        )
+        reference: &Reference,
+    ) -> StoreResult<Option<ManifestLookup>> {
+        let (manifest_join, tag_id, key) = match reference {
+            Reference::Tag(tag) => (
+                "LEFT JOIN tags t ON t.repository_id = r.id AND t.name = $3 \
+                 LEFT JOIN artifacts a ON a.id = t.artifact_id",
+                "t.id",
+                tag.as_str(),
+            ),
+            Reference::Digest(digest) => (
+                "LEFT JOIN artifacts a ON a.repository_id = r.id AND a.digest = $3",
+                "CAST(NULL AS BIGINT)",
+                digest.as_str(),
+            ),
+        };
+        let row: Option<LookupRow> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
+            "SELECT {PROJECT_COLUMNS}, r.id AS repository_id, a.id AS artifact_id, \
+             {tag_id} AS tag_id, a.digest, a.manifest_media_type AS media_type, mb.body \
+             FROM projects p \
+             LEFT JOIN repositories r ON r.name = $2 AND r.project_id = p.id \
+             {manifest_join} \
+             LEFT JOIN manifest_bodies mb ON mb.blob_id = a.manifest_blob_id \
+             WHERE p.name = $1"
+        )))
+        .bind(project)
         .bind(repository)
-        .bind(tag)
+        .bind(key)
         .fetch_optional(&self.0.pool)
-        .await?)
-    }
-
-    /// The manifest `repository@digest`.
-    pub async fn manifest_by_digest(
-        &self,
-        repository: &str,
-        digest: &str,
-    ) -> StoreResult<Option<StoredManifest>> {
-        Ok(sqlx::query_as(
-            "SELECT a.id AS artifact_id, a.repository_id, CAST(NULL AS BIGINT) AS tag_id, a.digest, \
-             a.manifest_media_type AS media_type, mb.body \
-             FROM repositories r JOIN artifacts a ON a.repository_id = r.id AND a.digest = $2 \
-             JOIN manifest_bodies mb ON mb.blob_id = a.manifest_blob_id \
-             WHERE r.name = $1",
-        )
-        .bind(repository)
-        .bind(digest)
-        .fetch_optional(&self.0.pool)
-        .await?)
+        .await?;
+        Ok(row.map(|row| {
+            let manifest = match (
+                row.repository_id,
+                row.artifact_id,
+                row.digest,
+                row.media_type,
+                row.body,
+            ) {
+                (
+                    Some(repository_id),
+                    Some(artifact_id),
+                    Some(digest),
+                    Some(media_type),
+                    Some(body),
+                ) => Some(StoredManifest {
+                    artifact_id,
+                    repository_id,
+                    tag_id: row.tag_id,
+                    digest,
+                    media_type,
+                    body,
+                }),
+                _ => None,
+            };
+            ManifestLookup {
+                project: row.project.into(),
+                repository_id: row.repository_id,
+                manifest,
+            }
+        }))
     }
 
     /// The id of repository `name`, if it exists.

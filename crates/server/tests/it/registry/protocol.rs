@@ -557,3 +557,30 @@ backend_test!(
         assert_eq!(res.json()["tags"], json!(["v12", "v8"]));
     }
 );
+
+backend_test!(
+    async fn a_moved_tag_and_a_project_turned_private_are_seen_at_once(app) {
+        let name = "library/moving";
+        let (first, _) = push_image(&app, name, "v1", &[b"first"]).await;
+        let (second, _) = push_image(&app, name, "v2", &[b"second"]).await;
+        let res = app.get(&format!("/v2/{name}/manifests/v1")).send().await;
+        assert_eq!(res.body, first);
+        let res = put_manifest(&app, name, "v1", OCI_MANIFEST, &second).await;
+        assert_eq!(res.status, StatusCode::CREATED);
+        let res = app.get(&format!("/v2/{name}/manifests/v1")).send().await;
+        assert_eq!(res.body, second);
+
+        let res = app
+            .put("/api/v2.0/projects/1/metadatas/public")
+            .admin()
+            .json(&json!({"public": "false"}))
+            .send()
+            .await;
+        assert_eq!(res.status, StatusCode::OK, "{}", res.text());
+        let res = app.get(&format!("/v2/{name}/manifests/v1")).send().await;
+        assert_eq!(res.status, StatusCode::UNAUTHORIZED);
+        assert!(res.header("www-authenticate").unwrap().ends_with(&format!(",scope=\"repository:{name}:pull\"")));
+        let res = app.get(&format!("/v2/{name}/manifests/v1")).admin().send().await;
+        assert_eq!(res.body, second);
+    }
+);

@@ -3,5 +3,6 @@
 mod changes;
 mod migrations;
 mod projects;
+mod registry;
 mod rest;
 mod users;
