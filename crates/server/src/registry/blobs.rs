@@ -14,7 +14,8 @@ use berth_domain::oci::{ByteRange, Digest, DigestError, parse_content_range, par
 use berth_store::BlobError;
 use berth_store::repo::registry::Upload;
 use bytes::Bytes;
-use tokio::io::{AsyncReadExt, AsyncSeekExt};
+use std::io::Read;
+use tokio::io::AsyncSeekExt;
 
 use super::{Caller, Ctx, RegistryError, RegistryResult, RepoAction, oci};
 use crate::error::{ApiError, ErrorKind, OciError};
@@ -24,7 +25,7 @@ pub const DOCKER_CONTENT_DIGEST: HeaderName = HeaderName::from_static("docker-co
 /// `Docker-Upload-UUID`.
 const DOCKER_UPLOAD_UUID: HeaderName = HeaderName::from_static("docker-upload-uuid");
 /// Size of the pieces a blob download is streamed in.
-const READ_CHUNK: usize = 1 << 20;
+const READ_CHUNK: u64 = 1 << 20;
 
 /// Parses a digest from a path or query; `DIGEST_INVALID` otherwise.
 pub fn parse_digest(text: &str) -> RegistryResult<Digest> {
@@ -193,7 +194,7 @@ pub async fn get_blob(
                 .await
                 .map_err(ApiError::internal)?;
         }
-        Body::from_stream(file_stream(file, len))
+        Body::from_stream(file_stream(file.into_std().await, len))
     } else {
         Body::empty()
     };
@@ -213,31 +214,26 @@ async fn may_push(ctx: &Ctx, name: &str) -> bool {
     }
 }
 
-/// Streams `len` bytes of `file` from its current position.
+/// Streams `len` bytes of `file` from its current position, each piece read
+/// on the blocking pool straight into its own buffer. A file shorter than
+/// `len` ends the stream with `UnexpectedEof`.
 fn file_stream(
-    file: tokio::fs::File,
+    file: std::fs::File,
     len: u64,
 ) -> impl futures_util::Stream<Item = Result<Bytes, io::Error>> + Send {
-    futures_util::stream::unfold((file, len), |(mut file, remaining)| async move {
+    futures_util::stream::try_unfold((file, len), |(mut file, remaining)| async move {
         if remaining == 0 {
-            return None;
+            return Ok(None);
         }
-        let want = usize::try_from(remaining).map_or(READ_CHUNK, |r| r.min(READ_CHUNK));
-        let mut buf = vec![0u8; want];
-        match file.read(&mut buf).await {
-            Ok(0) => Some((
-                Err(io::Error::new(
-                    io::ErrorKind::UnexpectedEof,
-                    "blob file is short",
-                )),
-                (file, 0),
-            )),
-            Ok(n) => {
-                buf.truncate(n);
-                Some((Ok(Bytes::from(buf)), (file, remaining - n as u64)))
-            }
-            Err(err) => Some((Err(err), (file, 0))),
-        }
+        let want = remaining.min(READ_CHUNK);
+        let (file, buf) = tokio::task::spawn_blocking(move || {
+            let mut buf = vec![0; usize::try_from(want).unwrap_or(0)];
+            file.read_exact(&mut buf)?;
+            Ok::<_, io::Error>((file, buf))
+        })
+        .await
+        .map_err(io::Error::other)??;
+        Ok(Some((Bytes::from(buf), (file, remaining - want))))
     })
 }
 
