@@ -52,12 +52,10 @@ pub async fn search(
 ) -> HarborResult<Json<Search>> {
     let text = query.required("q")?;
     let viewer = viewer(&principal);
-    let projects = state.store.projects().search(viewer, &text).await?;
-    let ids: Vec<i64> = projects.iter().map(|p| p.id).collect();
-    let details = state
+    let (projects, details) = state
         .store
         .projects()
-        .details(&ids, principal.user().map(|u| u.id), true)
+        .search(viewer, &text, principal.user().map(|u| u.id))
         .await?;
     let project = projects
         .iter()
