@@ -375,9 +375,6 @@ struct DetailRow {
     metadata: Option<String>,
     role: Option<i64>,
     group_roles: Option<i64>,
-    /// The listing's total count, where the statement selects one.
-    #[sqlx(default)]
-    total: i64,
 }
 
 /// Splits detail rows into their projects and the details, in row order.
@@ -425,37 +422,24 @@ fn split_rows(rows: Vec<DetailRow>) -> (Vec<Project>, ProjectDetails) {
 impl Projects<'_> {
     /// One page of the projects `viewer` may see with their details for `user`
     /// (the viewer's id: roles are only looked up for users), and the total
-    /// matching count, in one statement.
+    /// matching count: two statements, run at the same time on two connections.
     pub async fn list(
         &self,
         viewer: Viewer,
         filter: &ProjectFilter,
         user: Option<i64>,
     ) -> StoreResult<ProjectPage> {
-        let mut page = Sql::new("SELECT (SELECT COUNT(*) FROM projects p WHERE 1 = 1");
-        push_project_filter(&mut page, viewer, filter)?;
-        page.push(") AS total, ");
+        let mut count = Sql::new("SELECT COUNT(*) FROM projects p WHERE 1 = 1");
+        push_project_filter(&mut count, viewer, filter)?;
+        let mut page = Sql::new("SELECT ");
         push_detailed_select(&mut page, user);
         push_project_filter(&mut page, viewer, filter)?;
         page.order_by(PROJECT_SORT_COLUMNS, &filter.sort, "p.name", "p.id")
             .paging(filter.paging);
-        let rows: Vec<DetailRow> = page.fetch_all(&self.0.pool).await?;
-        let total = match rows.first() {
-            Some(row) => row.total,
-            None if filter
-                .paging
-                .limit_offset()
-                .is_none_or(|(_, offset)| offset == 0) =>
-            {
-                0
-            }
-            // A page past the end: the total still counts.
-            None => {
-                let mut count = Sql::new("SELECT COUNT(*) FROM projects p WHERE 1 = 1");
-                push_project_filter(&mut count, viewer, filter)?;
-                count.fetch_count(&self.0.pool).await?
-            }
-        };
+        let (total, rows) = futures_util::try_join!(
+            count.fetch_count(&self.0.pool),
+            page.fetch_all::<DetailRow, _>(&self.0.pool),
+        )?;
         let (projects, details) = split_rows(rows);
         Ok(ProjectPage {
             total,
@@ -786,7 +770,6 @@ mod tests {
                 metadata: None,
                 role,
                 group_roles,
-                total: 0,
             };
             split_rows(vec![row]).1.role_ids.get(&7).cloned()
         };
