@@ -177,25 +177,21 @@ pub async fn list_projects(
         paging: query.paging()?,
     };
     let with_detail = query.bool("with_detail", true);
-    let (total, projects) = state
+    let page = state
         .store
         .projects()
-        .list(viewer(&principal), &filter)
+        .list(viewer(&principal), &filter, principal.user().map(|u| u.id))
         .await?;
-    if total == 0 {
-        return Ok(paged(&Vec::<ProjectWire>::new(), 0, None));
-    }
-    let ids: Vec<i64> = projects.iter().map(|p| p.id).collect();
-    let details = state
-        .store
-        .projects()
-        .details(&ids, principal.user().map(|u| u.id), with_detail)
-        .await?;
-    let wire: Vec<ProjectWire> = projects
+    let wire: Vec<ProjectWire> = page
+        .projects
         .iter()
-        .map(|p| project_wire(p, &details, with_detail))
+        .map(|p| project_wire(p, &page.details, with_detail))
         .collect();
-    Ok(paged(&wire, total, query.link(filter.paging, total)))
+    Ok(paged(
+        &wire,
+        page.total,
+        query.link(filter.paging, page.total),
+    ))
 }
 
 /// 200 when a project with exactly `project_name` exists, else 404 (signed-in callers).
@@ -420,11 +416,7 @@ pub async fn get_project(
     let details = state
         .store
         .projects()
-        .details(
-            &[access.project.id],
-            caller.principal.user().map(|u| u.id),
-            true,
-        )
+        .details(&[access.project.id], caller.principal.user().map(|u| u.id))
         .await?;
     Ok(Json(project_wire(&access.project, &details, true)))
 }

@@ -52,13 +52,12 @@ pub async fn search(
 ) -> HarborResult<Json<Search>> {
     let text = query.required("q")?;
     let viewer = viewer(&principal);
-    let projects = state.store.projects().search(viewer, &text).await?;
-    let ids: Vec<i64> = projects.iter().map(|p| p.id).collect();
-    let details = state
-        .store
-        .projects()
-        .details(&ids, principal.user().map(|u| u.id), true)
-        .await?;
+    // Two independent statements, run at the same time.
+    let (project_store, statistics) = (state.store.projects(), state.store.statistics());
+    let ((projects, details), repositories) = tokio::try_join!(
+        project_store.search(viewer, &text, principal.user().map(|u| u.id)),
+        statistics.search_repositories(viewer, &text),
+    )?;
     let project = projects
         .iter()
         .map(|p| {
@@ -67,11 +66,7 @@ pub async fn search(
             wire
         })
         .collect();
-    let repository = state
-        .store
-        .statistics()
-        .search_repositories(viewer, &text)
-        .await?
+    let repository = repositories
         .into_iter()
         .map(|hit| SearchRepository {
             project_id: hit.project_id,

@@ -133,19 +133,22 @@ pub(crate) fn push_visibility(sql: &mut Sql, viewer: Viewer, public: Option<bool
     }
 }
 
-/// Whether `user` is a member of project `p`, directly or through a group: two
-/// correlated probes of the `(project_id, user_id)` and `(group_id, project_id)`
-/// indexes per candidate project, which stays cheap however many projects the
-/// user belongs to (an `IN (member projects)` set costs as much as the set).
+/// Whether `user` is a member of project `p`, directly or through a group: a
+/// probe of the unique `(project_id, user_id)` index, then one of
+/// `(project_id, group_id)` per group of the user, per candidate project, which
+/// stays cheap however many projects the user belongs to (an `IN (member
+/// projects)` set costs as much as the set). The direct probe is a scalar
+/// subquery rather than an EXISTS, which PostgreSQL may plan as a hash of all
+/// the user's memberships, built in full even when a page needs a few rows.
 fn push_is_member(sql: &mut Sql, user: i64) {
-    sql.push("(EXISTS (SELECT 1 FROM project_members m WHERE m.project_id = p.id AND m.user_id = ")
+    sql.push("((SELECT 1 FROM project_members m WHERE m.project_id = p.id AND m.user_id = ")
         .int(user)
         .push(
-            ") OR EXISTS (SELECT 1 FROM project_members m JOIN user_group_members g \
-             ON g.group_id = m.group_id WHERE m.project_id = p.id AND g.user_id = ",
+            ") IS NOT NULL OR EXISTS (SELECT 1 FROM project_members m WHERE m.project_id = p.id \
+             AND m.group_id IN (SELECT g.group_id FROM user_group_members g WHERE g.user_id = ",
         )
         .int(user)
-        .push("))");
+        .push(")))");
 }
 
 /// The ids of the projects `user` is a member of, directly or through a group.
@@ -255,8 +258,7 @@ fn push_project_filter(
     sql.query_terms(PROJECT_Q_COLUMNS, &filter.query)
 }
 
-/// What a detailed project listing adds to each project of a page, fetched in
-/// one batched query per kind.
+/// What a detailed project listing adds to each project of a page.
 #[derive(Debug, Clone, Default)]
 pub struct ProjectDetails {
     /// Owner usernames by project id.
@@ -271,117 +273,218 @@ pub struct ProjectDetails {
     pub allowlists: HashMap<i64, CveAllowlist>,
 }
 
+/// One page of listProjects.
+#[derive(Debug, Clone, Default)]
+pub struct ProjectPage {
+    /// How many projects match, over all pages.
+    pub total: i64,
+    /// The page's projects, in order.
+    pub projects: Vec<Project>,
+    /// What the detailed form adds to them.
+    pub details: ProjectDetails,
+}
+
 fn decode_items(text: &str) -> Vec<String> {
     serde_json::from_str(text).unwrap_or_default()
 }
 
-impl Projects<'_> {
-    /// One page of the projects `viewer` may see, and the total matching count.
-    pub async fn list(
-        &self,
-        viewer: Viewer,
-        filter: &ProjectFilter,
-    ) -> StoreResult<(i64, Vec<Project>)> {
-        let mut count = Sql::new("SELECT COUNT(*) FROM projects p WHERE 1 = 1");
-        push_project_filter(&mut count, viewer, filter)?;
-        let total = count.fetch_count(&self.0.pool).await?;
-        if total == 0 {
-            return Ok((0, Vec::new()));
-        }
-        let mut page = Sql::new(&format!(
-            "SELECT {PROJECT_COLUMNS} FROM projects p WHERE 1 = 1"
-        ));
-        push_project_filter(&mut page, viewer, filter)?;
-        page.order_by(PROJECT_SORT_COLUMNS, &filter.sort, "p.name", "p.id")
-            .paging(filter.paging);
-        let rows: Vec<ProjectRow> = page.fetch_all(&self.0.pool).await?;
-        Ok((total, rows.into_iter().map(Project::from).collect()))
-    }
+/// The metadata of project `p` as one text, instead of one row per entry:
+/// names and values in turn, separated by `;`, with `\` and `;` escaped by a
+/// `\` (NULL without metadata); see [`decode_metadata`].
+const METADATA_COLUMN: &str = "(SELECT string_agg(\
+     REPLACE(REPLACE(md.name, '\\', '\\\\'), ';', '\\;') || ';' || \
+     REPLACE(REPLACE(md.value, '\\', '\\\\'), ';', '\\;'), ';') \
+     FROM project_metadata md WHERE md.project_id = p.id)";
 
-    /// The projects `viewer` may see whose name contains `text` (case-sensitive), by name.
-    pub async fn search(&self, viewer: Viewer, text: &str) -> StoreResult<Vec<Project>> {
-        let mut sql = Sql::new(&format!(
-            "SELECT {PROJECT_COLUMNS} FROM projects p WHERE REPLACE(p.name, "
-        ));
-        sql.text(text).push(", '') <> p.name");
-        push_visibility(&mut sql, viewer, None);
-        sql.push(" ORDER BY p.name, p.id");
-        let rows: Vec<ProjectRow> = sql.fetch_all(&self.0.pool).await?;
-        Ok(rows.into_iter().map(Project::from).collect())
-    }
-
-    /// Owner names, repository counts, the viewer's roles, metadata and allowlists of `ids`.
-    /// `user` is the viewer's id (roles are only looked up for users); `full` adds
-    /// owner names, metadata and allowlists.
-    pub async fn details(
-        &self,
-        ids: &[i64],
-        user: Option<i64>,
-        full: bool,
-    ) -> StoreResult<ProjectDetails> {
-        let mut details = ProjectDetails::default();
-        if ids.is_empty() {
-            return Ok(details);
+/// Decodes [`METADATA_COLUMN`] into `(name, value)` pairs, sorted by name.
+fn decode_metadata(text: Option<&str>) -> Vec<(String, String)> {
+    let Some(text) = text else {
+        return Vec::new();
+    };
+    let mut fields = Vec::new();
+    let mut field = String::new();
+    let mut chars = text.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => field.extend(chars.next()),
+            ';' => fields.push(std::mem::take(&mut field)),
+            c => field.push(c),
         }
-        let mut sql =
-            Sql::new("SELECT project_id, COUNT(*) FROM repositories WHERE project_id IN ");
-        sql.int_list(ids).push(" GROUP BY project_id");
-        let counts: Vec<(i64, i64)> = sql.fetch_all(&self.0.pool).await?;
-        details.repo_counts = counts.into_iter().collect();
-        if let Some(user) = user {
-            let mut sql = Sql::new("SELECT project_id, role FROM project_members WHERE user_id = ");
-            sql.int(user).push(" AND project_id IN ").int_list(ids);
+    }
+    fields.push(field);
+    let mut fields = fields.into_iter();
+    let mut pairs = Vec::new();
+    while let (Some(name), Some(value)) = (fields.next(), fields.next()) {
+        pairs.push((name, value));
+    }
+    pairs.sort_unstable();
+    pairs
+}
+
+/// The bit of each role id in the `group_roles` column (see [`push_detailed_select`]).
+const ROLE_BITS: &str =
+    "CASE m.role WHEN 1 THEN 1 WHEN 2 THEN 2 WHEN 3 THEN 4 WHEN 4 THEN 8 WHEN 5 THEN 16 END";
+
+/// Appends `PROJECT_COLUMNS` and the detail columns of a [`DetailRow`], then
+/// `FROM projects p ... WHERE 1 = 1`: the details are joins and correlated
+/// lookups that run for the returned rows only, so projects and their details
+/// come in one statement, one row per project. The roles of `user` in `p` are its direct membership's
+/// role (`role`) and the roles of its groups' memberships as a bit set
+/// (`group_roles`, bit `n - 1` for role `n`); both are NULL without a user.
+fn push_detailed_select(sql: &mut Sql, user: Option<i64>) {
+    sql.push(PROJECT_COLUMNS).push(
+        ", (SELECT COUNT(*) FROM repositories r WHERE r.project_id = p.id) AS repo_count, \
+         u.username AS owner_name, a.expires_at AS allowlist_expires_at, a.items AS allowlist_items, ",
+    )
+    .push(METADATA_COLUMN)
+    .push(" AS metadata");
+    match user {
+        Some(user) => {
             sql.push(
-                " UNION SELECT m.project_id, m.role FROM project_members m \
-                 JOIN user_group_members g ON g.group_id = m.group_id WHERE g.user_id = ",
+                ", (SELECT m.role FROM project_members m WHERE m.project_id = p.id AND m.user_id = ",
             )
             .int(user)
-            .push(" AND m.project_id IN ")
-            .int_list(ids);
-            let roles: Vec<(i64, i64)> = sql.fetch_all(&self.0.pool).await?;
-            for (project, role) in roles {
-                details.role_ids.entry(project).or_default().push(role);
-            }
-            for list in details.role_ids.values_mut() {
-                list.sort_unstable();
-                list.dedup();
-            }
+            .push(") AS role, (SELECT SUM(DISTINCT ")
+            .push(ROLE_BITS)
+            .push(
+                ") FROM project_members m WHERE m.project_id = p.id AND m.group_id IN \
+                 (SELECT g.group_id FROM user_group_members g WHERE g.user_id = ",
+            )
+            .int(user)
+            .push(")) AS group_roles");
         }
-        if !full {
-            return Ok(details);
+        None => {
+            sql.push(", CAST(NULL AS BIGINT) AS role, CAST(NULL AS BIGINT) AS group_roles");
         }
-        let mut sql = Sql::new(
-            "SELECT p.id, u.username FROM projects p JOIN users u ON u.id = p.owner_id WHERE p.id IN ",
-        );
-        sql.int_list(ids);
-        let owners: Vec<(i64, String)> = sql.fetch_all(&self.0.pool).await?;
-        details.owner_names = owners.into_iter().collect();
-        let mut sql =
-            Sql::new("SELECT project_id, name, value FROM project_metadata WHERE project_id IN ");
-        sql.int_list(ids).push(" ORDER BY project_id, name");
-        let metadata: Vec<(i64, String, String)> = sql.fetch_all(&self.0.pool).await?;
-        for (project, name, value) in metadata {
-            details
-                .metadata
-                .entry(project)
-                .or_default()
-                .push((name, value));
+    }
+    sql.push(
+        " FROM projects p LEFT JOIN users u ON u.id = p.owner_id \
+         LEFT JOIN cve_allowlists a ON a.project_id = p.id WHERE 1 = 1",
+    );
+}
+
+/// A project and its details, as [`push_detailed_select`] selects them.
+#[derive(sqlx::FromRow)]
+struct DetailRow {
+    #[sqlx(flatten)]
+    project: ProjectRow,
+    repo_count: i64,
+    owner_name: Option<String>,
+    allowlist_expires_at: Option<i64>,
+    allowlist_items: Option<String>,
+    metadata: Option<String>,
+    role: Option<i64>,
+    group_roles: Option<i64>,
+}
+
+/// Splits detail rows into their projects and the details, in row order.
+fn split_rows(rows: Vec<DetailRow>) -> (Vec<Project>, ProjectDetails) {
+    let mut details = ProjectDetails::default();
+    let mut projects = Vec::with_capacity(rows.len());
+    for row in rows {
+        let id = row.project.id;
+        if row.repo_count > 0 {
+            details.repo_counts.insert(id, row.repo_count);
         }
-        let mut sql = Sql::new(
-            "SELECT project_id, expires_at, items FROM cve_allowlists WHERE project_id IN ",
-        );
-        sql.int_list(ids);
-        let lists: Vec<(i64, Option<i64>, String)> = sql.fetch_all(&self.0.pool).await?;
-        for (project, expires_at, items) in lists {
+        if let Some(name) = row.owner_name {
+            details.owner_names.insert(id, name);
+        }
+        let metadata = decode_metadata(row.metadata.as_deref());
+        if !metadata.is_empty() {
+            details.metadata.insert(id, metadata);
+        }
+        if let Some(items) = row.allowlist_items {
             details.allowlists.insert(
-                project,
+                id,
                 CveAllowlist {
-                    expires_at,
+                    expires_at: row.allowlist_expires_at,
                     items: decode_items(&items),
                 },
             );
         }
-        Ok(details)
+        let group_roles = row.group_roles.unwrap_or(0);
+        let mut roles: Vec<i64> = (1..=5)
+            .filter(|role| group_roles & (1 << (role - 1)) != 0)
+            .collect();
+        if let Some(role) = row.role {
+            roles.push(role);
+            roles.sort_unstable();
+            roles.dedup();
+        }
+        if !roles.is_empty() {
+            details.role_ids.insert(id, roles);
+        }
+        projects.push(Project::from(row.project));
+    }
+    (projects, details)
+}
+
+impl Projects<'_> {
+    /// One page of the projects `viewer` may see with their details for `user`
+    /// (the viewer's id: roles are only looked up for users), and the total
+    /// matching count: two statements, run at the same time on two connections.
+    pub async fn list(
+        &self,
+        viewer: Viewer,
+        filter: &ProjectFilter,
+        user: Option<i64>,
+    ) -> StoreResult<ProjectPage> {
+        let mut count = Sql::new("SELECT COUNT(*) FROM projects p WHERE 1 = 1");
+        push_project_filter(&mut count, viewer, filter)?;
+        let mut page = Sql::new("SELECT ");
+        push_detailed_select(&mut page, user);
+        push_project_filter(&mut page, viewer, filter)?;
+        page.order_by(PROJECT_SORT_COLUMNS, &filter.sort, "p.name", "p.id")
+            .paging(filter.paging);
+        let (total, rows) = futures_util::try_join!(
+            count.fetch_count(&self.0.pool),
+            page.fetch_all::<DetailRow, _>(&self.0.pool),
+        )?;
+        let (projects, details) = split_rows(rows);
+        Ok(ProjectPage {
+            total,
+            projects,
+            details,
+        })
+    }
+
+    /// The projects `viewer` may see whose name contains `text` (case-sensitive),
+    /// by name, with their details for `user` (see [`Projects::list`]).
+    pub async fn search(
+        &self,
+        viewer: Viewer,
+        text: &str,
+        user: Option<i64>,
+    ) -> StoreResult<(Vec<Project>, ProjectDetails)> {
+        // Names are lower case by rule: a text with an upper-case letter matches
+        // none, and for any other text LIKE's case folding changes nothing.
+        if text.is_empty() || text.chars().any(char::is_uppercase) {
+            return Ok((Vec::new(), ProjectDetails::default()));
+        }
+        let mut sql = Sql::new("SELECT ");
+        push_detailed_select(&mut sql, user);
+        sql.push(" AND p.name LIKE ")
+            .text(like_pattern(text))
+            .push(" ESCAPE '\\'");
+        push_visibility(&mut sql, viewer, None);
+        let mut rows: Vec<DetailRow> = sql.fetch_all(&self.0.pool).await?;
+        // Sorted here rather than by ORDER BY, which PostgreSQL would serve by
+        // walking the whole name index. Names are ASCII, so byte order is the
+        // order of both backends.
+        rows.sort_unstable_by(|a, b| {
+            (&a.project.name, a.project.id).cmp(&(&b.project.name, b.project.id))
+        });
+        Ok(split_rows(rows))
+    }
+
+    /// Owner names, repository counts, the roles of `user` (the viewer's id:
+    /// roles are only looked up for users), metadata and allowlists of `ids`.
+    pub async fn details(&self, ids: &[i64], user: Option<i64>) -> StoreResult<ProjectDetails> {
+        let mut sql = Sql::new("SELECT ");
+        push_detailed_select(&mut sql, user);
+        sql.push(" AND p.id IN ").int_list(ids);
+        let rows: Vec<DetailRow> = sql.fetch_all(&self.0.pool).await?;
+        Ok(split_rows(rows).1)
     }
 
     /// Whether a project with exactly this name exists.
@@ -618,4 +721,61 @@ pub(crate) async fn sync_public(
             .await?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn metadata_text_decodes() {
+        assert!(decode_metadata(None).is_empty());
+        let pairs = |list: &[(&str, &str)]| -> Vec<(String, String)> {
+            list.iter()
+                .map(|(n, v)| (n.to_string(), v.to_string()))
+                .collect()
+        };
+        assert_eq!(
+            decode_metadata(Some("public;false")),
+            pairs(&[("public", "false")])
+        );
+        assert_eq!(
+            decode_metadata(Some(r"severity;low;auto_scan;true;pattern;a\;b\\;empty;")),
+            pairs(&[
+                ("auto_scan", "true"),
+                ("empty", ""),
+                ("pattern", r"a;b\"),
+                ("severity", "low"),
+            ])
+        );
+    }
+
+    #[test]
+    fn role_bits_follow_role_ids() {
+        let rows = |role: Option<i64>, group_roles: Option<i64>| {
+            let row = DetailRow {
+                project: ProjectRow {
+                    id: 7,
+                    name: "p".into(),
+                    owner_id: 1,
+                    public: 0,
+                    registry_id: None,
+                    created_at: String::new(),
+                    updated_at: String::new(),
+                },
+                repo_count: 0,
+                owner_name: None,
+                allowlist_expires_at: None,
+                allowlist_items: None,
+                metadata: None,
+                role,
+                group_roles,
+            };
+            split_rows(vec![row]).1.role_ids.get(&7).cloned()
+        };
+        assert_eq!(rows(None, None), None);
+        assert_eq!(rows(Some(2), None), Some(vec![2]));
+        assert_eq!(rows(Some(2), Some(0b10010)), Some(vec![2, 5]));
+        assert_eq!(rows(None, Some(0b1101)), Some(vec![1, 3, 4]));
+    }
 }
