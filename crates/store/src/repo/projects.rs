@@ -11,7 +11,7 @@ use berth_domain::time;
 use crate::Store;
 use crate::error::{StoreError, StoreResult, conflict_on_unique};
 use crate::repo::flag;
-use crate::repo::sql::{Column, Kind, Sql, like_pattern};
+use crate::repo::sql::{Column, Kind, Sql};
 
 /// Columns selected for a [`Project`], in `ProjectRow` order.
 pub(crate) const PROJECT_COLUMNS: &str =
@@ -246,9 +246,7 @@ fn push_project_filter(
     push_visibility(sql, viewer, public);
     if let Some(name) = &filter.name {
         // Project names are lower case by rule: no LOWER() per row.
-        sql.push(" AND p.name LIKE ")
-            .text(like_pattern(name))
-            .push(" ESCAPE '\\'");
+        sql.push(" AND p.name").like(name);
     }
     if let Some(owner) = owner {
         sql.push(" AND p.owner_id IN (SELECT id FROM users WHERE deleted = 0 AND username = ")
@@ -463,9 +461,7 @@ impl Projects<'_> {
         }
         let mut sql = Sql::new("SELECT ");
         push_detailed_select(&mut sql, user);
-        sql.push(" AND p.name LIKE ")
-            .text(like_pattern(text))
-            .push(" ESCAPE '\\'");
+        sql.push(" AND p.name").like(text);
         push_visibility(&mut sql, viewer, None);
         let mut rows: Vec<DetailRow> = sql.fetch_all(&self.0.pool).await?;
         // Sorted here rather than by ORDER BY, which PostgreSQL would serve by

@@ -70,10 +70,13 @@ impl Sql {
         self.push(")")
     }
 
-    /// `LIMIT/OFFSET` of a page, nothing for "all rows".
+    /// `LIMIT/OFFSET` of a page, nothing for "all rows". The limit (a page
+    /// size: an integer of a few usual values) is written into the text: SQLite
+    /// recompiles a statement whose LIMIT is a parameter whenever that parameter
+    /// is bound again, that is at every execution.
     pub(crate) fn paging(&mut self, paging: Paging) -> &mut Self {
         if let Some((limit, offset)) = paging.limit_offset() {
-            self.push(" LIMIT ").int(limit).push(" OFFSET ").int(offset);
+            self.push(&format!(" LIMIT {limit} OFFSET ")).int(offset);
         }
         self
     }
@@ -180,13 +183,24 @@ impl Sql {
     /// ` AND <column> LIKE '%v%'`, case-insensitive (Harbor's `~v`).
     fn fuzzy(&mut self, column: &Column, value: &str) {
         if column.kind == Kind::LowerText {
-            self.push(" AND ").push(column.sql).push(" LIKE ");
+            self.push(" AND ").push(column.sql);
         } else {
             self.push(" AND LOWER(CAST(")
                 .push(column.sql)
-                .push(" AS TEXT)) LIKE ");
+                .push(" AS TEXT))");
         }
-        self.text(like_pattern(value)).push(" ESCAPE '\\'");
+        self.like(value);
+    }
+
+    /// ` LIKE <pattern> ESCAPE '\'` with `value` as Harbor's fuzzy pattern (see
+    /// [`like_pattern`]). The bound pattern is wrapped in a CAST: SQLite
+    /// recompiles a statement whenever a bare parameter on the right of a LIKE
+    /// over a column is bound again (its value could enable the LIKE index
+    /// optimization), that is at every execution.
+    pub(crate) fn like(&mut self, value: &str) -> &mut Self {
+        self.push(" LIKE CAST(")
+            .text(like_pattern(value))
+            .push(" AS TEXT) ESCAPE '\\'")
     }
 
     fn scalar(&mut self, column: &Column, value: &Scalar) -> Result<(), DomainError> {
@@ -334,5 +348,18 @@ mod tests {
             "SELECT 1 WHERE a = $1 AND b IN ($2, $3) AND c = $4"
         );
         assert_eq!(like_pattern("A_b%"), "%a\\_b\\%%");
+    }
+
+    #[test]
+    fn likes_and_limits_keep_statements_reusable() {
+        let mut sql = Sql::new("SELECT 1 WHERE a");
+        sql.like("x").paging(Paging {
+            page: 3,
+            page_size: 10,
+        });
+        assert_eq!(
+            sql.text,
+            "SELECT 1 WHERE a LIKE CAST($1 AS TEXT) ESCAPE '\\' LIMIT 10 OFFSET $2"
+        );
     }
 }
