@@ -70,13 +70,17 @@ impl Sql {
         self.push(")")
     }
 
-    /// `LIMIT/OFFSET` of a page, nothing for "all rows". The limit (a page
-    /// size: an integer of a few usual values) is written into the text: SQLite
-    /// recompiles a statement whose LIMIT is a parameter whenever that parameter
-    /// is bound again, that is at every execution.
+    /// `LIMIT/OFFSET` of a page, nothing for "all rows". The limit is bound
+    /// inside a CAST: SQLite recompiles a statement whose LIMIT is a bare
+    /// parameter whenever it is bound again, that is at every execution. (A
+    /// literal LIMIT made PostgreSQL switch listProjects to a generic plan that
+    /// sorts every match.)
     pub(crate) fn paging(&mut self, paging: Paging) -> &mut Self {
         if let Some((limit, offset)) = paging.limit_offset() {
-            self.push(&format!(" LIMIT {limit} OFFSET ")).int(offset);
+            self.push(" LIMIT CAST(")
+                .int(limit)
+                .push(" AS BIGINT) OFFSET ")
+                .int(offset);
         }
         self
     }
@@ -192,15 +196,22 @@ impl Sql {
         self.like(value);
     }
 
-    /// ` LIKE <pattern> ESCAPE '\'` with `value` as Harbor's fuzzy pattern (see
-    /// [`like_pattern`]). The bound pattern is wrapped in a CAST: SQLite
-    /// recompiles a statement whenever a bare parameter on the right of a LIKE
-    /// over a column is bound again (its value could enable the LIKE index
-    /// optimization), that is at every execution.
+    /// ` LIKE <pattern>` with `value` as Harbor's fuzzy pattern (see
+    /// [`like_pattern`]), and ` ESCAPE '\'` when the pattern escapes something.
+    /// Without escapes the clause changes nothing, and leaving it out keeps
+    /// PostgreSQL's generic plans from re-escaping the pattern for every row.
+    /// The bound pattern is wrapped in a CAST: SQLite recompiles a statement
+    /// whenever a bare parameter on the right of a LIKE over a column is bound
+    /// again (its value could enable the LIKE index optimization), that is at
+    /// every execution.
     pub(crate) fn like(&mut self, value: &str) -> &mut Self {
-        self.push(" LIKE CAST(")
-            .text(like_pattern(value))
-            .push(" AS TEXT) ESCAPE '\\'")
+        let pattern = like_pattern(value);
+        let escapes = pattern.contains('\\');
+        self.push(" LIKE CAST(").text(pattern).push(" AS TEXT)");
+        if escapes {
+            self.push(" ESCAPE '\\'");
+        }
+        self
     }
 
     fn scalar(&mut self, column: &Column, value: &Scalar) -> Result<(), DomainError> {
@@ -351,15 +362,16 @@ mod tests {
     }
 
     #[test]
-    fn likes_and_limits_keep_statements_reusable() {
+    fn like_patterns_and_limits_are_cast() {
         let mut sql = Sql::new("SELECT 1 WHERE a");
-        sql.like("x").paging(Paging {
+        sql.like("x").push(" AND b").like("x_y").paging(Paging {
             page: 3,
             page_size: 10,
         });
         assert_eq!(
             sql.text,
-            "SELECT 1 WHERE a LIKE CAST($1 AS TEXT) ESCAPE '\\' LIMIT 10 OFFSET $2"
+            "SELECT 1 WHERE a LIKE CAST($1 AS TEXT) AND b LIKE CAST($2 AS TEXT) ESCAPE '\\' \
+             LIMIT CAST($3 AS BIGINT) OFFSET $4"
         );
     }
 }

@@ -3,7 +3,7 @@
 use crate::Store;
 use crate::error::StoreResult;
 use crate::repo::projects::{Viewer, push_member_projects, push_visibility};
-use crate::repo::sql::{Sql, like_pattern};
+use crate::repo::sql::Sql;
 
 /// Harbor's Statistic, as counted for one viewer.
 #[derive(Debug, Clone, Default, PartialEq, Eq, sqlx::FromRow)]
@@ -105,9 +105,9 @@ impl Statistics<'_> {
             "SELECT p.id AS project_id, p.name AS project_name, p.public AS project_public, \
              r.name AS repository_name, r.pull_count, \
              (SELECT COUNT(*) FROM artifacts a WHERE a.repository_id = r.id) AS artifact_count \
-             FROM repositories r JOIN projects p ON p.id = r.project_id WHERE LOWER(r.name) LIKE ",
+             FROM repositories r JOIN projects p ON p.id = r.project_id WHERE LOWER(r.name)",
         );
-        sql.text(like_pattern(text)).push(" ESCAPE '\\'");
+        sql.like(text);
         push_visibility(&mut sql, viewer, None);
         sql.push(" ORDER BY r.name, r.id");
         Ok(sql.fetch_all(&self.0.pool).await?)
