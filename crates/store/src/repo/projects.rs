@@ -326,9 +326,10 @@ const ROLE_BITS: &str =
 /// Appends `PROJECT_COLUMNS` and the detail columns of a [`DetailRow`], then
 /// `FROM projects p ... WHERE 1 = 1`: the details are joins and correlated
 /// lookups that run for the returned rows only, so projects and their details
-/// come in one statement, one row per project. The roles of `user` in `p` are its direct membership's
-/// role (`role`) and the roles of its groups' memberships as a bit set
-/// (`group_roles`, bit `n - 1` for role `n`); both are NULL without a user.
+/// come in one statement, one row per project. The roles of `user` in `p` are
+/// its direct membership's role (`role`) and the roles of its groups'
+/// memberships as a bit set (`group_roles`, bit `n - 1` for role `n`); both are
+/// NULL without a user.
 fn push_detailed_select(sql: &mut Sql, user: Option<i64>) {
     sql.push(PROJECT_COLUMNS).push(
         ", (SELECT COUNT(*) FROM repositories r WHERE r.project_id = p.id) AS repo_count, \
@@ -476,6 +477,9 @@ impl Projects<'_> {
     /// Owner names, repository counts, the roles of `user` (the viewer's id:
     /// roles are only looked up for users), metadata and allowlists of `ids`.
     pub async fn details(&self, ids: &[i64], user: Option<i64>) -> StoreResult<ProjectDetails> {
+        if ids.is_empty() {
+            return Ok(ProjectDetails::default());
+        }
         let mut sql = Sql::new("SELECT ");
         push_detailed_select(&mut sql, user);
         sql.push(" AND p.id IN ").int_list(ids);
