@@ -36,7 +36,7 @@ pub(crate) fn keyword_pattern(query: &ListQuery) -> Option<String> {
         .map(|q| format!("%{q}%"))
 }
 
-/// `SELECT <columns> FROM <table> WHERE <base> [AND keywords LIKE $1] ORDER BY .. LIMIT .. OFFSET ..`,
+/// `SELECT <columns> FROM <table> WHERE <base> [AND keywords LIKE CAST($1 AS TEXT)] ORDER BY .. LIMIT .. OFFSET ..`,
 /// and the pattern to bind first when there is one. `LIMIT`/`OFFSET` are
 /// validated integers (1–100, 0–2900), written inline.
 pub(crate) fn list_sql(
@@ -49,7 +49,9 @@ pub(crate) fn list_sql(
     let pattern = keyword_pattern(query);
     let mut sql = format!("SELECT {columns} FROM {table} WHERE {base}");
     if pattern.is_some() {
-        sql.push_str(" AND keywords LIKE $1");
+        // In a CAST, as `Sql::like` explains: SQLite recompiles a statement
+        // whose LIKE has a bare parameter on its right at every execution.
+        sql.push_str(" AND keywords LIKE CAST($1 AS TEXT)");
     }
     sql.push_str(&order_by(&query.sort, column));
     sql.push_str(&format!(" LIMIT {} OFFSET {}", query.limit, query.offset()));
