@@ -53,6 +53,12 @@ pub async fn open(settings: &Settings) -> anyhow::Result<AppState> {
     std::fs::create_dir_all(&blob_dir)
         .with_context(|| format!("creating blob directory {}", blob_dir.display()))?;
     ensure_admin_password(&store).await?;
+    // A collector that died (killed, or stopped with a server) leaves its run
+    // and its claimed blobs: finish them now rather than at the next run.
+    store
+        .recover_gc(&berth_store::BlobStore::new(&blob_dir))
+        .await
+        .context("recovering an interrupted garbage collection")?;
     if secrets.master_key_generated {
         println!(
             "Generated master key (kept in {}): {}",

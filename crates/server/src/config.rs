@@ -35,12 +35,15 @@ pub enum Command {
     /// Manage users from the command line (operators).
     #[command(subcommand)]
     User(UserCommand),
-    /// Remove unreferenced blobs and expired uploads once, then exit.
+    /// Remove unreferenced blobs and expired uploads once, then exit (safe while
+    /// servers run). Values below 1h are unsafe while clients push: a push in
+    /// flight may fail and must be repeated (nothing acknowledged is lost).
     Gc {
-        /// How long a pushed blob no manifest uses yet is kept (`24h`, `30m`, seconds).
+        /// How long a pushed blob no manifest uses yet is kept (`24h`, `30m`,
+        /// seconds); safe from 1h.
         #[arg(long, default_value = "24h", value_parser = parse_duration_secs)]
         grace: i64,
-        /// How long an idle upload session is kept.
+        /// How long an idle upload session is kept; safe from 1h.
         #[arg(long, default_value = "24h", value_parser = parse_duration_secs)]
         upload_expiry: i64,
     },

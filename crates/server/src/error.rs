@@ -9,7 +9,7 @@
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use berth_domain::DomainError;
-use berth_store::StoreError;
+use berth_store::{BlobError, StoreError};
 use serde_json::json;
 
 /// What went wrong, independent of the wire format.
@@ -161,6 +161,16 @@ impl From<StoreError> for ApiError {
     fn from(err: StoreError) -> Self {
         match err {
             StoreError::Domain(domain) => domain.into(),
+            StoreError::Blob(BlobError::DigestMismatch { expected }) => Self::new(
+                ErrorKind::BadRequest,
+                format!("the uploaded content does not match digest {expected}"),
+            )
+            .with_code("DIGEST_INVALID"),
+            StoreError::Blob(BlobError::Body(message)) => Self::new(
+                ErrorKind::BadRequest,
+                format!("the upload body could not be read: {message}"),
+            )
+            .with_code("BLOB_UPLOAD_INVALID"),
             other => Self::internal(other),
         }
     }

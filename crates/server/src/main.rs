@@ -204,15 +204,14 @@ async fn gc(settings: &Settings, grace: i64, upload_expiry: i64) -> anyhow::Resu
     let store = bootstrap::open_store(settings).await?;
     let blobs = berth_store::BlobStore::new(bootstrap::blob_dir(&settings.data_dir));
     let secs = |s: i64| std::time::Duration::from_secs(u64::try_from(s).unwrap_or(0));
-    let stats = berth_store::repo::gc::collect_garbage(
-        &store,
-        &blobs,
-        berth_store::repo::gc::GcOptions {
-            grace: secs(grace),
-            upload_expiry: secs(upload_expiry),
-        },
-    )
-    .await?;
+    let options = berth_store::repo::gc::GcOptions {
+        grace: secs(grace),
+        upload_expiry: secs(upload_expiry),
+    };
+    if let Some(reason) = options.unsafe_reason() {
+        eprintln!("warning: unsafe while clients push: {reason}");
+    }
+    let stats = berth_store::repo::gc::collect_garbage(&store, &blobs, options).await?;
     println!(
         "garbage collection done: {} blobs ({} bytes) deleted, {} links dropped, {} uploads expired, {} stray files removed",
         stats.blobs, stats.bytes, stats.links, stats.uploads, stats.stray_files

@@ -1,24 +1,31 @@
 //! Content-addressed blob files and staged uploads.
 //!
-//! Layout under the blob directory: `sha256/<2 hex>/<hex>` for committed blobs
-//! and `uploads/<id>` for upload sessions. Uploads are hashed while they are
-//! written; the running SHA-256 state is returned after every chunk so the
-//! caller can persist it (a restarted server resumes from it). A blob is
-//! committed by fsync then rename, so a reader never sees a partial file, and a
-//! digest mismatch leaves nothing behind.
+//! Layout under the blob directory: `<algorithm>/<2 hex>/<hex>` for committed
+//! blobs (`sha256/ab/ab12...`), and one directory `uploads/<id>/` per upload
+//! session or monolithic push.
+//!
+//! Every request that sends bytes writes them to a part file of its own,
+//! created for it and never opened for writing by anyone else; the part is
+//! hashed as it is written and fsynced before the database records it. A
+//! request that loses a race for the upload only ever removes its own part.
+//! A blob is committed by assembling its parts (a single part is used as it
+//! is) into a staged file whose digest is checked, then hard-linking that file
+//! to the blob path: a reader never sees a partial file, and nothing is stored
+//! under a digest its bytes do not hash to. The database decides when a blob
+//! exists (see `repo::registry::install_blob`); this module only moves files.
 
-use std::io::{self, Seek, Write};
+use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use berth_domain::oci::Digest;
+use berth_domain::oci::{Algorithm, Digest};
 use bytes::Bytes;
 use futures_util::{Stream, StreamExt};
 use sha2::digest::common::hazmat::{SerializableState, SerializedState};
-use sha2::{Digest as _, Sha256};
+use sha2::{Digest as _, Sha256, Sha512};
 use tokio::task::JoinHandle;
 
-/// How many bytes are gathered before one write to the staging file.
+/// How many bytes are gathered before one write to a part file.
 const WRITE_BUFFER: usize = 1 << 20;
 /// Bytes written between two `fdatasync`s while an upload streams in: the
 /// disk writes during the transfer, and the final `fsync` waits for the tail
@@ -45,13 +52,102 @@ pub enum BlobError {
     Io(#[from] io::Error),
 }
 
-/// The durable state of an upload after a chunk.
+/// A running hash of one of the supported algorithms.
+#[derive(Clone)]
+pub enum Hasher {
+    /// SHA-256.
+    Sha256(Sha256),
+    /// SHA-512.
+    Sha512(Sha512),
+}
+
+impl Hasher {
+    /// A fresh hash of `algorithm`.
+    pub fn new(algorithm: Algorithm) -> Self {
+        match algorithm {
+            Algorithm::Sha256 => Self::Sha256(Sha256::new()),
+            Algorithm::Sha512 => Self::Sha512(Sha512::new()),
+        }
+    }
+
+    /// The hash of `algorithm` saved by [`Hasher::save`]; fresh for `None`.
+    pub fn restore(algorithm: Algorithm, state: Option<&[u8]>) -> Result<Self, BlobError> {
+        let Some(bytes) = state else {
+            return Ok(Self::new(algorithm));
+        };
+        match algorithm {
+            Algorithm::Sha256 => SerializedState::<Sha256>::try_from(bytes)
+                .ok()
+                .and_then(|s| Sha256::deserialize(&s).ok())
+                .map(Self::Sha256),
+            Algorithm::Sha512 => SerializedState::<Sha512>::try_from(bytes)
+                .ok()
+                .and_then(|s| Sha512::deserialize(&s).ok())
+                .map(Self::Sha512),
+        }
+        .ok_or(BlobError::BadState)
+    }
+
+    /// The algorithm.
+    pub fn algorithm(&self) -> Algorithm {
+        match self {
+            Self::Sha256(_) => Algorithm::Sha256,
+            Self::Sha512(_) => Algorithm::Sha512,
+        }
+    }
+
+    /// Hashes `bytes`.
+    pub fn update(&mut self, bytes: &[u8]) {
+        match self {
+            Self::Sha256(h) => h.update(bytes),
+            Self::Sha512(h) => h.update(bytes),
+        }
+    }
+
+    /// The serialized state, to resume from later.
+    pub fn save(&self) -> Vec<u8> {
+        match self {
+            Self::Sha256(h) => h.serialize().to_vec(),
+            Self::Sha512(h) => h.serialize().to_vec(),
+        }
+    }
+
+    /// The digest of everything hashed.
+    pub fn finish(self) -> Digest {
+        match self {
+            Self::Sha256(h) => Digest::from_hash(Algorithm::Sha256, &h.finalize()),
+            Self::Sha512(h) => Digest::from_hash(Algorithm::Sha512, &h.finalize()),
+        }
+    }
+}
+
+/// The digest of `bytes` by `algorithm`.
+pub fn digest_of(algorithm: Algorithm, bytes: &[u8]) -> Digest {
+    let mut hasher = Hasher::new(algorithm);
+    hasher.update(bytes);
+    hasher.finish()
+}
+
+/// A part file just written, not yet recorded.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct UploadProgress {
-    /// Bytes durable in the staging file.
+pub struct WrittenPart {
+    /// The file name inside the upload's directory.
+    pub name: String,
+    /// Bytes in the part.
     pub len: u64,
-    /// The serialized SHA-256 state after `len` bytes.
+    /// The hash state after the upload's earlier parts and this one.
     pub hash_state: Vec<u8>,
+}
+
+/// A complete blob file whose bytes hash to `digest`, ready to be placed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Staged {
+    /// Where it is (inside an upload directory).
+    pub path: PathBuf,
+    /// What its bytes hash to.
+    pub digest: Digest,
+    /// Its size.
+    pub len: u64,
 }
 
 /// The blob directory.
@@ -69,96 +165,164 @@ impl BlobStore {
     /// Where the bytes of `digest` live.
     pub fn blob_path(&self, digest: &Digest) -> PathBuf {
         let hex = digest.hex();
-        self.root.join("sha256").join(&hex[..2]).join(hex)
+        self.root
+            .join(digest.algorithm().name())
+            .join(&hex[..2])
+            .join(hex)
     }
 
-    /// The staging file of upload `id` (an id the server generated: a UUID).
-    pub fn upload_path(&self, id: &str) -> PathBuf {
+    /// The directory of upload `id` (an id the server generated: a UUID).
+    pub fn upload_dir(&self, id: &str) -> PathBuf {
         self.root.join("uploads").join(id)
     }
 
-    /// Creates an empty staging file for upload `id`.
-    pub async fn create_upload(&self, id: &str) -> io::Result<()> {
-        let path = self.upload_path(id);
-        if let Some(parent) = path.parent() {
-            tokio::fs::create_dir_all(parent).await?;
-        }
-        tokio::fs::File::create(&path).await?.sync_all().await
-    }
-
-    /// Appends `body` to upload `id` at `offset` (the durable length so far, whose
-    /// hash state is `state`), fsyncs, and returns the new length and state.
-    /// Bytes past `offset` left by a crash are cut off first.
-    pub async fn append<S, E>(
+    /// Writes `body` to a new part file of upload `id`, continuing `hasher`
+    /// (the state after the upload's earlier parts). Every byte is durable
+    /// when this returns. On an error the part is removed.
+    pub async fn write_part<S, E>(
         &self,
         id: &str,
-        offset: u64,
-        state: Option<&[u8]>,
+        mut hasher: Hasher,
         body: S,
-    ) -> Result<UploadProgress, BlobError>
+    ) -> Result<WrittenPart, BlobError>
     where
         S: Stream<Item = Result<Bytes, E>> + Send,
         E: std::fmt::Display,
     {
-        let mut hasher = restore(state)?;
-        let path = self.upload_path(id);
+        let dir = self.upload_dir(id);
+        let name = format!("part-{}", uuid::Uuid::new_v4().simple());
+        let path = dir.join(&name);
+        let opened = path.clone();
         let file = joined(tokio::task::spawn_blocking(move || {
-            let mut file = std::fs::OpenOptions::new().write(true).open(path)?;
-            file.set_len(offset)?;
-            file.seek(io::SeekFrom::Start(offset))?;
-            Ok(file)
+            std::fs::create_dir_all(&dir)?;
+            std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(opened)
         }))
         .await?;
-        let written = write_hashed(file, &mut hasher, body).await?;
-        Ok(UploadProgress {
-            len: offset + written,
-            hash_state: save(&hasher),
-        })
+        match write_hashed(file, &mut hasher, body).await {
+            Ok(len) => {
+                sync_dir(self.upload_dir(id)).await?;
+                Ok(WrittenPart {
+                    name,
+                    len,
+                    hash_state: hasher.save(),
+                })
+            }
+            Err(err) => {
+                let _ = tokio::fs::remove_file(&path).await;
+                Err(err)
+            }
+        }
     }
 
-    /// Checks that upload `id` (complete, with hash `state`) hashes to `expected`
-    /// and renames it into place. On a mismatch the staging file is removed and
-    /// nothing is stored.
-    pub async fn commit_upload(
+    /// Removes part `name` of upload `id` (a part that lost its race).
+    pub async fn discard_part(&self, id: &str, name: &str) {
+        let _ = tokio::fs::remove_file(self.upload_dir(id).join(name)).await;
+    }
+
+    /// Stages upload `id`'s blob from its `parts` (in order) for `expected`.
+    /// `hash_state` (of `algorithm`) covers all the parts: a single part whose
+    /// state is of `expected`'s algorithm is used as it is; otherwise the
+    /// parts are copied into one new file and hashed again as they are read.
+    pub async fn assemble(
         &self,
         id: &str,
-        state: Option<&[u8]>,
+        parts: &[String],
+        algorithm: Algorithm,
+        hash_state: Option<&[u8]>,
         expected: &Digest,
-    ) -> Result<(), BlobError> {
-        let hasher = restore(state)?;
-        let staged = self.upload_path(id);
-        if Digest::from_sha256_bytes(&hasher.finalize()) != *expected {
-            let _ = tokio::fs::remove_file(&staged).await;
+    ) -> Result<Staged, BlobError> {
+        let dir = self.upload_dir(id);
+        if let [only] = parts
+            && algorithm == expected.algorithm()
+        {
+            let digest = Hasher::restore(algorithm, hash_state)?.finish();
+            if digest != *expected {
+                return Err(BlobError::DigestMismatch {
+                    expected: expected.clone(),
+                });
+            }
+            let path = dir.join(only);
+            let len = tokio::fs::metadata(&path).await?.len();
+            return Ok(Staged { path, digest, len });
+        }
+        let sources: Vec<PathBuf> = parts.iter().map(|p| dir.join(p)).collect();
+        let target = dir.join(format!("blob-{}", uuid::Uuid::new_v4().simple()));
+        let algorithm = expected.algorithm();
+        let (digest, len) = joined(tokio::task::spawn_blocking({
+            let target = target.clone();
+            move || concatenate(&sources, &target, algorithm)
+        }))
+        .await?;
+        if digest != *expected {
+            let _ = tokio::fs::remove_file(&target).await;
             return Err(BlobError::DigestMismatch {
                 expected: expected.clone(),
             });
         }
-        self.install(&staged, expected).await
+        Ok(Staged {
+            path: target,
+            digest,
+            len,
+        })
     }
 
-    /// Streams a whole blob to a fresh staging file, checks it against
-    /// `expected` and commits it (a monolithic upload). Returns its size.
-    pub async fn put<S, E>(&self, id: &str, expected: &Digest, body: S) -> Result<u64, BlobError>
+    /// Streams a whole blob into a new staging directory `id` and checks it
+    /// against `expected` (a monolithic upload).
+    pub async fn stage<S, E>(
+        &self,
+        id: &str,
+        expected: &Digest,
+        body: S,
+    ) -> Result<Staged, BlobError>
     where
         S: Stream<Item = Result<Bytes, E>> + Send,
         E: std::fmt::Display,
     {
-        self.create_upload(id).await?;
-        let progress = match self.append(id, 0, None, body).await {
-            Ok(p) => p,
-            Err(err) => {
-                self.discard_upload(id).await;
-                return Err(err);
-            }
-        };
-        self.commit_upload(id, Some(&progress.hash_state), expected)
+        let part = self
+            .write_part(id, Hasher::new(expected.algorithm()), body)
             .await?;
-        Ok(progress.len)
+        let staged = self
+            .assemble(
+                id,
+                std::slice::from_ref(&part.name),
+                expected.algorithm(),
+                Some(&part.hash_state),
+                expected,
+            )
+            .await;
+        if staged.is_err() {
+            self.discard_upload(id).await;
+        }
+        staged
     }
 
-    /// Removes the staging file of upload `id`, if any.
+    /// Makes `staged` the file of its digest unless that file exists (same
+    /// digest, same bytes). The staged file stays until the upload is
+    /// discarded, so this can be repeated.
+    pub async fn place(&self, staged: &Staged) -> io::Result<()> {
+        let target = self.blob_path(&staged.digest);
+        let parent = target
+            .parent()
+            .expect("blob paths have a parent")
+            .to_path_buf();
+        let source = staged.path.clone();
+        joined(tokio::task::spawn_blocking(move || {
+            std::fs::create_dir_all(&parent)?;
+            match std::fs::hard_link(&source, &target) {
+                Ok(()) => std::fs::File::open(&parent)?.sync_all(),
+                Err(err) if err.kind() == io::ErrorKind::AlreadyExists => Ok(()),
+                Err(err) => Err(err),
+            }
+        }))
+        .await
+    }
+
+    /// Removes the directory of upload `id` with everything in it.
     pub async fn discard_upload(&self, id: &str) {
-        let _ = tokio::fs::remove_file(self.upload_path(id)).await;
+        let _ = tokio::fs::remove_dir_all(self.upload_dir(id)).await;
     }
 
     /// Whether the bytes of `digest` are present.
@@ -173,6 +337,20 @@ impl BlobStore {
         tokio::fs::File::open(self.blob_path(digest)).await
     }
 
+    /// Hashes the stored bytes of `digest` again (`None`: no file).
+    pub async fn rehash(&self, digest: &Digest) -> io::Result<Option<(Digest, u64)>> {
+        let path = self.blob_path(digest);
+        let algorithm = digest.algorithm();
+        joined(tokio::task::spawn_blocking(move || {
+            match hash_file(&path, algorithm) {
+                Ok(found) => Ok(Some(found)),
+                Err(err) if err.kind() == io::ErrorKind::NotFound => Ok(None),
+                Err(err) => Err(err),
+            }
+        }))
+        .await
+    }
+
     /// Removes the bytes of `digest` (garbage collection).
     pub async fn remove(&self, digest: &Digest) -> io::Result<()> {
         match tokio::fs::remove_file(self.blob_path(digest)).await {
@@ -181,84 +359,131 @@ impl BlobStore {
         }
     }
 
-    /// The staging files whose names are upload ids, with their modification times.
-    pub async fn staged_uploads(&self) -> io::Result<Vec<(String, std::time::SystemTime)>> {
-        let mut found = Vec::new();
-        let mut dir = match tokio::fs::read_dir(self.root.join("uploads")).await {
-            Ok(dir) => dir,
-            Err(err) if err.kind() == io::ErrorKind::NotFound => return Ok(found),
-            Err(err) => return Err(err),
-        };
-        while let Some(entry) = dir.next_entry().await? {
-            let modified = entry.metadata().await?.modified()?;
-            found.push((entry.file_name().to_string_lossy().into_owned(), modified));
-        }
-        Ok(found)
+    /// The upload directories, with the newest modification time of anything
+    /// in them (the last sign of activity).
+    pub async fn upload_dirs(&self) -> io::Result<Vec<(String, std::time::SystemTime)>> {
+        let root = self.root.join("uploads");
+        joined(tokio::task::spawn_blocking(move || {
+            let mut found = Vec::new();
+            let entries = match std::fs::read_dir(&root) {
+                Ok(entries) => entries,
+                Err(err) if err.kind() == io::ErrorKind::NotFound => return Ok(found),
+                Err(err) => return Err(err),
+            };
+            for entry in entries {
+                let entry = entry?;
+                let mut newest = entry.metadata()?.modified()?;
+                if entry.file_type()?.is_dir() {
+                    for file in std::fs::read_dir(entry.path())? {
+                        if let Ok(modified) = file?.metadata().and_then(|m| m.modified()) {
+                            newest = newest.max(modified);
+                        }
+                    }
+                }
+                found.push((entry.file_name().to_string_lossy().into_owned(), newest));
+            }
+            Ok(found)
+        }))
+        .await
     }
 
-    /// Every committed blob file, with its modification time.
-    pub async fn committed_files(&self) -> io::Result<Vec<(Digest, std::time::SystemTime)>> {
-        let mut found = Vec::new();
-        let mut prefixes = match tokio::fs::read_dir(self.root.join("sha256")).await {
-            Ok(dir) => dir,
-            Err(err) if err.kind() == io::ErrorKind::NotFound => return Ok(found),
-            Err(err) => return Err(err),
-        };
-        while let Some(prefix) = prefixes.next_entry().await? {
-            if !prefix.file_type().await?.is_dir() {
-                continue;
-            }
-            let mut files = tokio::fs::read_dir(prefix.path()).await?;
-            while let Some(file) = files.next_entry().await? {
-                let name = file.file_name().to_string_lossy().into_owned();
-                if let Ok(digest) = Digest::parse(&format!("sha256:{name}")) {
-                    found.push((digest, file.metadata().await?.modified()?));
+    /// Removes upload entry `name` found by [`BlobStore::upload_dirs`], file or directory.
+    pub async fn discard_upload_entry(&self, name: &str) {
+        let path = self.root.join("uploads").join(name);
+        if tokio::fs::remove_dir_all(&path).await.is_err() {
+            let _ = tokio::fs::remove_file(&path).await;
+        }
+    }
+
+    /// Every committed blob file.
+    pub async fn committed_files(&self) -> io::Result<Vec<Digest>> {
+        let root = self.root.clone();
+        joined(tokio::task::spawn_blocking(move || {
+            let mut found = Vec::new();
+            for algorithm in Algorithm::ALL {
+                let prefixes = match std::fs::read_dir(root.join(algorithm.name())) {
+                    Ok(dir) => dir,
+                    Err(err) if err.kind() == io::ErrorKind::NotFound => continue,
+                    Err(err) => return Err(err),
+                };
+                for prefix in prefixes {
+                    let prefix = prefix?;
+                    if !prefix.file_type()?.is_dir() {
+                        continue;
+                    }
+                    for file in std::fs::read_dir(prefix.path())? {
+                        let name = file?.file_name().to_string_lossy().into_owned();
+                        if let Ok(digest) = Digest::parse(&format!("{algorithm}:{name}")) {
+                            found.push(digest);
+                        }
+                    }
                 }
             }
-        }
-        Ok(found)
-    }
-
-    /// Renames a complete, fsynced staging file to the blob path of `digest`.
-    async fn install(&self, staged: &Path, digest: &Digest) -> Result<(), BlobError> {
-        let target = self.blob_path(digest);
-        let parent = target.parent().expect("blob paths have a parent");
-        if tokio::fs::try_exists(&target).await.unwrap_or(false) {
-            // Same digest, same bytes: keep the existing file.
-            let _ = tokio::fs::remove_file(staged).await;
-            return Ok(());
-        }
-        tokio::fs::create_dir_all(parent).await?;
-        tokio::fs::rename(staged, &target).await?;
-        // Make the rename itself durable.
-        let parent = parent.to_path_buf();
-        tokio::task::spawn_blocking(move || std::fs::File::open(parent)?.sync_all())
-            .await
-            .map_err(io::Error::other)??;
-        Ok(())
+            Ok(found)
+        }))
+        .await
     }
 }
 
-fn restore(state: Option<&[u8]>) -> Result<Sha256, BlobError> {
-    match state {
-        None => Ok(Sha256::new()),
-        Some(bytes) => {
-            let serialized =
-                SerializedState::<Sha256>::try_from(bytes).map_err(|_| BlobError::BadState)?;
-            Sha256::deserialize(&serialized).map_err(|_| BlobError::BadState)
+/// Copies `sources` in order into a new file `target`, hashing with
+/// `algorithm`, and fsyncs it. Returns the digest and the length.
+fn concatenate(
+    sources: &[PathBuf],
+    target: &Path,
+    algorithm: Algorithm,
+) -> io::Result<(Digest, u64)> {
+    let mut out = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(target)?;
+    let mut hasher = Hasher::new(algorithm);
+    let mut buffer = vec![0u8; WRITE_BUFFER];
+    let mut total = 0u64;
+    for source in sources {
+        let mut file = std::fs::File::open(source)?;
+        loop {
+            let n = file.read(&mut buffer)?;
+            if n == 0 {
+                break;
+            }
+            hasher.update(&buffer[..n]);
+            out.write_all(&buffer[..n])?;
+            total += n as u64;
         }
+    }
+    out.sync_all()?;
+    Ok((hasher.finish(), total))
+}
+
+/// The digest (by `algorithm`) and length of the file at `path`.
+fn hash_file(path: &Path, algorithm: Algorithm) -> io::Result<(Digest, u64)> {
+    let mut file = std::fs::File::open(path)?;
+    let mut hasher = Hasher::new(algorithm);
+    let mut buffer = vec![0u8; WRITE_BUFFER];
+    let mut total = 0u64;
+    loop {
+        let n = file.read(&mut buffer)?;
+        if n == 0 {
+            return Ok((hasher.finish(), total));
+        }
+        hasher.update(&buffer[..n]);
+        total += n as u64;
     }
 }
 
-fn save(hasher: &Sha256) -> Vec<u8> {
-    hasher.serialize().to_vec()
+/// Makes the entries of directory `dir` durable.
+async fn sync_dir(dir: PathBuf) -> io::Result<()> {
+    joined(tokio::task::spawn_blocking(move || {
+        std::fs::File::open(dir)?.sync_all()
+    }))
+    .await
 }
 
 /// Copies `body` to `file` in large writes, hashing every byte, and returns
 /// the count once every byte is durable. On an error no write is left running.
 async fn write_hashed<S, E>(
     file: std::fs::File,
-    hasher: &mut Sha256,
+    hasher: &mut Hasher,
     body: S,
 ) -> Result<u64, BlobError>
 where
@@ -281,7 +506,7 @@ where
 /// Hashes `body` and hands it to `writer` in buffers of [`WRITE_BUFFER`] bytes.
 async fn receive<S, E>(
     writer: &mut StagingWriter,
-    hasher: &mut Sha256,
+    hasher: &mut Hasher,
     body: S,
 ) -> Result<u64, BlobError>
 where
@@ -380,90 +605,167 @@ mod tests {
         )
     }
 
-    fn digest_of(bytes: &[u8]) -> Digest {
-        Digest::from_sha256_bytes(&Sha256::digest(bytes))
+    fn sha256(bytes: &[u8]) -> Digest {
+        digest_of(Algorithm::Sha256, bytes)
     }
 
     #[tokio::test]
-    async fn chunked_upload_resumes_from_saved_state() {
+    async fn parts_resume_from_saved_state_and_assemble() {
         let dir = tempfile::tempdir().unwrap();
         let store = BlobStore::new(dir.path());
-        store.create_upload("u1").await.unwrap();
         let first = store
-            .append("u1", 0, None, stream(&[b"hello ", b"wor"]))
+            .write_part(
+                "u1",
+                Hasher::new(Algorithm::Sha256),
+                stream(&[b"hello ", b"wor"]),
+            )
             .await
             .unwrap();
         assert_eq!(first.len, 9);
-        // A "new process": only the length and the state survive. Garbage past
-        // the durable length (a crash between write and bookkeeping) is cut.
-        let mut f = std::fs::OpenOptions::new()
-            .append(true)
-            .open(store.upload_path("u1"))
-            .unwrap();
-        std::io::Write::write_all(&mut f, b"GARBAGE").unwrap();
+        // A "new process": only the part names and the state survive.
+        let hasher = Hasher::restore(Algorithm::Sha256, Some(&first.hash_state)).unwrap();
         let second = BlobStore::new(dir.path())
-            .append("u1", first.len, Some(&first.hash_state), stream(&[b"ld"]))
+            .write_part("u1", hasher, stream(&[b"ld"]))
             .await
             .unwrap();
-        assert_eq!(second.len, 11);
-        let expected = digest_of(b"hello world");
-        store
-            .commit_upload("u1", Some(&second.hash_state), &expected)
+        assert_ne!(first.name, second.name);
+        let expected = sha256(b"hello world");
+        let parts = [first.name.clone(), second.name.clone()];
+        let wrong = store
+            .assemble(
+                "u1",
+                &parts,
+                Algorithm::Sha256,
+                Some(&second.hash_state),
+                &sha256(b"other"),
+            )
+            .await
+            .unwrap_err();
+        assert!(matches!(wrong, BlobError::DigestMismatch { .. }));
+        let staged = store
+            .assemble(
+                "u1",
+                &parts,
+                Algorithm::Sha256,
+                Some(&second.hash_state),
+                &expected,
+            )
             .await
             .unwrap();
+        assert_eq!(staged.len, 11);
+        store.place(&staged).await.unwrap();
         assert_eq!(
             std::fs::read(store.blob_path(&expected)).unwrap(),
             b"hello world"
         );
-        assert!(!store.upload_path("u1").exists());
+        store.discard_upload("u1").await;
+        assert!(!store.upload_dir("u1").exists());
+        assert_eq!(
+            std::fs::read(store.blob_path(&expected)).unwrap(),
+            b"hello world"
+        );
     }
 
     #[tokio::test]
-    async fn mismatch_stores_nothing() {
+    async fn assembly_checks_the_bytes_stored_not_the_saved_state() {
         let dir = tempfile::tempdir().unwrap();
         let store = BlobStore::new(dir.path());
-        let claimed = digest_of(b"other");
+        let a = store
+            .write_part("u", Hasher::new(Algorithm::Sha256), stream(&[b"good "]))
+            .await
+            .unwrap();
+        let b = store
+            .write_part(
+                "u",
+                Hasher::restore(Algorithm::Sha256, Some(&a.hash_state)).unwrap(),
+                stream(&[b"bytes"]),
+            )
+            .await
+            .unwrap();
+        // The bytes on disk change behind the state's back.
+        std::fs::write(store.upload_dir("u").join(&b.name), b"BYTES").unwrap();
+        let claimed = sha256(b"good bytes");
         let err = store
-            .put("u2", &claimed, stream(&[b"data"]))
+            .assemble(
+                "u",
+                &[a.name, b.name],
+                Algorithm::Sha256,
+                Some(&b.hash_state),
+                &claimed,
+            )
+            .await
+            .unwrap_err();
+        assert!(matches!(err, BlobError::DigestMismatch { .. }));
+    }
+
+    #[tokio::test]
+    async fn sha512_blobs_and_a_digest_of_another_algorithm_than_the_state() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = BlobStore::new(dir.path());
+        let expected = digest_of(Algorithm::Sha512, b"data");
+        let staged = store
+            .stage("m", &expected, stream(&[b"da", b"ta"]))
+            .await
+            .unwrap();
+        store.place(&staged).await.unwrap();
+        assert!(
+            store
+                .blob_path(&expected)
+                .starts_with(dir.path().join("sha512"))
+        );
+        assert_eq!(
+            store.rehash(&expected).await.unwrap(),
+            Some((expected.clone(), 4))
+        );
+        // Hashed as SHA-256 while written, committed as SHA-512: hashed again.
+        let part = store
+            .write_part("c", Hasher::new(Algorithm::Sha256), stream(&[b"other"]))
+            .await
+            .unwrap();
+        let want = digest_of(Algorithm::Sha512, b"other");
+        let staged = store
+            .assemble(
+                "c",
+                &[part.name],
+                Algorithm::Sha256,
+                Some(&part.hash_state),
+                &want,
+            )
+            .await
+            .unwrap();
+        assert_eq!(staged.digest, want);
+        assert_eq!(store.committed_files().await.unwrap(), vec![expected]);
+    }
+
+    #[tokio::test]
+    async fn mismatch_and_failing_bodies_store_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = BlobStore::new(dir.path());
+        let claimed = sha256(b"other");
+        let err = store
+            .stage("u2", &claimed, stream(&[b"data"]))
             .await
             .unwrap_err();
         assert!(matches!(err, BlobError::DigestMismatch { .. }));
         assert!(!store.exists(&claimed).await);
-        assert!(!store.upload_path("u2").exists());
-        let right = digest_of(b"data");
-        assert_eq!(
-            store
-                .put("u3", &right, stream(&[b"da", b"ta"]))
-                .await
-                .unwrap(),
-            4
-        );
-        assert!(store.exists(&right).await);
-        assert!(matches!(restore(Some(b"short")), Err(BlobError::BadState)));
-    }
-
-    #[tokio::test]
-    async fn a_failing_body_is_an_error_and_the_upload_can_go_on() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = BlobStore::new(dir.path());
-        store.create_upload("u4").await.unwrap();
+        assert!(!store.upload_dir("u2").exists());
         let failing = futures_util::stream::iter(vec![
             Ok(Bytes::from_static(b"partial")),
             Err(io::Error::other("connection reset")),
         ]);
-        let err = store.append("u4", 0, None, failing).await.unwrap_err();
+        let err = store
+            .write_part("u4", Hasher::new(Algorithm::Sha256), failing)
+            .await
+            .unwrap_err();
         assert!(matches!(err, BlobError::Body(_)));
-        let done = store
-            .append("u4", 0, None, stream(&[b"whole"]))
-            .await
-            .unwrap();
-        assert_eq!(done.len, 5);
-        let expected = digest_of(b"whole");
-        store
-            .commit_upload("u4", Some(&done.hash_state), &expected)
-            .await
-            .unwrap();
-        assert_eq!(std::fs::read(store.blob_path(&expected)).unwrap(), b"whole");
+        assert_eq!(
+            std::fs::read_dir(store.upload_dir("u4")).unwrap().count(),
+            0
+        );
+        assert!(matches!(
+            Hasher::restore(Algorithm::Sha256, Some(b"short")),
+            Err(BlobError::BadState)
+        ));
     }
 
     #[tokio::test]
@@ -477,9 +779,10 @@ mod tests {
         let all: Vec<u8> = chunks.iter().flat_map(|c| c.iter().copied()).collect();
         assert!(all.len() as u64 > SYNC_EVERY);
         let body = futures_util::stream::iter(chunks.into_iter().map(Ok::<_, io::Error>));
-        let digest = digest_of(&all);
-        let size = store.put("big", &digest, body).await.unwrap();
-        assert_eq!(size, all.len() as u64);
+        let digest = sha256(&all);
+        let staged = store.stage("big", &digest, body).await.unwrap();
+        assert_eq!(staged.len, all.len() as u64);
+        store.place(&staged).await.unwrap();
         assert_eq!(std::fs::read(store.blob_path(&digest)).unwrap(), all);
     }
 }

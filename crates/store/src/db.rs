@@ -8,6 +8,7 @@ use sqlx::{AnyPool, Executor};
 
 use crate::changes::Changes;
 use crate::error::StoreResult;
+use crate::gc_lock::LockSite;
 
 /// Which database the pool talks to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -37,6 +38,7 @@ pub struct Store {
     pub(crate) pool: AnyPool,
     backend: Backend,
     changes: Arc<Changes>,
+    pub(crate) lock_site: LockSite,
 }
 
 impl Store {
@@ -88,6 +90,7 @@ impl Store {
             pool,
             backend,
             changes,
+            lock_site: LockSite::for_url(backend, url),
         })
     }
 
@@ -149,7 +152,10 @@ impl Store {
 impl Store {
     /// Begins a transaction that will write. On SQLite it takes the write lock
     /// at once (`BEGIN IMMEDIATE`), so a transaction that reads before it
-    /// writes waits for other writers instead of failing with a stale snapshot.
+    /// writes waits for other writers instead of failing with a stale snapshot:
+    /// SQLite's write transactions are serialized. PostgreSQL's are not (READ
+    /// COMMITTED): a read-then-write there must lock what it read
+    /// ([`Store::locking`]) or guard its write with a compare-and-set.
     /// Every transaction of the store writes, so every one begins here.
     pub(crate) async fn begin_write(
         &self,
@@ -159,4 +165,24 @@ impl Store {
             Backend::Postgres => self.pool.begin().await?,
         })
     }
+
+    /// A row-locking clause for a `SELECT` inside [`Store::begin_write`]:
+    /// `FOR UPDATE` / `FOR SHARE` on PostgreSQL, nothing on SQLite (whose write
+    /// transactions already exclude each other).
+    pub(crate) fn locking(&self, clause: Locking) -> &'static str {
+        match (self.backend, clause) {
+            (Backend::Sqlite, _) => "",
+            (Backend::Postgres, Locking::Update) => " FOR UPDATE",
+            (Backend::Postgres, Locking::Share) => " FOR SHARE",
+        }
+    }
+}
+
+/// How [`Store::locking`] locks the rows a `SELECT` reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Locking {
+    /// Against every other lock (the rows will be changed or deleted).
+    Update,
+    /// Against changes and deletion only (the rows will be referred to).
+    Share,
 }

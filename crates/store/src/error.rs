@@ -17,6 +17,9 @@ pub enum StoreError {
     /// Blob storage (the filesystem) failed.
     #[error("blob storage error: {0}")]
     Io(#[from] std::io::Error),
+    /// An upload's bytes were refused (digest mismatch, broken body) or could not be stored.
+    #[error(transparent)]
+    Blob(#[from] crate::blobs::BlobError),
 }
 
 /// Result of a store call.

@@ -6,11 +6,14 @@
 
 pub mod blobs;
 pub mod changes;
+pub mod content;
 mod db;
 mod error;
+mod gc_lock;
 pub mod repo;
 
-pub use blobs::{BlobError, BlobStore, UploadProgress};
+pub use blobs::{BlobError, BlobStore, Hasher, Staged, WrittenPart};
 pub use changes::{Changes, Topic};
 pub use db::{Backend, Store};
 pub use error::StoreError;
+pub use gc_lock::GcLock;

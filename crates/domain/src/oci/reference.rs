@@ -54,16 +54,57 @@ pub fn is_valid_tag(tag: &str) -> bool {
 pub enum DigestError {
     /// Not `algorithm:encoded` with a well-formed encoding.
     Invalid,
-    /// Well-formed, but an algorithm this registry does not store (`sha512` ...).
+    /// Well-formed, but an algorithm this registry does not store.
     Unsupported,
 }
 
-/// A SHA-256 content digest, `sha256:<64 lower-case hex>`.
+/// A hash algorithm blobs and manifests may be addressed by.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Algorithm {
+    /// `sha256`, the default.
+    Sha256,
+    /// `sha512`.
+    Sha512,
+}
+
+impl Algorithm {
+    /// Every supported algorithm.
+    pub const ALL: [Self; 2] = [Self::Sha256, Self::Sha512];
+
+    /// The name as written in a digest (`sha256`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Sha256 => "sha256",
+            Self::Sha512 => "sha512",
+        }
+    }
+
+    /// The algorithm named `name`, if supported.
+    pub fn from_name(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|a| a.name() == name)
+    }
+
+    /// Length of the hex encoding.
+    pub fn hex_len(self) -> usize {
+        match self {
+            Self::Sha256 => 64,
+            Self::Sha512 => 128,
+        }
+    }
+}
+
+impl fmt::Display for Algorithm {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A content digest, `sha256:<64 hex>` or `sha512:<128 hex>` (lower case).
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Digest(String);
 
 impl Digest {
-    /// Parses `sha256:<hex>`; other well-formed algorithms are `Unsupported`.
+    /// Parses `<algorithm>:<hex>`; well-formed digests of other algorithms are `Unsupported`.
     pub fn parse(text: &str) -> Result<Self, DigestError> {
         let (algorithm, encoded) = text.split_once(':').ok_or(DigestError::Invalid)?;
         let algo_ok = !algorithm.is_empty()
@@ -77,27 +118,24 @@ impl Digest {
         if !algo_ok || !enc_ok {
             return Err(DigestError::Invalid);
         }
-        match algorithm {
-            "sha256" => {
-                let hex_ok = encoded.len() == 64
-                    && encoded
-                        .bytes()
-                        .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b));
-                if hex_ok {
-                    Ok(Self(text.to_string()))
-                } else {
-                    Err(DigestError::Invalid)
-                }
-            }
-            "sha512" if encoded.len() != 128 => Err(DigestError::Invalid),
-            _ => Err(DigestError::Unsupported),
+        let algorithm = Algorithm::from_name(algorithm).ok_or(DigestError::Unsupported)?;
+        let hex_ok = encoded.len() == algorithm.hex_len()
+            && encoded
+                .bytes()
+                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b));
+        if hex_ok {
+            Ok(Self(text.to_string()))
+        } else {
+            Err(DigestError::Invalid)
         }
     }
 
-    /// The digest of 32 raw SHA-256 bytes.
-    pub fn from_sha256_bytes(bytes: &[u8]) -> Self {
-        let mut text = String::with_capacity(71);
-        text.push_str("sha256:");
+    /// The digest of raw hash output `bytes` of `algorithm`.
+    pub fn from_hash(algorithm: Algorithm, bytes: &[u8]) -> Self {
+        let name = algorithm.name();
+        let mut text = String::with_capacity(name.len() + 1 + bytes.len() * 2);
+        text.push_str(name);
+        text.push(':');
         for b in bytes {
             text.push(char::from(HEX[usize::from(b >> 4)]));
             text.push(char::from(HEX[usize::from(b & 15)]));
@@ -105,14 +143,28 @@ impl Digest {
         Self(text)
     }
 
-    /// The full text, `sha256:<hex>`.
+    /// The digest of 32 raw SHA-256 bytes.
+    pub fn from_sha256_bytes(bytes: &[u8]) -> Self {
+        Self::from_hash(Algorithm::Sha256, bytes)
+    }
+
+    /// The full text, `<algorithm>:<hex>`.
     pub fn as_str(&self) -> &str {
         &self.0
     }
 
+    /// The algorithm.
+    pub fn algorithm(&self) -> Algorithm {
+        if self.0.starts_with("sha512:") {
+            Algorithm::Sha512
+        } else {
+            Algorithm::Sha256
+        }
+    }
+
     /// The hex part.
     pub fn hex(&self) -> &str {
-        &self.0["sha256:".len()..]
+        &self.0[self.algorithm().name().len() + 1..]
     }
 }
 
@@ -199,11 +251,21 @@ mod tests {
             Err(DigestError::Invalid)
         );
         assert_eq!(Digest::parse("nocolon"), Err(DigestError::Invalid));
+        let long = Digest::parse(&format!("sha512:{}", "a".repeat(128))).unwrap();
+        assert_eq!(long.algorithm(), Algorithm::Sha512);
+        assert_eq!(long.hex(), "a".repeat(128));
+        assert_eq!(d.algorithm(), Algorithm::Sha256);
         assert_eq!(
-            Digest::parse(&format!("sha512:{}", "a".repeat(128))),
+            Digest::parse(&format!("md5:{}", "a".repeat(32))),
             Err(DigestError::Unsupported)
         );
         assert_eq!(Digest::parse("sha512:abc"), Err(DigestError::Invalid));
+        assert_eq!(
+            Digest::parse(&format!("sha512:{}", "a".repeat(64))),
+            Err(DigestError::Invalid)
+        );
+        assert_eq!(Algorithm::from_name("sha512"), Some(Algorithm::Sha512));
+        assert_eq!(Algorithm::from_name("sha384"), None);
         assert_eq!(
             Digest::from_sha256_bytes(&[0xab; 32]).hex(),
             "ab".repeat(32)

@@ -60,6 +60,7 @@ pub async fn create_gc_schedule(
         .into());
     }
     let run = state.store.start_gc_run().await?;
+    let id = run.id;
     let worker = state.clone();
     tokio::spawn(async move {
         if let Err(err) = run_garbage_collection(
@@ -70,11 +71,11 @@ pub async fn create_gc_schedule(
         )
         .await
         {
-            tracing::error!(error = %err, run, "garbage collection failed");
+            tracing::error!(error = %err, run = id, "garbage collection failed");
         }
     });
     let mut response = StatusCode::CREATED.into_response();
-    if let Ok(location) = HeaderValue::from_str(&format!("/api/v2.0/system/gc/{run}")) {
+    if let Ok(location) = HeaderValue::from_str(&format!("/api/v2.0/system/gc/{id}")) {
         response.headers_mut().insert(LOCATION, location);
     }
     Ok(response)

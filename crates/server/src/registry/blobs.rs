@@ -10,8 +10,11 @@ use axum::http::header::{
 };
 use axum::http::{HeaderName, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
-use berth_domain::oci::{ByteRange, Digest, DigestError, parse_content_range, parse_range};
-use berth_store::BlobError;
+use berth_domain::oci::{
+    Algorithm, ByteRange, Digest, DigestError, parse_content_range, parse_range,
+};
+use berth_store::content::UploadStep;
+use berth_store::repo::gc::RENEW_THROTTLE_SECS;
 use berth_store::repo::registry::Upload;
 use bytes::Bytes;
 use std::io::Read;
@@ -103,24 +106,6 @@ fn out_of_order(name: &str, id: &str, received: i64) -> Response {
     response
 }
 
-fn blob_error(err: BlobError) -> RegistryError {
-    match err {
-        BlobError::DigestMismatch { expected } => oci(
-            ErrorKind::BadRequest,
-            "DIGEST_INVALID",
-            &format!("the uploaded content does not match digest {expected}"),
-        )
-        .into(),
-        BlobError::Body(message) => oci(
-            ErrorKind::BadRequest,
-            "BLOB_UPLOAD_INVALID",
-            &format!("the upload body could not be read: {message}"),
-        )
-        .into(),
-        other => ApiError::internal(other).into(),
-    }
-}
-
 /// `GET`/`HEAD /v2/<name>/blobs/<digest>`, with single `Range` requests.
 pub async fn get_blob(
     ctx: Ctx,
@@ -130,22 +115,16 @@ pub async fn get_blob(
 ) -> RegistryResult<Response> {
     let project = ctx.authorize(name, RepoAction::Pull).await?;
     let digest = parse_digest(digest)?;
-    let blob = ctx
-        .state
-        .store
-        .registry()
-        .project_blob(project.id, digest.as_str())
-        .await?
-        .ok_or_else(|| blob_unknown(&digest))?;
-    if !with_body && may_push(&ctx, name).await {
+    let registry = ctx.state.store.registry();
+    let blob = if !with_body && may_push(&ctx, name).await {
         // A pusher checking whether to upload: keep the blob through the grace period.
-        let throttle = i64::try_from(berth_store::repo::gc::DEFAULT_GRACE_SECS / 4).unwrap_or(3600);
-        ctx.state
-            .store
-            .registry()
-            .renew_link(project.id, blob.id, throttle)
-            .await?;
+        registry
+            .renew_and_find(project.id, name, digest.as_str(), RENEW_THROTTLE_SECS)
+            .await?
+    } else {
+        registry.repository_blob(name, digest.as_str()).await?
     }
+    .ok_or_else(|| blob_unknown(&digest))?;
     let size = u64::try_from(blob.size).unwrap_or(0);
     let range = ctx
         .header("range")
@@ -247,14 +226,14 @@ pub async fn delete_blob(ctx: Ctx, name: &str, digest: &str) -> RegistryResult<R
         .state
         .store
         .registry()
-        .unlink_blob(project.id, digest.as_str())
+        .unlink_blob(project.id, name, digest.as_str())
         .await?
     {
         None => Err(blob_unknown(&digest)),
         Some(false) => Err(oci(
             ErrorKind::Precondition,
             "DENIED",
-            &format!("blob {digest} is used by a manifest of the project"),
+            &format!("blob {digest} is used by a manifest of the repository"),
         )
         .into()),
         Some(true) => Ok(empty(StatusCode::ACCEPTED, Vec::new())),
@@ -262,21 +241,33 @@ pub async fn delete_blob(ctx: Ctx, name: &str, digest: &str) -> RegistryResult<R
 }
 
 /// `POST /v2/<name>/blobs/uploads/`: a cross-repository mount (`mount`, `from`),
-/// a monolithic upload (`digest`), or a new upload session.
+/// a monolithic upload (`digest`), or a new upload session (hashing with
+/// `digest-algorithm`, default `sha256`).
 pub async fn post_blob_upload(ctx: Ctx, body: Body, name: &str) -> RegistryResult<Response> {
     let project = ctx.authorize(name, RepoAction::Push).await?;
-    let registry = ctx.state.store.registry();
-    if let Some(mount) = ctx.query("mount") {
+    let state = &ctx.state;
+    let algorithm = match ctx.query("digest-algorithm") {
+        None => Algorithm::Sha256,
+        Some(text) => Algorithm::from_name(&text).ok_or_else(|| {
+            RegistryError::from(oci(
+                ErrorKind::BadRequest,
+                "DIGEST_INVALID",
+                &format!("unsupported digest algorithm {text}"),
+            ))
+        })?,
+    };
+    if let Some(mount) = ctx.query("mount")
+        && let Some(from) = ctx.query("from")
+    {
         let digest = parse_digest(&mount)?;
-        let source = match ctx.query("from") {
-            Some(from) if berth_domain::oci::is_valid_name(&from) && from.contains('/') => {
-                ctx.authorize(&from, RepoAction::Pull).await.ok()
-            }
-            _ => Some(project.clone()),
-        };
-        if let Some(source) = source
-            && registry
-                .mount_blob(source.id, project.id, digest.as_str())
+        let readable = berth_domain::oci::is_valid_name(&from)
+            && from.contains('/')
+            && ctx.authorize(&from, RepoAction::Pull).await.is_ok();
+        if readable
+            && state
+                .store
+                .registry()
+                .mount_blob(&from, project.id, name, digest.as_str())
                 .await?
                 .is_some()
         {
@@ -285,32 +276,19 @@ pub async fn post_blob_upload(ctx: Ctx, body: Body, name: &str) -> RegistryResul
     }
     if let Some(digest) = ctx.query("digest") {
         let digest = parse_digest(&digest)?;
-        let id = uuid::Uuid::new_v4().to_string();
-        let body = body.into_data_stream();
-        let size = ctx
-            .state
-            .registry
-            .blobs
-            .put(&id, &digest, body)
-            .await
-            .map_err(blob_error)?;
-        registry
-            .commit_blob(
-                project.id,
-                digest.as_str(),
-                i64::try_from(size).unwrap_or(i64::MAX),
-            )
+        state
+            .store
+            .content(&state.registry.blobs)
+            .put(project.id, name, &digest, body.into_data_stream())
             .await?;
         return Ok(blob_created(name, &digest));
     }
     let id = uuid::Uuid::new_v4().to_string();
-    ctx.state
-        .registry
-        .blobs
-        .create_upload(&id)
-        .await
-        .map_err(ApiError::internal)?;
-    registry.create_upload(&id, project.id, name).await?;
+    state
+        .store
+        .registry()
+        .create_upload(&id, project.id, name, algorithm)
+        .await?;
     Ok(empty(StatusCode::ACCEPTED, upload_headers(name, &id, 0)))
 }
 
@@ -324,8 +302,18 @@ async fn load_upload(ctx: &Ctx, name: &str, id: &str) -> RegistryResult<Upload> 
     }
 }
 
+/// Refuses a `Content-Range` that does not start where `upload` stands.
+fn check_range(ctx: &Ctx, name: &str, upload: &Upload) -> Result<(), Response> {
+    match ctx.header("content-range").map(parse_content_range) {
+        None => Ok(()),
+        Some(Some((start, _))) if i64::try_from(start) == Ok(upload.bytes_received) => Ok(()),
+        Some(_) => Err(out_of_order(name, &upload.id, upload.bytes_received)),
+    }
+}
+
 /// `PATCH /v2/<name>/blobs/uploads/<id>`: appends a chunk. A `Content-Range`
-/// that does not start where the upload stands is refused with 416.
+/// that does not start where the upload stands, or a chunk racing another
+/// for the same session, is refused with 416 and changes nothing.
 pub async fn patch_blob_upload(
     ctx: Ctx,
     body: Body,
@@ -334,46 +322,35 @@ pub async fn patch_blob_upload(
 ) -> RegistryResult<Response> {
     ctx.authorize(name, RepoAction::Push).await?;
     let upload = load_upload(&ctx, name, id).await?;
-    if let Some(range) = ctx.header("content-range") {
-        match parse_content_range(range) {
-            Some((start, _)) if i64::try_from(start) == Ok(upload.bytes_received) => {}
-            _ => return Ok(out_of_order(name, id, upload.bytes_received)),
-        }
+    if let Err(refused) = check_range(&ctx, name, &upload) {
+        return Ok(refused);
     }
-    let state = ctx.state.clone();
-    let offset = u64::try_from(upload.bytes_received).unwrap_or(0);
-    let body = body.into_data_stream();
-    let progress = state
-        .registry
-        .blobs
-        .append(id, offset, upload.hash_state.as_deref(), body)
-        .await
-        .map_err(blob_error)?;
-    let new_len = i64::try_from(progress.len).unwrap_or(i64::MAX);
-    if !state
+    let state = &ctx.state;
+    match state
         .store
-        .registry()
-        .advance_upload(id, upload.bytes_received, new_len, &progress.hash_state)
+        .content(&state.registry.blobs)
+        .append(&upload, body.into_data_stream())
         .await?
     {
-        return Ok(out_of_order(name, id, upload.bytes_received));
+        UploadStep::Done(received) => Ok(empty(
+            StatusCode::ACCEPTED,
+            upload_headers(name, id, received),
+        )),
+        UploadStep::Conflict(received) => Ok(out_of_order(name, id, received)),
+        UploadStep::Gone => Err(upload_unknown()),
     }
-    Ok(empty(
-        StatusCode::ACCEPTED,
-        upload_headers(name, id, new_len),
-    ))
 }
 
 /// `PUT /v2/<name>/blobs/uploads/<id>?digest=`: appends a last chunk if one is
-/// sent, checks the digest and commits the blob. A mismatch ends the session
-/// and stores nothing.
+/// sent, checks the digest against the bytes and commits the blob. A
+/// mismatch ends the session and stores nothing.
 pub async fn put_blob_upload(
     ctx: Ctx,
     body: Body,
     name: &str,
     id: &str,
 ) -> RegistryResult<Response> {
-    let project = ctx.authorize(name, RepoAction::Push).await?;
+    ctx.authorize(name, RepoAction::Push).await?;
     let digest = ctx.query("digest").ok_or_else(|| {
         RegistryError::from(oci(
             ErrorKind::BadRequest,
@@ -383,48 +360,21 @@ pub async fn put_blob_upload(
     })?;
     let digest = parse_digest(&digest)?;
     let upload = load_upload(&ctx, name, id).await?;
-    if let Some(range) = ctx.header("content-range") {
-        match parse_content_range(range) {
-            Some((start, _)) if i64::try_from(start) == Ok(upload.bytes_received) => {}
-            _ => return Ok(out_of_order(name, id, upload.bytes_received)),
-        }
+    if let Err(refused) = check_range(&ctx, name, &upload) {
+        return Ok(refused);
     }
-    let state = ctx.state.clone();
-    let has_body = ctx.header("content-length") != Some("0");
-    let (mut len, mut hash_state) = (
-        u64::try_from(upload.bytes_received).unwrap_or(0),
-        upload.hash_state.clone(),
-    );
-    if has_body {
-        let body = body.into_data_stream();
-        let progress = state
-            .registry
-            .blobs
-            .append(id, len, hash_state.as_deref(), body)
-            .await
-            .map_err(blob_error)?;
-        len = progress.len;
-        hash_state = Some(progress.hash_state);
-    }
-    let registry = state.store.registry();
-    if let Err(err) = state
-        .registry
-        .blobs
-        .commit_upload(id, hash_state.as_deref(), &digest)
-        .await
+    let last = (ctx.header("content-length") != Some("0")).then(|| body.into_data_stream());
+    let state = &ctx.state;
+    match state
+        .store
+        .content(&state.registry.blobs)
+        .commit(&upload, last, &digest)
+        .await?
     {
-        registry.delete_upload(id).await?;
-        return Err(blob_error(err));
+        UploadStep::Done(_) => Ok(blob_created(name, &digest)),
+        UploadStep::Conflict(received) => Ok(out_of_order(name, id, received)),
+        UploadStep::Gone => Err(upload_unknown()),
     }
-    registry
-        .commit_blob(
-            project.id,
-            digest.as_str(),
-            i64::try_from(len).unwrap_or(i64::MAX),
-        )
-        .await?;
-    registry.delete_upload(id).await?;
-    Ok(blob_created(name, &digest))
 }
 
 /// `GET /v2/<name>/blobs/uploads/<id>`: where the upload stands (204 + `Range`).
@@ -441,7 +391,14 @@ pub async fn get_blob_upload(ctx: Ctx, name: &str, id: &str) -> RegistryResult<R
 pub async fn delete_blob_upload(ctx: Ctx, name: &str, id: &str) -> RegistryResult<Response> {
     ctx.authorize(name, RepoAction::Push).await?;
     load_upload(&ctx, name, id).await?;
-    ctx.state.store.registry().delete_upload(id).await?;
-    ctx.state.registry.blobs.discard_upload(id).await;
+    let state = &ctx.state;
+    if !state
+        .store
+        .content(&state.registry.blobs)
+        .cancel(id)
+        .await?
+    {
+        return Err(upload_unknown());
+    }
     Ok(empty(StatusCode::NO_CONTENT, Vec::new()))
 }

@@ -388,6 +388,14 @@ impl Artifacts<'_> {
     /// `Precondition` while an index refers to it.
     pub async fn delete_artifact(&self, artifact: &Artifact) -> StoreResult<()> {
         let mut tx = self.0.begin_write().await?;
+        // Locked first (on PostgreSQL), as in `Registry::delete_manifest`.
+        sqlx::query(sqlx::AssertSqlSafe(format!(
+            "SELECT id FROM artifacts WHERE id = $1{}",
+            self.0.locking(crate::db::Locking::Update)
+        )))
+        .bind(artifact.id)
+        .fetch_optional(&mut *tx)
+        .await?;
         let referenced: Option<(i64,)> =
             sqlx::query_as("SELECT parent_id FROM artifact_references WHERE child_id = $1 LIMIT 1")
                 .bind(artifact.id)

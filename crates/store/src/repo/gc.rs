@@ -1,17 +1,26 @@
 //! Online garbage collection (data-model §8): expired upload sessions, stale
 //! project links, then unreferenced blobs, each removal a compare-and-set on
 //! the row's `version` so a concurrent push always wins.
-
-use std::collections::HashSet;
-use std::time::{Duration, SystemTime};
+//!
+//! A blob's bytes are removed only after its row is claimed (`deleting = 1`,
+//! committed), and the row is deleted only after the bytes are gone; writers
+//! never link a claimed row (see `Registry::install_blob`). A file without a
+//! row is claimed the same way, by inserting a claimed row for it. One
+//! collector runs at a time, holding [`GcLock`]; a collector that dies
+//! releases it with its process, and whoever takes it next finishes the
+//! claims it left.
 
 use berth_domain::oci::Digest;
 use berth_domain::time;
 use serde_json::json;
 
+use std::collections::HashSet;
+use std::time::{Duration, SystemTime};
+
 use crate::Store;
 use crate::blobs::BlobStore;
 use crate::error::StoreResult;
+use crate::gc_lock::GcLock;
 
 /// How a run is tuned.
 #[derive(Debug, Clone, Copy)]
@@ -24,6 +33,35 @@ pub struct GcOptions {
 
 /// The default grace of pushed, unused blob links.
 pub const DEFAULT_GRACE_SECS: u64 = 24 * 3600;
+/// The shortest grace and upload expiry that are safe while clients push: a
+/// client may take this long between uploading a blob (or finding it with
+/// HEAD) and naming it in a manifest, or between two chunks of an upload.
+/// Shorter values work (tests, emptying a registry nobody pushes to), but a
+/// push in flight may then fail and have to be repeated; nothing
+/// acknowledged after the run started is ever lost.
+pub const SAFE_MIN_SECS: u64 = 3600;
+/// How often a pusher's HEAD renews a pending link at most; far below any safe grace.
+pub const RENEW_THROTTLE_SECS: i64 = 60;
+/// Upload directories without a session are left alone for at least this long
+/// (a monolithic upload has no session while it streams).
+const ORPHAN_UPLOAD_DIR_SECS: u64 = SAFE_MIN_SECS;
+
+impl GcOptions {
+    /// What makes these options unsafe while clients push, if anything.
+    pub fn unsafe_reason(&self) -> Option<String> {
+        let grace = self.grace.as_secs();
+        let expiry = self.upload_expiry.as_secs();
+        match (grace < SAFE_MIN_SECS, expiry < SAFE_MIN_SECS) {
+            (false, false) => None,
+            (true, _) => Some(format!(
+                "a grace of {grace} s is below {SAFE_MIN_SECS} s: blobs pushed but not yet named by a manifest may be collected, and such pushes fail"
+            )),
+            (false, true) => Some(format!(
+                "an upload expiry of {expiry} s is below {SAFE_MIN_SECS} s: an upload idle between two chunks may be ended, and such pushes fail"
+            )),
+        }
+    }
+}
 
 impl Default for GcOptions {
     fn default() -> Self {
@@ -70,28 +108,62 @@ fn seconds(d: Duration) -> i64 {
     i64::try_from(d.as_secs()).unwrap_or(i64::MAX / 2)
 }
 
-/// A running run older than this without a heartbeat is taken over.
-const STALE_RUN_SECS: i64 = 600;
+/// A run in progress: its record and the lock that makes it the only one.
+#[derive(Debug)]
+pub struct RunningGc {
+    /// The `gc_runs` id.
+    pub id: i64,
+    lock: GcLock,
+}
 
 impl Store {
-    /// Records the start of a run; `Conflict` while another one is running.
-    pub async fn start_gc_run(&self) -> StoreResult<i64> {
+    /// Takes the collection lock and records the start of a run; `Conflict`
+    /// while another collector holds the lock. A run still recorded as
+    /// running is one whose collector died: it is recorded as failed.
+    pub async fn start_gc_run(&self) -> StoreResult<RunningGc> {
+        let lock = self.try_gc_lock().await?.ok_or_else(|| {
+            crate::error::StoreError::from(berth_domain::DomainError::Conflict(
+                "a garbage collection is already running".into(),
+            ))
+        })?;
         let now = time::now();
-        sqlx::query("UPDATE gc_runs SET status = 'failed', finished_at = $1 WHERE status = 'running' AND heartbeat_at < $2")
-            .bind(&now)
-            .bind(time::now_plus_seconds(-STALE_RUN_SECS))
-            .execute(&self.pool)
-            .await?;
+        self.fail_dead_runs(&now).await?;
         let row: (i64,) = sqlx::query_as(
             "INSERT INTO gc_runs (status, started_at, heartbeat_at, stats) VALUES ('running', $1, $1, '{}') RETURNING id",
         )
         .bind(&now)
         .fetch_one(&self.pool)
-        .await
-        .map_err(|e| {
-            crate::error::conflict_on_unique(e, || "a garbage collection is already running".into())
-        })?;
-        Ok(row.0)
+        .await?;
+        Ok(RunningGc { id: row.0, lock })
+    }
+
+    /// Records runs left `running` by a dead collector as failed; the caller holds the lock.
+    async fn fail_dead_runs(&self, now: &str) -> StoreResult<()> {
+        sqlx::query(
+            "UPDATE gc_runs SET status = 'failed', finished_at = $1, \
+             stats = '{\"error\":\"the collector stopped before it finished\"}' WHERE status = 'running'",
+        )
+        .bind(now)
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    /// Finishes what a dead collector left, if no collector is alive: its run
+    /// is recorded as failed and the blobs it claimed are removed. `false`
+    /// when a live collector holds the lock. Called at start and by writers
+    /// that find a claimed blob.
+    pub async fn recover_gc(&self, blobs: &BlobStore) -> StoreResult<bool> {
+        let Some(lock) = self.try_gc_lock().await? else {
+            return Ok(false);
+        };
+        let result = async {
+            self.fail_dead_runs(&time::now()).await?;
+            remove_claimed(self, blobs).await
+        }
+        .await;
+        lock.release().await;
+        result.map(|_| true)
     }
 
     /// Records the end of run `id`.
@@ -126,6 +198,7 @@ impl Store {
         .await?)
     }
 
+    /// Records that run `id` is making progress (shown as its update time).
     async fn gc_heartbeat(&self, id: i64) -> StoreResult<()> {
         sqlx::query("UPDATE gc_runs SET heartbeat_at = $2 WHERE id = $1")
             .bind(id)
@@ -146,14 +219,15 @@ pub async fn collect_garbage(
     run_garbage_collection(store, blobs, options, run).await
 }
 
-/// Runs the collection of run `run` (from [`Store::start_gc_run`]) and records its end.
+/// Runs the collection of `run` (from [`Store::start_gc_run`]), records its
+/// end and releases the lock.
 pub async fn run_garbage_collection(
     store: &Store,
     blobs: &BlobStore,
     options: GcOptions,
-    run: i64,
+    run: RunningGc,
 ) -> StoreResult<GcStats> {
-    let result = sweep(store, blobs, options, run).await;
+    let result = sweep(store, blobs, options, run.id).await;
     let stats = match &result {
         Ok(s) => json!({
             "uploads": s.uploads, "links": s.links, "blobs": s.blobs,
@@ -162,8 +236,43 @@ pub async fn run_garbage_collection(
         .to_string(),
         Err(err) => json!({ "error": err.to_string() }).to_string(),
     };
-    store.finish_gc_run(run, result.is_ok(), &stats).await?;
+    let finished = store.finish_gc_run(run.id, result.is_ok(), &stats).await;
+    run.lock.release().await;
+    finished?;
     result
+}
+
+/// Removes the bytes, then the rows, of every claimed blob; returns (count, bytes).
+async fn remove_claimed(store: &Store, blobs: &BlobStore) -> StoreResult<(u64, i64)> {
+    let claimed: Vec<(i64, String, i64)> =
+        sqlx::query_as("SELECT id, digest, size FROM blobs WHERE deleting = 1")
+            .fetch_all(&store.pool)
+            .await?;
+    let mut removed = (0, 0);
+    for (id, digest, size) in claimed {
+        if remove_claimed_blob(store, blobs, id, &digest).await? {
+            removed.0 += 1;
+            removed.1 += size;
+        }
+    }
+    Ok(removed)
+}
+
+/// Removes claimed blob `id`: its bytes first, then its row.
+async fn remove_claimed_blob(
+    store: &Store,
+    blobs: &BlobStore,
+    id: i64,
+    digest: &str,
+) -> StoreResult<bool> {
+    if let Ok(digest) = Digest::parse(digest) {
+        blobs.remove(&digest).await?;
+    }
+    let done = sqlx::query("DELETE FROM blobs WHERE id = $1 AND deleting = 1")
+        .bind(id)
+        .execute(&store.pool)
+        .await?;
+    Ok(done.rows_affected() == 1)
 }
 
 async fn sweep(
@@ -174,9 +283,17 @@ async fn sweep(
 ) -> StoreResult<GcStats> {
     let mut stats = GcStats::default();
     let pool = &store.pool;
-
-    // A. Upload sessions idle past the expiry, and staging files without a session.
+    // Every cutoff is relative to the start: what is pushed after it is never collected.
+    let started = SystemTime::now();
+    let link_cutoff = time::now_plus_seconds(-seconds(options.grace));
     let upload_cutoff = time::now_plus_seconds(-seconds(options.upload_expiry));
+
+    // Claims a dead collector left.
+    let (count, bytes) = remove_claimed(store, blobs).await?;
+    stats.blobs += count;
+    stats.bytes += bytes;
+
+    // A. Upload sessions idle past the expiry, and directories without a session.
     for id in store.registry().stale_uploads(&upload_cutoff).await? {
         let done = sqlx::query("DELETE FROM uploads WHERE id = $1 AND updated_at < $2")
             .bind(&id)
@@ -188,26 +305,39 @@ async fn sweep(
             stats.uploads += 1;
         }
     }
-    let old = SystemTime::now()
-        .checked_sub(options.upload_expiry)
+    let orphan_age = options
+        .upload_expiry
+        .max(Duration::from_secs(ORPHAN_UPLOAD_DIR_SECS));
+    let old = started
+        .checked_sub(orphan_age)
         .unwrap_or(SystemTime::UNIX_EPOCH);
-    for (id, modified) in blobs.staged_uploads().await? {
-        if modified < old && store.registry().upload(&id).await?.is_none() {
-            blobs.discard_upload(&id).await;
-            stats.stray_files += 1;
-        }
+    let idle: Vec<String> = blobs
+        .upload_dirs()
+        .await?
+        .into_iter()
+        .filter(|(_, modified)| *modified < old)
+        .map(|(name, _)| name)
+        .collect();
+    let live: HashSet<String> = store
+        .registry()
+        .existing_uploads(&idle)
+        .await?
+        .into_iter()
+        .collect();
+    for name in idle.iter().filter(|n| !live.contains(*n)) {
+        blobs.discard_upload_entry(name).await;
+        stats.stray_files += 1;
     }
     store.gc_heartbeat(run).await?;
 
     // B. Links no artifact of the project uses and no push renewed within the grace.
-    let cutoff = time::now_plus_seconds(-seconds(options.grace));
     let stale: Vec<(i64, i64, i64, i64)> = sqlx::query_as(
         "SELECT pb.project_id, pb.blob_id, pb.version, b.size FROM project_blobs pb JOIN blobs b ON b.id = pb.blob_id \
          WHERE (pb.pending_since IS NULL OR pb.pending_since < $1) AND NOT EXISTS (\
          SELECT 1 FROM artifact_blobs ab JOIN artifacts a ON a.id = ab.artifact_id \
          WHERE a.project_id = pb.project_id AND ab.blob_id = pb.blob_id)",
     )
-    .bind(&cutoff)
+    .bind(&link_cutoff)
     .fetch_all(pool)
     .await?;
     for (project_id, blob_id, version, size) in stale {
@@ -221,7 +351,7 @@ async fn sweep(
         .bind(project_id)
         .bind(blob_id)
         .bind(version)
-        .bind(&cutoff)
+        .bind(&link_cutoff)
         .execute(&mut *tx)
         .await?;
         if done.rows_affected() == 1 {
@@ -232,16 +362,18 @@ async fn sweep(
     }
     store.gc_heartbeat(run).await?;
 
-    // C. Blobs nothing links or uses: claim (CAS on version), remove the bytes, drop the row.
-    let orphans: Vec<(i64, i64)> = sqlx::query_as(
-        "SELECT b.id, b.version FROM blobs b WHERE b.deleting = 0 \
+    // C. Blobs nothing links or uses: claim each (CAS on its version), remove
+    // the bytes, drop the row; one at a time, so a writer waiting for a
+    // claimed digest waits for one file removal only.
+    let orphans: Vec<(i64, String, i64, i64)> = sqlx::query_as(
+        "SELECT b.id, b.digest, b.size, b.version FROM blobs b WHERE b.deleting = 0 \
          AND NOT EXISTS (SELECT 1 FROM project_blobs pb WHERE pb.blob_id = b.id) \
          AND NOT EXISTS (SELECT 1 FROM artifact_blobs ab WHERE ab.blob_id = b.id)",
     )
     .fetch_all(pool)
     .await?;
-    for (id, version) in orphans {
-        sqlx::query(
+    for (id, digest, size, version) in orphans {
+        let claimed = sqlx::query(
             "UPDATE blobs SET deleting = 1 WHERE id = $1 AND version = $2 AND deleting = 0 \
              AND NOT EXISTS (SELECT 1 FROM project_blobs pb WHERE pb.blob_id = $1) \
              AND NOT EXISTS (SELECT 1 FROM artifact_blobs ab WHERE ab.blob_id = $1)",
@@ -250,55 +382,37 @@ async fn sweep(
         .bind(version)
         .execute(pool)
         .await?;
-    }
-    // Every claimed row, including those a crashed run left behind.
-    let claimed: Vec<(i64, String, i64)> =
-        sqlx::query_as("SELECT id, digest, size FROM blobs WHERE deleting = 1")
-            .fetch_all(pool)
-            .await?;
-    for (id, digest, size) in claimed {
-        if let Ok(digest) = Digest::parse(&digest) {
-            blobs.remove(&digest).await?;
-        }
-        let done = sqlx::query("DELETE FROM blobs WHERE id = $1 AND deleting = 1")
-            .bind(id)
-            .execute(pool)
-            .await?;
-        if done.rows_affected() == 1 {
+        if claimed.rows_affected() == 1 && remove_claimed_blob(store, blobs, id, &digest).await? {
             stats.blobs += 1;
             stats.bytes += size;
         }
     }
     store.gc_heartbeat(run).await?;
 
-    // D. Blob files without a row (a commit that failed after its rename), once old.
+    // D. Blob files without a row (a commit that failed after placing its
+    // file): each is claimed by inserting a claimed row for it, so a push of
+    // the same digest waits, and then removed like any claimed blob.
     let files = blobs.committed_files().await?;
-    for chunk in files.chunks(500) {
-        let candidates: Vec<&(Digest, SystemTime)> =
-            chunk.iter().filter(|(_, m)| *m < old).collect();
-        if candidates.is_empty() {
-            continue;
-        }
-        let placeholders = (1..=candidates.len())
-            .map(|i| format!("${i}"))
-            .collect::<Vec<_>>()
-            .join(", ");
-        let sql = format!("SELECT digest FROM blobs WHERE digest IN ({placeholders})");
-        let mut query = sqlx::query_as::<_, (String,)>(sqlx::AssertSqlSafe(sql));
-        for (digest, _) in &candidates {
-            query = query.bind(digest.as_str().to_string());
-        }
-        let known: HashSet<String> = query
-            .fetch_all(pool)
-            .await?
-            .into_iter()
-            .map(|(d,)| d)
-            .collect();
-        for (digest, _) in candidates {
-            if !known.contains(digest.as_str()) {
-                blobs.remove(digest).await?;
-                stats.stray_files += 1;
-            }
+    let known: HashSet<String> = store
+        .registry()
+        .known_digests(&files)
+        .await?
+        .into_iter()
+        .collect();
+    for digest in files.iter().filter(|d| !known.contains(d.as_str())) {
+        let now = time::now();
+        let claimed: Option<(i64,)> = sqlx::query_as(
+            "INSERT INTO blobs (digest, size, media_type, version, deleting, created_at, updated_at) \
+             VALUES ($1, 0, '', 0, 1, $2, $2) ON CONFLICT (digest) DO NOTHING RETURNING id",
+        )
+        .bind(digest.as_str())
+        .bind(&now)
+        .fetch_optional(pool)
+        .await?;
+        if let Some((id,)) = claimed
+            && remove_claimed_blob(store, blobs, id, digest.as_str()).await?
+        {
+            stats.stray_files += 1;
         }
     }
     Ok(stats)

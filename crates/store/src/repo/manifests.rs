@@ -5,9 +5,12 @@ use berth_domain::model::Project;
 use berth_domain::oci::Reference;
 use berth_domain::time;
 
+use crate::db::Locking;
 use crate::error::StoreResult;
 use crate::repo::projects::{PROJECT_COLUMNS, ProjectRow};
-use crate::repo::registry::{Registry, UPSERT_BLOB, deleting, link_blob, placeholders};
+use crate::repo::registry::{
+    Registry, UPSERT_BLOB, deleting, link_blob, link_repository, placeholders,
+};
 
 /// A child of an index, as stored in `artifact_references`.
 #[derive(Debug, Clone)]
@@ -216,9 +219,12 @@ impl Registry<'_> {
         // Children of an index: manifests of the same repository.
         let mut children: Vec<(i64, String, i64)> = Vec::new();
         if !m.children.is_empty() {
+            // Locked (on PostgreSQL) until the references exist, so a concurrent
+            // delete of a child waits and then sees it referenced.
             let sql = format!(
-                "SELECT id, digest, manifest_blob_id FROM artifacts WHERE repository_id = $1 AND digest IN ({})",
-                placeholders(2, m.children.len())
+                "SELECT id, digest, manifest_blob_id FROM artifacts WHERE repository_id = $1 AND digest IN ({}){}",
+                placeholders(2, m.children.len()),
+                self.0.locking(Locking::Share)
             );
             let mut query = sqlx::query_as::<_, (i64, String, i64)>(sqlx::AssertSqlSafe(sql))
                 .bind(repository_id);
@@ -287,6 +293,10 @@ impl Registry<'_> {
         .bind(m.annotations.as_deref())
         .fetch_one(&mut *tx)
         .await?;
+
+        let mut linked = dep_ids.clone();
+        linked.push(manifest_blob_id);
+        link_repository(&mut tx, m.project_id, &m.repository, &linked, &now).await?;
 
         let mut blob_ids = dep_ids;
         blob_ids.push(manifest_blob_id);
@@ -442,10 +452,13 @@ impl Registry<'_> {
         digest: &str,
     ) -> StoreResult<DeleteManifest> {
         let mut tx = self.0.begin_write().await?;
-        let found: Option<(i64, i64)> = sqlx::query_as(
+        // Locked (on PostgreSQL) before the reference check, so an index being
+        // pushed with it as a child either sees it gone or makes it referenced first.
+        let found: Option<(i64, i64)> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
             "SELECT a.id, a.repository_id FROM artifacts a JOIN repositories r ON r.id = a.repository_id \
-             WHERE r.name = $1 AND a.digest = $2",
-        )
+             WHERE r.name = $1 AND a.digest = $2{}",
+            self.0.locking(Locking::Update)
+        )))
         .bind(repository)
         .bind(digest)
         .fetch_optional(&mut *tx)

@@ -1,9 +1,12 @@
 //! Registry content for the distribution API: blobs, their project links (and
-//! the quota they are charged to) and upload sessions.
+//! the quota they are charged to), their repository links (who may address
+//! them) and upload sessions.
 
+use berth_domain::oci::{Algorithm, Digest};
 use berth_domain::time;
 
 use crate::Store;
+use crate::blobs::{BlobStore, Staged, WrittenPart};
 use crate::error::{StoreError, StoreResult};
 
 /// A stored blob.
@@ -11,7 +14,7 @@ use crate::error::{StoreError, StoreResult};
 pub struct BlobInfo {
     /// Row id.
     pub id: i64,
-    /// `sha256:<hex>`.
+    /// `<algorithm>:<hex>`.
     pub digest: String,
     /// Size in bytes.
     pub size: i64,
@@ -26,10 +29,32 @@ pub struct Upload {
     pub project_id: i64,
     /// The full repository name.
     pub repository: String,
-    /// Bytes durable in the staging file.
+    /// Bytes in the recorded parts.
     pub bytes_received: i64,
-    /// SHA-256 state after `bytes_received` bytes; `None` at 0.
+    /// The hash state after `bytes_received` bytes; `None` at 0.
     pub hash_state: Option<Vec<u8>>,
+    /// The algorithm of `hash_state` (`sha256`, or the client's `digest-algorithm`).
+    pub algorithm: String,
+    /// How many parts are recorded; every change of the session moves it.
+    pub parts: i64,
+}
+
+impl Upload {
+    /// The algorithm of the session's hash state.
+    pub fn algorithm(&self) -> Algorithm {
+        Algorithm::from_name(&self.algorithm).unwrap_or(Algorithm::Sha256)
+    }
+}
+
+/// The outcome of [`Registry::install_blob`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Installed {
+    /// Stored and linked.
+    Done(BlobInfo),
+    /// The upload session changed (a concurrent chunk or commit) or ended: nothing changed.
+    UploadChanged,
+    /// Garbage collection is deleting the digest: nothing changed; try again once it is gone.
+    Collecting,
 }
 
 /// Access to registry content.
@@ -135,94 +160,158 @@ pub(crate) fn deleting(digest: &str) -> StoreError {
     berth_domain::DomainError::Conflict(format!("blob {digest} is being garbage collected")).into()
 }
 
+/// Makes blob `blob_id` addressable in `repository` (of `project_id`, whose
+/// link must exist) inside `tx`.
+pub(crate) async fn link_repository(
+    tx: &mut sqlx::Transaction<'_, sqlx::Any>,
+    project_id: i64,
+    repository: &str,
+    blob_ids: &[i64],
+    now: &str,
+) -> StoreResult<()> {
+    if blob_ids.is_empty() {
+        return Ok(());
+    }
+    let values = (0..blob_ids.len())
+        .map(|i| format!("($1, ${}, $2, $3)", i + 4))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let sql = format!(
+        "INSERT INTO repository_blobs (project_id, blob_id, repository, created_at) VALUES {values} \
+         ON CONFLICT (repository, blob_id) DO NOTHING"
+    );
+    let mut query = sqlx::query(sqlx::AssertSqlSafe(sql))
+        .bind(project_id)
+        .bind(repository)
+        .bind(now);
+    for id in blob_ids {
+        query = query.bind(*id);
+    }
+    query.execute(&mut **tx).await?;
+    Ok(())
+}
+
+/// The columns of a [`BlobInfo`] visible in repository `$1` with digest `$2`.
+const REPOSITORY_BLOB: &str = "SELECT b.id, b.digest, b.size FROM blobs b \
+     JOIN repository_blobs rb ON rb.blob_id = b.id AND rb.repository = $1 \
+     WHERE b.digest = $2 AND b.deleting = 0";
+
 impl Registry<'_> {
-    /// The blob `digest` if project `project_id` may address it.
-    pub async fn project_blob(
+    /// The blob `digest` if repository `repository` may address it.
+    pub async fn repository_blob(
         &self,
-        project_id: i64,
+        repository: &str,
         digest: &str,
     ) -> StoreResult<Option<BlobInfo>> {
-        Ok(sqlx::query_as(
-            "SELECT b.id, b.digest, b.size FROM blobs b \
-             JOIN project_blobs pb ON pb.blob_id = b.id AND pb.project_id = $1 \
-             WHERE b.digest = $2 AND b.deleting = 0",
-        )
-        .bind(project_id)
-        .bind(digest)
-        .fetch_optional(&self.0.pool)
-        .await?)
+        Ok(sqlx::query_as(REPOSITORY_BLOB)
+            .bind(repository)
+            .bind(digest)
+            .fetch_optional(&self.0.pool)
+            .await?)
     }
 
-    /// Records a committed upload: the blob row (new or existing) and a pending
-    /// link from `project_id`. Fails with `Conflict` while GC deletes the digest.
-    pub async fn commit_blob(
+    /// Commits `staged` as blob `staged.digest` of `repository` (in project
+    /// `project_id`), with a pending project link; for a chunked upload,
+    /// ends session `upload` = (id, parts) in the same transaction, on the
+    /// condition that it has not changed.
+    ///
+    /// The file is placed before the transaction and checked again inside it,
+    /// after the blob row is taken: a collector removes a file only once it
+    /// has claimed the row (`deleting = 1`, committed), so a file seen present
+    /// while this transaction holds the live row stays present.
+    pub async fn install_blob(
         &self,
+        blobs: &BlobStore,
+        staged: &Staged,
         project_id: i64,
-        digest: &str,
-        size: i64,
-    ) -> StoreResult<BlobInfo> {
+        repository: &str,
+        upload: Option<(&str, i64)>,
+    ) -> StoreResult<Installed> {
+        blobs.place(staged).await?;
+        let digest = staged.digest.as_str();
+        let size = i64::try_from(staged.len).unwrap_or(i64::MAX);
         let now = time::now();
         let mut tx = self.0.begin_write().await?;
-        let id: Option<(i64,)> = sqlx::query_as(UPSERT_BLOB)
+        if let Some((id, parts)) = upload {
+            let ended = sqlx::query("DELETE FROM uploads WHERE id = $1 AND parts = $2")
+                .bind(id)
+                .bind(parts)
+                .execute(&mut *tx)
+                .await?;
+            if ended.rows_affected() == 0 {
+                tx.rollback().await?;
+                return Ok(Installed::UploadChanged);
+            }
+        }
+        let row: Option<(i64,)> = sqlx::query_as(UPSERT_BLOB)
             .bind(digest)
             .bind(size)
             .bind("")
             .bind(&now)
             .fetch_optional(&mut *tx)
             .await?;
-        let Some((id,)) = id else {
-            return Err(deleting(digest));
+        let Some((id,)) = row else {
+            tx.rollback().await?;
+            return Ok(Installed::Collecting);
         };
+        if !blobs.exists(&staged.digest).await {
+            // Collected between the placement and the row: place it again.
+            blobs.place(staged).await?;
+        }
         link_blob(&mut tx, project_id, id, size, Some(&now), &now).await?;
+        link_repository(&mut tx, project_id, repository, &[id], &now).await?;
         tx.commit().await?;
-        Ok(BlobInfo {
+        Ok(Installed::Done(BlobInfo {
             id,
             digest: digest.to_string(),
             size,
-        })
+        }))
     }
 
-    /// Renews project `project_id`'s link to blob `blob_id` for a pusher that
-    /// found the blob with HEAD (so a collection cannot take it before the
-    /// manifest arrives). Writes at most once per `throttle_secs`.
-    pub async fn renew_link(
+    /// The blob `digest` of `repository` for a caller that may push there,
+    /// who will name it in a manifest: the project link is renewed first (so
+    /// a collection cannot take it before the manifest arrives; at most one
+    /// write per `throttle_secs`), then the blob is looked up. A link
+    /// collected before the renewal is not found.
+    pub async fn renew_and_find(
         &self,
         project_id: i64,
-        blob_id: i64,
+        repository: &str,
+        digest: &str,
         throttle_secs: i64,
-    ) -> StoreResult<()> {
+    ) -> StoreResult<Option<BlobInfo>> {
+        let now = time::now();
         sqlx::query(
             "UPDATE project_blobs SET pending_since = $3, version = version + 1 \
-             WHERE project_id = $1 AND blob_id = $2 AND (pending_since IS NULL OR pending_since < $4)",
+             WHERE project_id = $1 AND blob_id = (SELECT id FROM blobs WHERE digest = $2 AND deleting = 0) \
+             AND (pending_since IS NULL OR pending_since < $4)",
         )
         .bind(project_id)
-        .bind(blob_id)
-        .bind(time::now())
+        .bind(digest)
+        .bind(&now)
         .bind(time::now_plus_seconds(-throttle_secs))
         .execute(&self.0.pool)
         .await?;
-        Ok(())
+        self.repository_blob(repository, digest).await
     }
 
-    /// Links an existing blob of `from_project` into `to_project` (a mount);
-    /// `None` when the source project cannot address it.
+    /// Links blob `digest` of repository `from` into `repository` of
+    /// `to_project` (a cross-repository mount); `None` when `from` cannot
+    /// address it.
     pub async fn mount_blob(
         &self,
-        from_project: i64,
+        from: &str,
         to_project: i64,
+        repository: &str,
         digest: &str,
     ) -> StoreResult<Option<BlobInfo>> {
         let now = time::now();
         let mut tx = self.0.begin_write().await?;
-        let found: Option<BlobInfo> = sqlx::query_as(
-            "SELECT b.id, b.digest, b.size FROM blobs b \
-             JOIN project_blobs pb ON pb.blob_id = b.id AND pb.project_id = $1 \
-             WHERE b.digest = $2 AND b.deleting = 0",
-        )
-        .bind(from_project)
-        .bind(digest)
-        .fetch_optional(&mut *tx)
-        .await?;
+        let found: Option<BlobInfo> = sqlx::query_as(REPOSITORY_BLOB)
+            .bind(from)
+            .bind(digest)
+            .fetch_optional(&mut *tx)
+            .await?;
         let Some(blob) = found else {
             return Ok(None);
         };
@@ -237,56 +326,94 @@ impl Registry<'_> {
             return Ok(None);
         }
         link_blob(&mut tx, to_project, blob.id, blob.size, Some(&now), &now).await?;
+        link_repository(&mut tx, to_project, repository, &[blob.id], &now).await?;
         tx.commit().await?;
         Ok(Some(blob))
     }
 
-    /// Drops project `project_id`'s link to `digest` unless one of its
-    /// artifacts uses the blob. `Ok(None)`: no link; `Ok(Some(false))`: in use.
-    pub async fn unlink_blob(&self, project_id: i64, digest: &str) -> StoreResult<Option<bool>> {
+    /// Drops `repository`'s link to `digest`, unless a manifest of the
+    /// repository uses the blob, and then the project's link (and its quota
+    /// charge) once no repository of the project links it and no artifact of
+    /// the project uses it. `Ok(None)`: no link; `Ok(Some(false))`: in use.
+    pub async fn unlink_blob(
+        &self,
+        project_id: i64,
+        repository: &str,
+        digest: &str,
+    ) -> StoreResult<Option<bool>> {
         let mut tx = self.0.begin_write().await?;
-        let link: Option<(i64, i64)> = sqlx::query_as(
-            "SELECT pb.blob_id, b.size FROM project_blobs pb JOIN blobs b ON b.id = pb.blob_id \
-             WHERE pb.project_id = $1 AND b.digest = $2 AND b.deleting = 0",
-        )
-        .bind(project_id)
-        .bind(digest)
-        .fetch_optional(&mut *tx)
-        .await?;
-        let Some((blob_id, size)) = link else {
+        let Some(blob) = sqlx::query_as::<_, BlobInfo>(REPOSITORY_BLOB)
+            .bind(repository)
+            .bind(digest)
+            .fetch_optional(&mut *tx)
+            .await?
+        else {
             return Ok(None);
         };
-        let done = sqlx::query(
-            "DELETE FROM project_blobs WHERE project_id = $1 AND blob_id = $2 AND NOT EXISTS (\
+        // Only the project link is locked (on PostgreSQL): locking the blob row
+        // too would order locks against a concurrent upload's commit.
+        let link: Option<(i64,)> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
+            "SELECT version FROM project_blobs WHERE project_id = $1 AND blob_id = $2{}",
+            self.0.locking(crate::db::Locking::Update)
+        )))
+        .bind(project_id)
+        .bind(blob.id)
+        .fetch_optional(&mut *tx)
+        .await?;
+        let Some((version,)) = link else {
+            return Ok(None);
+        };
+        let (blob_id, size) = (blob.id, blob.size);
+        let dropped = sqlx::query(
+            "DELETE FROM repository_blobs WHERE repository = $1 AND blob_id = $2 AND NOT EXISTS (\
              SELECT 1 FROM artifact_blobs ab JOIN artifacts a ON a.id = ab.artifact_id \
+             JOIN repositories r ON r.id = a.repository_id WHERE r.name = $1 AND ab.blob_id = $2)",
+        )
+        .bind(repository)
+        .bind(blob_id)
+        .execute(&mut *tx)
+        .await?;
+        if dropped.rows_affected() == 0 {
+            tx.rollback().await?;
+            return Ok(Some(false));
+        }
+        // The version guard: a manifest or upload that reasserted the link since it
+        // was read (and locked, on PostgreSQL) keeps it.
+        let done = sqlx::query(
+            "DELETE FROM project_blobs WHERE project_id = $1 AND blob_id = $2 AND version = $3 \
+             AND NOT EXISTS (SELECT 1 FROM repository_blobs rb WHERE rb.project_id = $1 AND rb.blob_id = $2) \
+             AND NOT EXISTS (SELECT 1 FROM artifact_blobs ab JOIN artifacts a ON a.id = ab.artifact_id \
              WHERE a.project_id = $1 AND ab.blob_id = $2)",
         )
         .bind(project_id)
         .bind(blob_id)
+        .bind(version)
         .execute(&mut *tx)
         .await?;
         if done.rows_affected() == 1 {
             release_quota(&mut *tx, project_id, size).await?;
         }
         tx.commit().await?;
-        Ok(Some(done.rows_affected() == 1))
+        Ok(Some(true))
     }
 
-    /// Starts an upload session.
+    /// Starts an upload session hashing with `algorithm`.
     pub async fn create_upload(
         &self,
         id: &str,
         project_id: i64,
         repository: &str,
+        algorithm: Algorithm,
     ) -> StoreResult<()> {
         let now = time::now();
         sqlx::query(
-            "INSERT INTO uploads (id, project_id, repository, bytes_received, hash_state, created_at, updated_at) \
-             VALUES ($1, $2, $3, 0, NULL, $4, $4)",
+            "INSERT INTO uploads (id, project_id, repository, bytes_received, hash_state, algorithm, parts, created_at, updated_at) \
+             VALUES ($1, $2, $3, 0, NULL, $4, 0, $5, $5)",
         )
         .bind(id)
         .bind(project_id)
         .bind(repository)
+        .bind(algorithm.name())
         .bind(&now)
         .execute(&self.0.pool)
         .await?;
@@ -296,33 +423,66 @@ impl Registry<'_> {
     /// An upload session by id.
     pub async fn upload(&self, id: &str) -> StoreResult<Option<Upload>> {
         Ok(sqlx::query_as(
-            "SELECT id, project_id, repository, bytes_received, hash_state FROM uploads WHERE id = $1",
+            "SELECT id, project_id, repository, bytes_received, hash_state, algorithm, parts FROM uploads WHERE id = $1",
         )
         .bind(id)
         .fetch_optional(&self.0.pool)
         .await?)
     }
 
-    /// Moves an upload from `old` to `new` bytes; `false` when another chunk got there first.
-    pub async fn advance_upload(
-        &self,
-        id: &str,
-        old: i64,
-        new: i64,
-        hash_state: &[u8],
-    ) -> StoreResult<bool> {
+    /// The part file names of upload `id`, in order.
+    pub async fn upload_parts(&self, id: &str) -> StoreResult<Vec<String>> {
+        let rows: Vec<(String,)> =
+            sqlx::query_as("SELECT name FROM upload_parts WHERE upload_id = $1 ORDER BY number")
+                .bind(id)
+                .fetch_all(&self.0.pool)
+                .await?;
+        Ok(rows.into_iter().map(|(n,)| n).collect())
+    }
+
+    /// Records `part` as the next part of `upload`, on the condition that the
+    /// session is as `upload` read it; `false` when another request changed or
+    /// ended it first.
+    pub async fn record_part(&self, upload: &Upload, part: &WrittenPart) -> StoreResult<bool> {
+        let len = i64::try_from(part.len).unwrap_or(i64::MAX);
+        let mut tx = self.0.begin_write().await?;
         let done = sqlx::query(
-            "UPDATE uploads SET bytes_received = $3, hash_state = $4, updated_at = $5 \
-             WHERE id = $1 AND bytes_received = $2",
+            "UPDATE uploads SET bytes_received = bytes_received + $3, hash_state = $4, parts = parts + 1, updated_at = $5 \
+             WHERE id = $1 AND parts = $2",
         )
-        .bind(id)
-        .bind(old)
-        .bind(new)
-        .bind(hash_state.to_vec())
+        .bind(&upload.id)
+        .bind(upload.parts)
+        .bind(len)
+        .bind(part.hash_state.clone())
         .bind(time::now())
-        .execute(&self.0.pool)
+        .execute(&mut *tx)
         .await?;
-        Ok(done.rows_affected() == 1)
+        if done.rows_affected() == 0 {
+            tx.rollback().await?;
+            return Ok(false);
+        }
+        sqlx::query(
+            "INSERT INTO upload_parts (upload_id, number, name, size) VALUES ($1, $2, $3, $4)",
+        )
+        .bind(&upload.id)
+        .bind(upload.parts + 1)
+        .bind(&part.name)
+        .bind(len)
+        .execute(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        Ok(true)
+    }
+
+    /// Marks upload `id` as active now (a chunk is streaming in), so an
+    /// expiry does not end it mid-transfer.
+    pub async fn touch_upload(&self, id: &str) -> StoreResult<()> {
+        sqlx::query("UPDATE uploads SET updated_at = $2 WHERE id = $1")
+            .bind(id)
+            .bind(time::now())
+            .execute(&self.0.pool)
+            .await?;
+        Ok(())
     }
 
     /// Ends an upload session; `false` when there was none.
@@ -341,5 +501,51 @@ impl Registry<'_> {
             .fetch_all(&self.0.pool)
             .await?;
         Ok(rows.into_iter().map(|(id,)| id).collect())
+    }
+
+    /// Which of `ids` are upload sessions.
+    pub async fn existing_uploads(&self, ids: &[String]) -> StoreResult<Vec<String>> {
+        let mut found = Vec::new();
+        for chunk in ids.chunks(500) {
+            let sql = format!(
+                "SELECT id FROM uploads WHERE id IN ({})",
+                placeholders(1, chunk.len())
+            );
+            let mut query = sqlx::query_as::<_, (String,)>(sqlx::AssertSqlSafe(sql));
+            for id in chunk {
+                query = query.bind(id);
+            }
+            found.extend(
+                query
+                    .fetch_all(&self.0.pool)
+                    .await?
+                    .into_iter()
+                    .map(|(id,)| id),
+            );
+        }
+        Ok(found)
+    }
+
+    /// Which of `digests` have a blob row (in any state).
+    pub async fn known_digests(&self, digests: &[Digest]) -> StoreResult<Vec<String>> {
+        let mut found = Vec::new();
+        for chunk in digests.chunks(500) {
+            let sql = format!(
+                "SELECT digest FROM blobs WHERE digest IN ({})",
+                placeholders(1, chunk.len())
+            );
+            let mut query = sqlx::query_as::<_, (String,)>(sqlx::AssertSqlSafe(sql));
+            for digest in chunk {
+                query = query.bind(digest.as_str());
+            }
+            found.extend(
+                query
+                    .fetch_all(&self.0.pool)
+                    .await?
+                    .into_iter()
+                    .map(|(d,)| d),
+            );
+        }
+        Ok(found)
     }
 }

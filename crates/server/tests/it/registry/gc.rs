@@ -111,7 +111,9 @@ backend_test!(
         let run = app.store().start_gc_run().await.unwrap();
         let res = app.post("/api/v2.0/system/gc/schedule").admin().json(&json!({"schedule": {"type": "Manual"}})).send().await;
         assert_eq!(res.status, StatusCode::CONFLICT);
-        app.store().finish_gc_run(run, true, "{}").await.unwrap();
+        let id = run.id;
+        berth_store::repo::gc::run_garbage_collection(app.store(), &app.state.registry.blobs, GcOptions::default(), run).await.unwrap();
+        assert_eq!(app.store().gc_run(id).await.unwrap().unwrap().status, "done");
     }
 );
 

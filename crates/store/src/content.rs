@@ -1,0 +1,228 @@
+//! Pushing blobs: the one place where blob files and their rows change together.
+//!
+//! A monolithic upload is staged, checked and installed. A chunked upload is a
+//! session whose parts are each written by one request to a file of its own
+//! and then recorded with a compare-and-set on the session (`parts`): of two
+//! concurrent requests one records its part and the other removes its own
+//! and changes nothing. The commit assembles the recorded parts, checks the
+//! bytes against the digest, and ends the session in the transaction that
+//! installs the blob, on the same condition.
+
+use std::time::{Duration, Instant};
+
+use berth_domain::oci::Digest;
+use bytes::Bytes;
+use futures_util::Stream;
+
+use crate::Store;
+use crate::blobs::{BlobError, BlobStore, Hasher, Staged};
+use crate::error::StoreResult;
+use crate::repo::registry::{BlobInfo, Installed, Upload, deleting};
+
+/// How often a chunk that is still streaming in marks its session active.
+const UPLOAD_HEARTBEAT: Duration = Duration::from_secs(30);
+/// How long a push waits for a collector to finish removing the same digest.
+const COLLECTION_WAIT: Duration = Duration::from_secs(30);
+
+/// The outcome of a chunk or a commit of an upload session.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum UploadStep<T> {
+    /// Done.
+    Done(T),
+    /// Another request changed the session first; nothing changed. It now holds this many bytes.
+    Conflict(i64),
+    /// The session ended (committed, cancelled or expired); nothing changed.
+    Gone,
+}
+
+/// Blob pushes over a database and a blob directory.
+pub struct Content<'a> {
+    store: &'a Store,
+    blobs: &'a BlobStore,
+}
+
+impl Store {
+    /// Blob pushes into `blobs`.
+    pub fn content<'a>(&'a self, blobs: &'a BlobStore) -> Content<'a> {
+        Content { store: self, blobs }
+    }
+}
+
+impl Content<'_> {
+    /// A monolithic upload: `body` becomes blob `expected` of `repository`
+    /// (in project `project_id`) if it hashes to it.
+    pub async fn put<S, E>(
+        &self,
+        project_id: i64,
+        repository: &str,
+        expected: &Digest,
+        body: S,
+    ) -> StoreResult<BlobInfo>
+    where
+        S: Stream<Item = Result<Bytes, E>> + Send,
+        E: std::fmt::Display,
+    {
+        let id = uuid::Uuid::new_v4().to_string();
+        let staged = self.blobs.stage(&id, expected, body).await?;
+        let installed = self.install(&staged, project_id, repository, None).await;
+        self.blobs.discard_upload(&id).await;
+        match installed? {
+            Installed::Done(info) => Ok(info),
+            // Without a session there is nothing to change under us.
+            Installed::UploadChanged | Installed::Collecting => Err(deleting(expected.as_str())),
+        }
+    }
+
+    /// Appends `body` to `upload` as its next part; `Done` with the bytes
+    /// the session now holds.
+    pub async fn append<S, E>(&self, upload: &Upload, body: S) -> StoreResult<UploadStep<i64>>
+    where
+        S: Stream<Item = Result<Bytes, E>> + Send,
+        E: std::fmt::Display,
+    {
+        let hasher = Hasher::restore(upload.algorithm(), upload.hash_state.as_deref())?;
+        let part = self
+            .heartbeat(&upload.id, self.blobs.write_part(&upload.id, hasher, body))
+            .await?;
+        if self.store.registry().record_part(upload, &part).await? {
+            let len = i64::try_from(part.len).unwrap_or(i64::MAX);
+            return Ok(UploadStep::Done(upload.bytes_received + len));
+        }
+        self.blobs.discard_part(&upload.id, &part.name).await;
+        self.lost(&upload.id).await
+    }
+
+    /// Commits `upload`, with a last chunk `last` if the request carries one,
+    /// as blob `expected` of the session's repository. A digest that does not
+    /// match the bytes ends the session and stores nothing.
+    pub async fn commit<S, E>(
+        &self,
+        upload: &Upload,
+        last: Option<S>,
+        expected: &Digest,
+    ) -> StoreResult<UploadStep<BlobInfo>>
+    where
+        S: Stream<Item = Result<Bytes, E>> + Send,
+        E: std::fmt::Display,
+    {
+        let registry = self.store.registry();
+        let mut parts = registry.upload_parts(&upload.id).await?;
+        if i64::try_from(parts.len()) != Ok(upload.parts) {
+            return self.lost(&upload.id).await;
+        }
+        let mut state = upload.hash_state.clone();
+        if let Some(body) = last {
+            let hasher = Hasher::restore(upload.algorithm(), state.as_deref())?;
+            let part = self
+                .heartbeat(&upload.id, self.blobs.write_part(&upload.id, hasher, body))
+                .await?;
+            parts.push(part.name);
+            state = Some(part.hash_state);
+        }
+        let staged = match self
+            .blobs
+            .assemble(
+                &upload.id,
+                &parts,
+                upload.algorithm(),
+                state.as_deref(),
+                expected,
+            )
+            .await
+        {
+            Ok(staged) => staged,
+            Err(err @ BlobError::DigestMismatch { .. }) => {
+                if registry.delete_upload(&upload.id).await? {
+                    self.blobs.discard_upload(&upload.id).await;
+                }
+                return Err(err.into());
+            }
+            Err(err) => return Err(err.into()),
+        };
+        let installed = self
+            .install(
+                &staged,
+                upload.project_id,
+                &upload.repository,
+                Some((&upload.id, upload.parts)),
+            )
+            .await?;
+        match installed {
+            Installed::Done(info) => {
+                self.blobs.discard_upload(&upload.id).await;
+                Ok(UploadStep::Done(info))
+            }
+            Installed::UploadChanged | Installed::Collecting => self.lost(&upload.id).await,
+        }
+    }
+
+    /// Cancels upload session `id`; `false` when there was none.
+    pub async fn cancel(&self, id: &str) -> StoreResult<bool> {
+        let ended = self.store.registry().delete_upload(id).await?;
+        if ended {
+            self.blobs.discard_upload(id).await;
+        }
+        Ok(ended)
+    }
+
+    /// [`crate::repo::registry::Registry::install_blob`], waiting while a
+    /// collector removes the same digest (and finishing the removal itself
+    /// if that collector died).
+    async fn install(
+        &self,
+        staged: &Staged,
+        project_id: i64,
+        repository: &str,
+        upload: Option<(&str, i64)>,
+    ) -> StoreResult<Installed> {
+        let deadline = Instant::now() + COLLECTION_WAIT;
+        loop {
+            let installed = self
+                .store
+                .registry()
+                .install_blob(self.blobs, staged, project_id, repository, upload)
+                .await?;
+            if installed != Installed::Collecting {
+                return Ok(installed);
+            }
+            if Instant::now() > deadline {
+                return Err(deleting(staged.digest.as_str()));
+            }
+            if !self.store.recover_gc(self.blobs).await? {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        }
+    }
+
+    /// Where session `id` stands after a request lost a race for it.
+    async fn lost<T>(&self, id: &str) -> StoreResult<UploadStep<T>> {
+        Ok(match self.store.registry().upload(id).await? {
+            Some(now) => UploadStep::Conflict(now.bytes_received),
+            None => UploadStep::Gone,
+        })
+    }
+
+    /// Runs `work` (a chunk streaming in) while marking session `id` active
+    /// every [`UPLOAD_HEARTBEAT`].
+    async fn heartbeat<T>(
+        &self,
+        id: &str,
+        work: impl Future<Output = Result<T, BlobError>>,
+    ) -> StoreResult<T> {
+        let store = self.store.clone();
+        let id = id.to_string();
+        let beat = tokio::spawn(async move {
+            let mut ticks = tokio::time::interval(UPLOAD_HEARTBEAT);
+            ticks.tick().await;
+            loop {
+                ticks.tick().await;
+                if let Err(err) = store.registry().touch_upload(&id).await {
+                    tracing::warn!(error = %err, "could not mark an upload active");
+                }
+            }
+        });
+        let result = work.await;
+        beat.abort();
+        Ok(result?)
+    }
+}
