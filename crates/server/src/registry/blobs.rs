@@ -302,12 +302,12 @@ async fn load_upload(ctx: &Ctx, name: &str, id: &str) -> RegistryResult<Upload> 
     }
 }
 
-/// Refuses a `Content-Range` that does not start where `upload` stands.
-fn check_range(ctx: &Ctx, name: &str, upload: &Upload) -> Result<(), Response> {
+/// Whether the request's `Content-Range`, if any, starts where `upload` stands.
+fn range_fits(ctx: &Ctx, upload: &Upload) -> bool {
     match ctx.header("content-range").map(parse_content_range) {
-        None => Ok(()),
-        Some(Some((start, _))) if i64::try_from(start) == Ok(upload.bytes_received) => Ok(()),
-        Some(_) => Err(out_of_order(name, &upload.id, upload.bytes_received)),
+        None => true,
+        Some(Some((start, _))) => i64::try_from(start) == Ok(upload.bytes_received),
+        Some(None) => false,
     }
 }
 
@@ -322,8 +322,8 @@ pub async fn patch_blob_upload(
 ) -> RegistryResult<Response> {
     ctx.authorize(name, RepoAction::Push).await?;
     let upload = load_upload(&ctx, name, id).await?;
-    if let Err(refused) = check_range(&ctx, name, &upload) {
-        return Ok(refused);
+    if !range_fits(&ctx, &upload) {
+        return Ok(out_of_order(name, id, upload.bytes_received));
     }
     let state = &ctx.state;
     match state
@@ -360,8 +360,8 @@ pub async fn put_blob_upload(
     })?;
     let digest = parse_digest(&digest)?;
     let upload = load_upload(&ctx, name, id).await?;
-    if let Err(refused) = check_range(&ctx, name, &upload) {
-        return Ok(refused);
+    if !range_fits(&ctx, &upload) {
+        return Ok(out_of_order(name, id, upload.bytes_received));
     }
     let last = (ctx.header("content-length") != Some("0")).then(|| body.into_data_stream());
     let state = &ctx.state;
