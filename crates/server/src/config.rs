@@ -47,6 +47,15 @@ pub enum Command {
         #[arg(long, default_value = "24h", value_parser = parse_duration_secs)]
         upload_expiry: i64,
     },
+    /// Check that every stored blob hashes to its name and that every blob,
+    /// manifest and upload the database names has its bytes; exit 1 when
+    /// something is wrong (safe while servers run).
+    Fsck {
+        /// Also fix what is safe to fix: remove stray files, move corrupt
+        /// files aside, finish an interrupted collection, end broken uploads.
+        #[arg(long)]
+        repair: bool,
+    },
 }
 
 /// `berth user ...`

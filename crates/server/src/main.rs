@@ -32,6 +32,7 @@ fn main() -> ExitCode {
                 grace,
                 upload_expiry,
             } => gc(&cli.settings, grace, upload_expiry).await,
+            Command::Fsck { repair } => fsck(&cli.settings, repair).await,
         }
     });
     match result {
@@ -216,5 +217,40 @@ async fn gc(settings: &Settings, grace: i64, upload_expiry: i64) -> anyhow::Resu
         "garbage collection done: {} blobs ({} bytes) deleted, {} links dropped, {} uploads expired, {} stray files removed",
         stats.blobs, stats.bytes, stats.links, stats.uploads, stats.stray_files
     );
+    Ok(())
+}
+
+/// `berth fsck`: checks (and with `repair`, fixes) stored content; an error when
+/// something is left wrong.
+async fn fsck(settings: &Settings, repair: bool) -> anyhow::Result<()> {
+    let store = bootstrap::open_store(settings).await?;
+    let blobs = berth_store::BlobStore::new(bootstrap::blob_dir(&settings.data_dir));
+    let report = berth_store::repo::fsck::check(&store, &blobs, repair).await?;
+    println!(
+        "checked {} blobs, {} blob files, {} upload sessions: {} problems",
+        report.blobs,
+        report.files,
+        report.uploads,
+        report.findings.len()
+    );
+    for finding in &report.findings {
+        match &finding.repaired {
+            Some(done) => println!(
+                "{}: {} (repaired: {done})",
+                finding.subject, finding.problem
+            ),
+            None => println!("{}: {}", finding.subject, finding.problem),
+        }
+    }
+    if report.unresolved() {
+        anyhow::bail!(
+            "content problems found{}",
+            if repair {
+                " that repair cannot fix"
+            } else {
+                "; `berth fsck --repair` fixes what is safe to fix"
+            }
+        );
+    }
     Ok(())
 }

@@ -300,9 +300,9 @@ impl BlobStore {
     }
 
     /// Makes `staged` the file of its digest unless that file exists (same
-    /// digest, same bytes). The staged file stays until the upload is
-    /// discarded, so this can be repeated.
-    pub async fn place(&self, staged: &Staged) -> io::Result<()> {
+    /// digest, same bytes); `true` when it created the file. The staged file
+    /// stays until the upload is discarded, so this can be repeated.
+    pub async fn place(&self, staged: &Staged) -> io::Result<bool> {
         let target = self.blob_path(&staged.digest);
         let parent = target
             .parent()
@@ -312,8 +312,8 @@ impl BlobStore {
         joined(tokio::task::spawn_blocking(move || {
             std::fs::create_dir_all(&parent)?;
             match std::fs::hard_link(&source, &target) {
-                Ok(()) => std::fs::File::open(&parent)?.sync_all(),
-                Err(err) if err.kind() == io::ErrorKind::AlreadyExists => Ok(()),
+                Ok(()) => std::fs::File::open(&parent)?.sync_all().map(|()| true),
+                Err(err) if err.kind() == io::ErrorKind::AlreadyExists => Ok(false),
                 Err(err) => Err(err),
             }
         }))
@@ -349,6 +349,15 @@ impl BlobStore {
             }
         }))
         .await
+    }
+
+    /// Moves the file of `digest` aside to `quarantine/<algorithm>-<hex>`
+    /// (its bytes do not hash to its name), so a push can place the right ones.
+    pub async fn quarantine(&self, digest: &Digest) -> io::Result<()> {
+        let dir = self.root.join("quarantine");
+        tokio::fs::create_dir_all(&dir).await?;
+        let target = dir.join(format!("{}-{}", digest.algorithm(), digest.hex()));
+        tokio::fs::rename(self.blob_path(digest), target).await
     }
 
     /// Removes the bytes of `digest` (garbage collection).

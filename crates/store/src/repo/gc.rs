@@ -400,20 +400,32 @@ async fn sweep(
         .into_iter()
         .collect();
     for digest in files.iter().filter(|d| !known.contains(d.as_str())) {
-        let now = time::now();
-        let claimed: Option<(i64,)> = sqlx::query_as(
-            "INSERT INTO blobs (digest, size, media_type, version, deleting, created_at, updated_at) \
-             VALUES ($1, 0, '', 0, 1, $2, $2) ON CONFLICT (digest) DO NOTHING RETURNING id",
-        )
-        .bind(digest.as_str())
-        .bind(&now)
-        .fetch_optional(pool)
-        .await?;
-        if let Some((id,)) = claimed
-            && remove_claimed_blob(store, blobs, id, digest.as_str()).await?
-        {
+        if remove_stray_file(store, blobs, digest).await? {
             stats.stray_files += 1;
         }
     }
     Ok(stats)
+}
+
+/// Removes the file of `digest`, which has no blob row, by claiming it with a
+/// claimed row first (a push of the digest then waits); `false` when a row
+/// appeared meanwhile (a push took it).
+pub(crate) async fn remove_stray_file(
+    store: &Store,
+    blobs: &BlobStore,
+    digest: &Digest,
+) -> StoreResult<bool> {
+    let now = time::now();
+    let claimed: Option<(i64,)> = sqlx::query_as(
+        "INSERT INTO blobs (digest, size, media_type, version, deleting, created_at, updated_at) \
+         VALUES ($1, 0, '', 0, 1, $2, $2) ON CONFLICT (digest) DO NOTHING RETURNING id",
+    )
+    .bind(digest.as_str())
+    .bind(&now)
+    .fetch_optional(&store.pool)
+    .await?;
+    match claimed {
+        Some((id,)) => remove_claimed_blob(store, blobs, id, digest.as_str()).await,
+        None => Ok(false),
+    }
 }

@@ -453,10 +453,12 @@ impl Registry<'_> {
     ) -> StoreResult<DeleteManifest> {
         let mut tx = self.0.begin_write().await?;
         // Locked (on PostgreSQL) before the reference check, so an index being
-        // pushed with it as a child either sees it gone or makes it referenced first.
+        // pushed with it as a child either sees it gone or makes it referenced
+        // first. Only the artifact row: the repository row is what a manifest
+        // push locks first.
         let found: Option<(i64, i64)> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
-            "SELECT a.id, a.repository_id FROM artifacts a JOIN repositories r ON r.id = a.repository_id \
-             WHERE r.name = $1 AND a.digest = $2{}",
+            "SELECT id, repository_id FROM artifacts \
+             WHERE repository_id = (SELECT id FROM repositories WHERE name = $1) AND digest = $2{}",
             self.0.locking(Locking::Update)
         )))
         .bind(repository)

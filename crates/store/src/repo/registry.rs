@@ -227,7 +227,27 @@ impl Registry<'_> {
         repository: &str,
         upload: Option<(&str, i64)>,
     ) -> StoreResult<Installed> {
-        blobs.place(staged).await?;
+        let placed = blobs.place(staged).await?;
+        let installed = self
+            .install_row(blobs, staged, project_id, repository, upload)
+            .await;
+        if placed && !matches!(installed, Ok(Installed::Done(_))) {
+            // The file this call created has no row unless someone else's push
+            // made one meanwhile: remove it the way a collector would.
+            crate::repo::gc::remove_stray_file(self.0, blobs, &staged.digest).await?;
+        }
+        installed
+    }
+
+    /// The transaction of [`Registry::install_blob`].
+    async fn install_row(
+        &self,
+        blobs: &BlobStore,
+        staged: &Staged,
+        project_id: i64,
+        repository: &str,
+        upload: Option<(&str, i64)>,
+    ) -> StoreResult<Installed> {
         let digest = staged.digest.as_str();
         let size = i64::try_from(staged.len).unwrap_or(i64::MAX);
         let now = time::now();

@@ -2,6 +2,7 @@
 
 mod clients;
 mod gc;
+mod integrity;
 mod protocol;
 
 use axum::http::{Method, StatusCode};

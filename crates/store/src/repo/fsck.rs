@@ -1,0 +1,201 @@
+//! `berth fsck`: checks that stored content is what the database says it is.
+//!
+//! Every blob file must hash to its name and have a row; every blob row must
+//! have its bytes (a file, or a manifest body that hashes to the digest);
+//! every upload part the database records must exist. Repair removes only
+//! what nothing can need: stray files (claimed first, as garbage collection
+//! does), corrupt files (moved aside, so a push of the digest restores it),
+//! claims and runs left by a dead collector, and sessions whose parts are gone.
+
+use std::collections::HashSet;
+
+use berth_domain::oci::Digest;
+
+use crate::Store;
+use crate::blobs::{BlobStore, digest_of};
+use crate::error::StoreResult;
+
+/// One problem found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Finding {
+    /// The digest or upload id concerned.
+    pub subject: String,
+    /// What is wrong.
+    pub problem: String,
+    /// What repair did, or `None` when it cannot be fixed here (or repair was not asked).
+    pub repaired: Option<String>,
+}
+
+/// What a check found.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct FsckReport {
+    /// Blob rows checked.
+    pub blobs: u64,
+    /// Blob files checked.
+    pub files: u64,
+    /// Upload sessions checked.
+    pub uploads: u64,
+    /// Every problem, in the order found.
+    pub findings: Vec<Finding>,
+}
+
+impl FsckReport {
+    /// Whether something is wrong that was not repaired.
+    pub fn unresolved(&self) -> bool {
+        self.findings.iter().any(|f| f.repaired.is_none())
+    }
+}
+
+#[derive(sqlx::FromRow)]
+struct BlobRow {
+    digest: String,
+    size: i64,
+    deleting: i64,
+    body: Option<Vec<u8>>,
+    in_use: i64,
+}
+
+/// Checks the content of `store` and `blobs`; with `repair`, fixes what is safe to fix.
+pub async fn check(store: &Store, blobs: &BlobStore, repair: bool) -> StoreResult<FsckReport> {
+    let mut report = FsckReport::default();
+    let mut note = |subject: &str, problem: String, repaired: Option<String>| {
+        report.findings.push(Finding {
+            subject: subject.to_string(),
+            problem,
+            repaired,
+        });
+    };
+
+    let rows: Vec<BlobRow> = sqlx::query_as(
+        "SELECT b.digest, b.size, b.deleting, mb.body, \
+         CAST(EXISTS (SELECT 1 FROM artifact_blobs ab WHERE ab.blob_id = b.id) AS INTEGER) AS in_use \
+         FROM blobs b LEFT JOIN manifest_bodies mb ON mb.blob_id = b.id ORDER BY b.id",
+    )
+    .fetch_all(&store.pool)
+    .await?;
+    let mut claimed = false;
+    for row in &rows {
+        if row.deleting == 1 {
+            claimed = true;
+            continue;
+        }
+        let Ok(digest) = Digest::parse(&row.digest) else {
+            note(
+                &row.digest,
+                "the database names a malformed digest".into(),
+                None,
+            );
+            continue;
+        };
+        if let Some(body) = &row.body {
+            if digest_of(digest.algorithm(), body) != digest {
+                note(
+                    &row.digest,
+                    "the stored manifest body does not hash to its digest".into(),
+                    None,
+                );
+            }
+            continue;
+        }
+        match blobs.rehash(&digest).await? {
+            None => note(
+                &row.digest,
+                format!(
+                    "the blob file is missing{}; pushing the blob again restores it",
+                    if row.in_use == 1 {
+                        " and a manifest uses it"
+                    } else {
+                        ""
+                    }
+                ),
+                None,
+            ),
+            Some((found, len)) if found != digest || i64::try_from(len) != Ok(row.size) => {
+                let problem = format!("the blob file hashes to {found} ({len} bytes)");
+                let repaired = if repair {
+                    blobs.quarantine(&digest).await?;
+                    Some("moved aside to quarantine/; pushing the blob again restores it".into())
+                } else {
+                    None
+                };
+                note(&row.digest, problem, repaired);
+            }
+            Some(_) => {}
+        }
+    }
+    report.blobs = rows.len() as u64;
+    if claimed {
+        let repaired = if repair {
+            store
+                .recover_gc(blobs)
+                .await?
+                .then(|| "the claimed blobs were removed".to_string())
+        } else {
+            None
+        };
+        note(
+            "garbage collection",
+            "blobs claimed by a collection that did not finish".into(),
+            repaired,
+        );
+    }
+
+    let known: HashSet<&str> = rows.iter().map(|r| r.digest.as_str()).collect();
+    let files = blobs.committed_files().await?;
+    report.files = files.len() as u64;
+    for digest in files.iter().filter(|d| !known.contains(d.as_str())) {
+        // A push may be placing it right now: look again, then claim it as GC does.
+        if !store
+            .registry()
+            .known_digests(std::slice::from_ref(digest))
+            .await?
+            .is_empty()
+        {
+            continue;
+        }
+        let repaired = if repair {
+            super::gc::remove_stray_file(store, blobs, digest)
+                .await?
+                .then(|| "removed".to_string())
+        } else {
+            None
+        };
+        note(
+            digest.as_str(),
+            "a blob file the database does not know".into(),
+            repaired,
+        );
+    }
+
+    let parts: Vec<(String, String)> =
+        sqlx::query_as("SELECT upload_id, name FROM upload_parts ORDER BY upload_id, number")
+            .fetch_all(&store.pool)
+            .await?;
+    let mut broken: Vec<String> = Vec::new();
+    let mut sessions = HashSet::new();
+    for (upload, name) in &parts {
+        sessions.insert(upload.as_str());
+        let exists = tokio::fs::try_exists(blobs.upload_dir(upload).join(name))
+            .await
+            .unwrap_or(false);
+        if !exists && !broken.contains(upload) {
+            broken.push(upload.clone());
+        }
+    }
+    report.uploads = sessions.len() as u64;
+    for upload in broken {
+        let repaired = if repair {
+            store.registry().delete_upload(&upload).await?;
+            blobs.discard_upload(&upload).await;
+            Some("the session was ended; its client starts the upload again".into())
+        } else {
+            None
+        };
+        note(
+            &upload,
+            "an upload session whose part files are missing".into(),
+            repaired,
+        );
+    }
+    Ok(report)
+}
