@@ -15,6 +15,7 @@
 use std::collections::HashMap;
 use std::hash::Hash;
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use hmac::{Hmac, KeyInit, Mac};
@@ -51,6 +52,9 @@ pub struct CacheTimes {
 pub struct TimedCache<K, V> {
     times: CacheTimes,
     capacity: usize,
+    /// Nanoseconds this cache's clock runs ahead of the monotonic clock: zero
+    /// unless a test moved it on ([`TimedCache::advance_clock`]).
+    ahead_nanos: AtomicU64,
     entries: Mutex<HashMap<K, Entry<V>>>,
 }
 
@@ -68,8 +72,27 @@ impl<K: Hash + Eq, V: Clone> TimedCache<K, V> {
         Self {
             times,
             capacity,
+            ahead_nanos: AtomicU64::new(0),
             entries: Mutex::new(HashMap::new()),
         }
+    }
+
+    /// The windows this cache was built with.
+    pub fn times(&self) -> CacheTimes {
+        self.times
+    }
+
+    /// Moves this cache's clock on by `by`: entries age as if that much time
+    /// had passed, so tests can cross a revalidation window or a lifetime
+    /// without sleeping. Nothing else moves the clock.
+    pub fn advance_clock(&self, by: Duration) {
+        let nanos = u64::try_from(by.as_nanos()).unwrap_or(u64::MAX);
+        self.ahead_nanos.fetch_add(nanos, Ordering::Relaxed);
+    }
+
+    /// The cache's clock: the monotonic clock plus what tests advanced it by.
+    fn now(&self) -> Instant {
+        Instant::now() + Duration::from_nanos(self.ahead_nanos.load(Ordering::Relaxed))
     }
 
     fn entries(&self) -> std::sync::MutexGuard<'_, HashMap<K, Entry<V>>> {
@@ -82,10 +105,11 @@ impl<K: Hash + Eq, V: Clone> TimedCache<K, V> {
         let Some(entry) = entries.get(key) else {
             return Lookup::Miss;
         };
-        if entry.stored_at.elapsed() >= self.times.lifetime {
+        let now = self.now();
+        if now - entry.stored_at >= self.times.lifetime {
             entries.remove(key);
             Lookup::Miss
-        } else if entry.checked_at.elapsed() < self.times.revalidate {
+        } else if now - entry.checked_at < self.times.revalidate {
             Lookup::Fresh(entry.value.clone())
         } else {
             Lookup::Stale(entry.value.clone())
@@ -95,14 +119,14 @@ impl<K: Hash + Eq, V: Clone> TimedCache<K, V> {
     /// Stores `value` under `key`, as just checked.
     pub fn put(&self, key: K, value: V) {
         let mut entries = self.entries();
+        let now = self.now();
         if entries.len() >= self.capacity {
             let lifetime = self.times.lifetime;
-            entries.retain(|_, e| e.stored_at.elapsed() < lifetime);
+            entries.retain(|_, e| now - e.stored_at < lifetime);
             if entries.len() >= self.capacity {
                 entries.clear();
             }
         }
-        let now = Instant::now();
         entries.insert(
             key,
             Entry {
@@ -116,9 +140,10 @@ impl<K: Hash + Eq, V: Clone> TimedCache<K, V> {
     /// Records a successful check of a stale entry against the store; its
     /// lifetime still counts from when it was stored.
     pub fn refresh(&self, key: &K, value: V) {
+        let now = self.now();
         if let Some(entry) = self.entries().get_mut(key) {
             entry.value = value;
-            entry.checked_at = Instant::now();
+            entry.checked_at = now;
         }
     }
 
@@ -189,6 +214,16 @@ impl<V: Clone> CredentialCache<V> {
     pub fn forget(&self, matches: impl Fn(&V) -> bool) {
         self.inner.forget(matches);
     }
+
+    /// The windows this cache was built with.
+    pub fn times(&self) -> CacheTimes {
+        self.inner.times()
+    }
+
+    /// Moves this cache's clock on by `by` (see [`TimedCache::advance_clock`]).
+    pub fn advance_clock(&self, by: Duration) {
+        self.inner.advance_clock(by);
+    }
 }
 
 #[cfg(test)]
@@ -222,6 +257,52 @@ mod tests {
         let expired = self::cache(0, 0, 10);
         expired.put("alice", "pw", 2);
         assert_eq!(expired.get("alice", "pw"), Lookup::Miss);
+    }
+
+    #[test]
+    fn the_clock_moves_entries_across_their_windows() {
+        let cache = cache(60_000, 2_000, 10);
+        cache.put("alice", "pw", 2);
+        cache.advance_clock(Duration::from_millis(1_000));
+        assert_eq!(cache.get("alice", "pw"), Lookup::Fresh(2));
+        cache.advance_clock(Duration::from_millis(1_000));
+        assert_eq!(
+            cache.get("alice", "pw"),
+            Lookup::Stale(2),
+            "revalidation window over"
+        );
+        cache.refresh("alice", "pw", 3);
+        assert_eq!(
+            cache.get("alice", "pw"),
+            Lookup::Fresh(3),
+            "checked again just now"
+        );
+        cache.advance_clock(Duration::from_millis(2_000));
+        assert_eq!(cache.get("alice", "pw"), Lookup::Stale(3));
+        cache.refresh("alice", "pw", 3);
+        cache.advance_clock(Duration::from_millis(56_000));
+        assert_eq!(
+            cache.get("alice", "pw"),
+            Lookup::Miss,
+            "the lifetime counts from when the entry was stored, not from its last check"
+        );
+        assert_eq!(cache.times().revalidate, Duration::from_millis(2_000));
+    }
+
+    #[test]
+    fn a_full_cache_drops_expired_entries_first() {
+        let cache = cache(60_000, 60_000, 2);
+        cache.put("old", "pw", 1);
+        cache.advance_clock(Duration::from_secs(60));
+        cache.put("new", "pw", 2);
+        cache.put("newer", "pw", 3);
+        assert_eq!(
+            cache.get("new", "pw"),
+            Lookup::Fresh(2),
+            "only the expired entry made room"
+        );
+        assert_eq!(cache.get("newer", "pw"), Lookup::Fresh(3));
+        assert_eq!(cache.get("old", "pw"), Lookup::Miss);
     }
 
     #[test]

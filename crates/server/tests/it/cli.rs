@@ -1,25 +1,13 @@
 //! The `berth` binary itself: first start, restart, flags, subcommands.
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::Write;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
-use std::sync::mpsc::{Receiver, channel};
-use std::time::{Duration, Instant};
+use std::process::{Command, Stdio};
 
-use crate::util::{Backend, postgres_database_url};
-
-const BIN: &str = env!("CARGO_BIN_EXE_berth");
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
+use crate::util::{BERTH_BIN, Backend, RefusedPort, ServedBerth, database_url, free_port};
 
 fn berth(data_dir: &Path, database_url: &str) -> Command {
-    let mut command = Command::new(BIN);
+    let mut command = Command::new(BERTH_BIN);
     command
         .arg("--data-dir")
         .arg(data_dir)
@@ -30,77 +18,12 @@ fn berth(data_dir: &Path, database_url: &str) -> Command {
     command
 }
 
-/// A `berth serve` child process on a free loopback port.
-struct Server {
-    child: Child,
-    port: u16,
-    stdout: Receiver<String>,
+/// `berth serve` over a data directory and database, on a loopback port of its own.
+async fn serve(data_dir: &Path, database_url: &str) -> ServedBerth {
+    ServedBerth::start(|_port| berth(data_dir, database_url)).await
 }
 
-impl Server {
-    async fn start(data_dir: &Path, database_url: &str) -> Self {
-        let port = free_port();
-        let mut child = berth(data_dir, database_url)
-            .args(["--ip", "127.0.0.1", "--port", &port.to_string()])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let (tx, stdout) = channel();
-        let pipe = child.stdout.take().unwrap();
-        std::thread::spawn(move || {
-            for line in BufReader::new(pipe).lines().map_while(Result::ok) {
-                let _ = tx.send(line);
-            }
-        });
-        let server = Self {
-            child,
-            port,
-            stdout,
-        };
-        let started = Instant::now();
-        while !server.healthy().await {
-            assert!(
-                started.elapsed() < Duration::from_secs(30),
-                "server did not come up"
-            );
-            tokio::time::sleep(Duration::from_millis(25)).await;
-        }
-        server
-    }
-
-    async fn healthy(&self) -> bool {
-        match reqwest::get(self.url("/api/v2.0/health")).await {
-            Ok(res) => res.status() == 200,
-            Err(_) => false,
-        }
-    }
-
-    fn url(&self, path: &str) -> String {
-        format!("http://127.0.0.1:{}{path}", self.port)
-    }
-
-    /// What the server printed on standard output so far.
-    fn printed(&self) -> Vec<String> {
-        self.stdout.try_iter().collect()
-    }
-
-    /// Stops the server with SIGTERM and returns its exit code.
-    fn stop(mut self) -> Option<i32> {
-        let pid = self.child.id().to_string();
-        Command::new("kill").args(["-TERM", &pid]).status().unwrap();
-        self.child.wait().unwrap().code()
-    }
-}
-
-async fn database_url(backend: Backend, dir: &Path) -> String {
-    match backend {
-        Backend::Sqlite => format!("sqlite://{}?mode=rwc", dir.join("berth.db").display()),
-        Backend::Postgres => postgres_database_url().await,
-    }
-}
-
-async fn current_user_status(server: &Server, login: &str, password: &str) -> u16 {
+async fn current_user_status(server: &ServedBerth, login: &str, password: &str) -> u16 {
     reqwest::Client::new()
         .get(server.url("/api/v2.0/users/current"))
         .basic_auth(login, Some(password))
@@ -114,18 +37,10 @@ async fn current_user_status(server: &Server, login: &str, password: &str) -> u1
 async fn first_start_then_restart(backend: Backend) {
     let dir = tempfile::tempdir().unwrap();
     let url = database_url(backend, dir.path()).await;
-    let server = Server::start(dir.path(), &url).await;
-    let printed = server.printed();
-    let admin_password = printed
-        .iter()
-        .find_map(|l| l.strip_prefix("Generated password of the system administrator `admin`: "))
-        .unwrap_or_else(|| panic!("no admin password in {printed:?}"))
-        .to_string();
-    assert!(
-        printed
-            .iter()
-            .any(|l| l.starts_with("Generated master key"))
-    );
+    let server = serve(dir.path(), &url).await;
+    let admin_password =
+        server.printed_line("Generated password of the system administrator `admin`: ");
+    server.printed_line("Generated master key");
     assert_eq!(
         current_user_status(&server, "admin", &admin_password).await,
         200
@@ -142,7 +57,7 @@ async fn first_start_then_restart(backend: Backend) {
             .mode();
         assert_eq!(mode & 0o777, 0o600);
     }
-    let status = std::process::Command::new(BIN)
+    let status = std::process::Command::new(BERTH_BIN)
         .args(["healthcheck", "--url", &server.url("/api/v2.0/health")])
         .output()
         .unwrap()
@@ -172,20 +87,21 @@ async fn first_start_then_restart(backend: Backend) {
     let out = create.wait_with_output().unwrap();
     assert!(out.status.success());
     assert!(String::from_utf8_lossy(&out.stdout).contains("created user ops"));
-    assert_eq!(server.stop(), Some(0), "a graceful stop exits 0");
+    assert_eq!(server.stop().0, Some(0), "a graceful stop exits 0");
 
-    let again = Server::start(dir.path(), &url).await;
+    let again = serve(dir.path(), &url).await;
     assert_eq!(std::fs::read_to_string(&secrets_path).unwrap(), secrets);
     assert_eq!(
         current_user_status(&again, "admin", &admin_password).await,
         200
     );
     assert_eq!(current_user_status(&again, "ops", "S3cret-pass").await, 200);
+    let (code, printed) = again.stop();
+    assert_eq!(code, Some(0));
     assert!(
-        again.printed().iter().all(|l| !l.starts_with("Generated")),
-        "a restart prints no secrets"
+        printed.iter().all(|l| !l.starts_with("Generated")),
+        "a restart prints no secrets: {printed:?}"
     );
-    assert_eq!(again.stop(), Some(0));
 }
 
 #[tokio::test]
@@ -198,6 +114,22 @@ async fn first_start_then_restart_postgres() {
     first_start_then_restart(Backend::Postgres).await;
 }
 
+/// The test harness itself: a server whose port was taken before it could
+/// bind it is started again on another port, and what the lost attempt
+/// printed (the first start's secrets) is not lost.
+#[tokio::test]
+async fn a_server_that_lost_its_port_is_started_on_another() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = database_url(Backend::Sqlite, dir.path()).await;
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let taken = taken.local_addr().unwrap().port();
+    let server = ServedBerth::start_on([taken, free_port()], |_port| berth(dir.path(), &url)).await;
+    assert_ne!(server.port(), taken);
+    let password = server.printed_line("Generated password of the system administrator `admin`: ");
+    assert_eq!(current_user_status(&server, "admin", &password).await, 200);
+    assert_eq!(server.stop().0, Some(0));
+}
+
 #[test]
 fn bad_flags_exit_with_2_and_a_message() {
     for args in [
@@ -205,7 +137,7 @@ fn bad_flags_exit_with_2_and_a_message() {
         &["--no-such-flag"],
         &["--jwt-expires-in", "7w"],
     ] {
-        let out = Command::new(BIN).args(args).output().unwrap();
+        let out = Command::new(BERTH_BIN).args(args).output().unwrap();
         assert_eq!(out.status.code(), Some(2), "{args:?}");
         assert!(!out.stderr.is_empty());
     }
@@ -213,8 +145,9 @@ fn bad_flags_exit_with_2_and_a_message() {
 
 #[test]
 fn healthcheck_fails_when_nothing_answers() {
-    let url = format!("http://127.0.0.1:{}/api/v2.0/health", free_port());
-    let out = Command::new(BIN)
+    let refused = RefusedPort::new();
+    let url = format!("http://127.0.0.1:{}/api/v2.0/health", refused.port());
+    let out = Command::new(BERTH_BIN)
         .args(["healthcheck", "--url", &url])
         .output()
         .unwrap();

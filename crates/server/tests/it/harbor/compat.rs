@@ -2,70 +2,28 @@
 //! `scripts/test` installs the client; a missing Python or client fails the test.
 
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
 
-use crate::util::{Backend, postgres_database_url};
+use crate::util::{BERTH_BIN, Backend, ServedBerth, database_url};
 
 const PASSWORD: &str = "Compat-Admin-Passw0rd";
 
-/// Kills the server when the test ends, however it ends.
-struct Served(Child);
-
-impl Drop for Served {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 async fn run_client(backend: Backend) {
     let dir = tempfile::tempdir().unwrap();
-    let url = match backend {
-        Backend::Sqlite => format!(
-            "sqlite://{}?mode=rwc",
-            dir.path().join("berth.db").display()
-        ),
-        Backend::Postgres => postgres_database_url().await,
-    };
-    let port = free_port();
-    let _server = Served(
-        Command::new(env!("CARGO_BIN_EXE_berth"))
+    let url = database_url(backend, dir.path()).await;
+    let server = ServedBerth::start(|_port| {
+        let mut command = Command::new(BERTH_BIN);
+        command
             .arg("--data-dir")
             .arg(dir.path())
-            .args(["--ip", "127.0.0.1", "--port", &port.to_string()])
             .env("DATABASE_URL", &url)
             .env("HARBOR_ADMIN_PASSWORD", PASSWORD)
             .env_remove("MASTER_KEY")
-            .env_remove("JWT_SECRET")
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
-    let base = format!("http://127.0.0.1:{port}");
-    let started = Instant::now();
-    loop {
-        let up = reqwest::get(format!("{base}/api/v2.0/ping"))
-            .await
-            .is_ok_and(|r| r.status() == 200);
-        if up {
-            break;
-        }
-        assert!(
-            started.elapsed() < Duration::from_secs(30),
-            "berth did not come up"
-        );
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
+            .env_remove("JWT_SECRET");
+        command
+    })
+    .await;
+    let base = server.url("");
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/harborapi_compat.py");
     let output = tokio::task::spawn_blocking(move || {
         Command::new("python3")

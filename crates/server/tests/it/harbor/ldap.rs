@@ -7,7 +7,7 @@ use berth_domain::model::ConfigValue;
 use serde_json::json;
 
 use crate::backend_test;
-use crate::util::TestApp;
+use crate::util::{RefusedPort, TestApp};
 
 fn env(name: &str) -> String {
     std::env::var(name).unwrap_or_else(|_| {
@@ -74,10 +74,8 @@ backend_test!(
 backend_test!(
     async fn ping_reports_an_unreachable_directory_without_hanging(app) {
         configure(&app, &[]).await;
-        let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        let closed_port = closed.local_addr().unwrap().port();
-        drop(closed);
-        let (status, body) = ping(&app, json!({"ldap_url": format!("ldap://127.0.0.1:{closed_port}")})).await;
+        let closed = RefusedPort::new();
+        let (status, body) = ping(&app, json!({"ldap_url": format!("ldap://127.0.0.1:{}", closed.port())})).await;
         assert_eq!(status, StatusCode::OK);
         assert_eq!(body["success"], false);
         assert!(body["message"].as_str().unwrap().starts_with("error: "), "{body}");
@@ -264,9 +262,8 @@ backend_test!(
 
 backend_test!(
     async fn ldap_auth_with_an_unreachable_directory_fails_clearly(app) {
-        let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        let url = format!("ldap://127.0.0.1:{}", closed.local_addr().unwrap().port());
-        drop(closed);
+        let closed = RefusedPort::new();
+        let url = format!("ldap://127.0.0.1:{}", closed.port());
         configure(&app, &[("auth_mode", s("ldap_auth")), ("ldap_url", s(&url))]).await;
         let res = app.get("/api/v2.0/users/current").basic("alice", "alice-pw").send().await;
         assert_eq!(res.status, StatusCode::BAD_GATEWAY);

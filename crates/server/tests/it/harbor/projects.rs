@@ -153,6 +153,7 @@ backend_test!(
 
 backend_test!(
     async fn concurrent_creation_of_one_name_gives_exactly_one_201(app) {
+        let before = project_count(&app).await;
         let mut tasks = Vec::new();
         for _ in 0..8 {
             let request = app.post("/api/v2.0/projects").admin().json(&json!({"project_name": "race"}));
@@ -162,6 +163,7 @@ backend_test!(
         let created = results.iter().filter(|r| r.status == StatusCode::CREATED).count();
         let conflicts = results.iter().filter(|r| r.status == StatusCode::CONFLICT).count();
         assert_eq!((created, conflicts), (1, 7), "{:?}", results.iter().map(|r| r.status).collect::<Vec<_>>());
+        assert_eq!(project_count(&app).await, before + 1, "one project row");
         let members = app.get("/api/v2.0/projects/race/members").admin().send().await;
         assert_eq!(members.header("x-total-count"), Some("1"));
     }

@@ -5,15 +5,13 @@
 //! tool fails these tests instead of skipping them.
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::{Command, Stdio};
 
 use serde_json::{Value, json};
 
 use super::digest_of;
-use crate::util::{ADMIN_PASSWORD, Backend, postgres_database_url};
+use crate::util::{ADMIN_PASSWORD, BERTH_BIN, Backend, ServedBerth, database_url};
 
-const BIN: &str = env!("CARGO_BIN_EXE_berth");
 const OCI_INDEX: &str = "application/vnd.oci.image.index.v1+json";
 const OCI_MANIFEST: &str = "application/vnd.oci.image.manifest.v1+json";
 
@@ -42,79 +40,19 @@ fn run(command: &mut Command) -> String {
     String::from_utf8_lossy(&output.stdout).into_owned()
 }
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-/// A `berth` process on a free loopback port over a data directory and database.
-struct Server {
-    child: Child,
-    port: u16,
-}
-
-impl Server {
-    async fn start(data_dir: &Path, database_url: &str) -> Self {
-        let port = free_port();
-        let child = Command::new(BIN)
-            .args(["--ip", "127.0.0.1", "--port", &port.to_string()])
+/// `berth serve` over a data directory and database, on a loopback port of its own.
+async fn serve(data_dir: &Path, database_url: &str) -> ServedBerth {
+    ServedBerth::start(|port| {
+        let mut command = Command::new(BERTH_BIN);
+        command
             .arg("--data-dir")
             .arg(data_dir)
             .env("DATABASE_URL", database_url)
             .env("HARBOR_ADMIN_PASSWORD", ADMIN_PASSWORD)
-            .env("EXTERNAL_URL", format!("http://127.0.0.1:{port}"))
-            .env("BERTH_LOG", "warn")
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let server = Self { child, port };
-        let started = Instant::now();
-        loop {
-            if let Ok(res) = reqwest::get(server.url("/api/v2.0/health")).await
-                && res.status() == 200
-            {
-                break;
-            }
-            assert!(
-                started.elapsed() < Duration::from_secs(30),
-                "server did not come up"
-            );
-            tokio::time::sleep(Duration::from_millis(25)).await;
-        }
-        server
-    }
-
-    fn url(&self, path: &str) -> String {
-        format!("http://127.0.0.1:{}{path}", self.port)
-    }
-
-    fn host(&self) -> String {
-        format!("127.0.0.1:{}", self.port)
-    }
-
-    /// Kills the process without warning (a crash).
-    fn crash(mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-async fn database_url(backend: Backend, dir: &Path) -> String {
-    match backend {
-        Backend::Sqlite => format!("sqlite://{}?mode=rwc", dir.join("berth.db").display()),
-        Backend::Postgres => postgres_database_url().await,
-    }
+            .env("EXTERNAL_URL", format!("http://127.0.0.1:{port}"));
+        command
+    })
+    .await
 }
 
 /// Deterministic incompressible bytes.
@@ -230,7 +168,7 @@ async fn skopeo_round_trips(backend: Backend) {
     let work = tempfile::tempdir().unwrap();
     let layout = build_layout(work.path());
     let data = work.path().join("data");
-    let server = Server::start(&data, &database_url(backend, work.path()).await).await;
+    let server = serve(&data, &database_url(backend, work.path()).await).await;
     let creds = format!("admin:{ADMIN_PASSWORD}");
     let remote = |repo: &str| format!("docker://{}/library/{repo}", server.host());
 
@@ -343,7 +281,7 @@ async fn crash_during_chunked_upload(backend: Backend) {
     let data = work.path().join("data");
     let url = database_url(backend, work.path()).await;
     let client = reqwest::Client::new();
-    let server = Server::start(&data, &url).await;
+    let server = serve(&data, &url).await;
     let res = client
         .post(server.url("/v2/library/resumed/blobs/uploads/"))
         .basic_auth("admin", Some(ADMIN_PASSWORD))
@@ -365,7 +303,7 @@ async fn crash_during_chunked_upload(backend: Backend) {
     assert_eq!(res.status(), 202);
     server.crash();
 
-    let server = Server::start(&data, &url).await;
+    let server = serve(&data, &url).await;
     let res = client
         .get(server.url(&location))
         .basic_auth("admin", Some(ADMIN_PASSWORD))
@@ -409,7 +347,7 @@ async fn crash_during_chunked_upload(backend: Backend) {
     server.crash();
 
     // `berth gc` with no grace: the blob no manifest uses goes.
-    let output = Command::new(BIN)
+    let output = Command::new(BERTH_BIN)
         .args(["gc", "--grace", "0"])
         .arg("--data-dir")
         .arg(&data)
@@ -457,7 +395,7 @@ async fn podman_round_trip(backend: Backend) {
     require("skopeo");
     let work = tempfile::tempdir().unwrap();
     let layout = build_layout(work.path());
-    let server = Server::start(
+    let server = serve(
         &work.path().join("data"),
         &database_url(backend, work.path()).await,
     )

@@ -530,14 +530,28 @@ backend_test!(
                 push_image(app, &name, &format!("v{i}"), &[b"shared layer", &own]).await
             }
         });
-        let results = futures_util::future::join_all(pushes).await;
-        assert_eq!(results.len(), 16);
-        for i in 0..16 {
-            let res = app.get(&format!("/v2/library/race{}/manifests/v{i}", i % 4)).send().await;
-            assert_eq!(res.status, StatusCode::OK);
+        let pushed = futures_util::future::join_all(pushes).await;
+        // Every push stored its own manifest under its own tag, with its own layer.
+        for (i, (manifest, digest)) in pushed.iter().enumerate() {
+            let repository = format!("library/race{}", i % 4);
+            let res = app.get(&format!("/v2/{repository}/manifests/v{i}")).send().await;
+            assert_eq!(res.status, StatusCode::OK, "v{i}");
+            assert_eq!(&res.body, manifest, "v{i} is the manifest pushed under it");
+            assert_eq!(res.header("docker-content-digest"), Some(digest.as_str()));
+            let own = format!("own layer {i}").into_bytes();
+            let res = app.get(&format!("/v2/{repository}/blobs/{}", digest_of(&own))).send().await;
+            assert_eq!(res.body, own, "v{i}'s own layer");
+        }
+        let shared = digest_of(b"shared layer");
+        for k in 0..4 {
+            let mut tags: Vec<String> = (0..4).map(|j| format!("v{}", k + 4 * j)).collect();
+            tags.sort();
+            let res = app.get(&format!("/v2/library/race{k}/tags/list")).send().await;
+            assert_eq!(res.json()["tags"], json!(tags), "race{k}");
+            let res = app.get(&format!("/v2/library/race{k}/blobs/{shared}")).send().await;
+            assert_eq!(res.body, b"shared layer", "race{k} links the shared layer");
         }
         // Mounts, deletes and pushes interleaved.
-        let shared = digest_of(b"shared layer");
         let ops = (0..8).map(|i| {
             let app = &app;
             let shared = shared.clone();
@@ -555,6 +569,10 @@ backend_test!(
         futures_util::future::join_all(ops).await;
         let res = app.get("/v2/library/race0/tags/list").send().await;
         assert_eq!(res.json()["tags"], json!(["v12", "v8"]));
+        for i in 0..8 {
+            let res = app.get(&format!("/v2/library/mounted{i}/blobs/{shared}")).send().await;
+            assert_eq!(res.body, b"shared layer", "mounted{i} links the shared layer");
+        }
     }
 );
 

@@ -58,13 +58,7 @@ impl TestApp {
     /// A fresh application on `backend`, migrated, with `admin`'s password set to [`ADMIN_PASSWORD`].
     pub async fn new(backend: Backend) -> Self {
         let dir = tempfile::tempdir().expect("temp dir");
-        let url = match backend {
-            Backend::Sqlite => format!(
-                "sqlite://{}?mode=rwc",
-                dir.path().join("berth.db").display()
-            ),
-            Backend::Postgres => postgres_database_url().await,
-        };
+        let url = database_url(backend, dir.path()).await;
         let store = Store::connect(&url)
             .await
             .expect("connect to the test database");
@@ -93,6 +87,15 @@ impl TestApp {
     /// The test's private data directory.
     pub fn data_dir(&self) -> &std::path::Path {
         self.dir.path()
+    }
+}
+
+/// A fresh database on `backend`: a SQLite file in `dir`, or an empty
+/// PostgreSQL database ([`postgres_database_url`]).
+pub async fn database_url(backend: Backend, dir: &std::path::Path) -> String {
+    match backend {
+        Backend::Sqlite => format!("sqlite://{}?mode=rwc", dir.join("berth.db").display()),
+        Backend::Postgres => postgres_database_url().await,
     }
 }
 

@@ -1,10 +1,15 @@
-//! The test harness: a `TestApp` per test on a fresh database, and request helpers.
+//! The test harness: a `TestApp` per test on a fresh database, request helpers,
+//! and the real binary on a loopback port.
 
 mod app;
 mod request;
+mod served;
 
-pub use app::{ADMIN_PASSWORD, Backend, JWT_SECRET, MASTER_KEY, TestApp, postgres_database_url};
+pub use app::{
+    ADMIN_PASSWORD, Backend, JWT_SECRET, MASTER_KEY, TestApp, database_url, postgres_database_url,
+};
 pub use request::TestResponse;
+pub use served::{BERTH_BIN, RefusedPort, ServedBerth, free_port};
 
 /// Defines one async test that runs once on SQLite and once on PostgreSQL:
 /// `backend_test!(async fn name(app) { ... })` gives `name::sqlite` and `name::postgres`.
