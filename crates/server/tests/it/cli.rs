@@ -153,3 +153,87 @@ fn healthcheck_fails_when_nothing_answers() {
         .unwrap();
     assert_eq!(out.status.code(), Some(1));
 }
+
+/// `berth fsck` over an application's data directory and database.
+fn fsck(app: &crate::util::TestApp, repair: bool) -> (Option<i32>, String) {
+    let mut command = berth(app.data_dir(), &app.database_url);
+    command.arg("fsck");
+    if repair {
+        command.arg("--repair");
+    }
+    let out = command.output().unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out.status.code(), text)
+}
+
+async fn fsck_finds_and_repairs(backend: Backend) {
+    use crate::registry::{digest_of, push_blob, push_image};
+    let app = crate::util::TestApp::new(backend).await;
+    push_image(&app, "library/checked", "v1", &[b"a good layer"]).await;
+    let (code, text) = fsck(&app, false);
+    assert_eq!(code, Some(0), "{text}");
+    assert!(text.contains(": 0 problems"), "{text}");
+
+    // A layer whose bytes changed on disk, and a file the database does not know.
+    let layer = digest_of(b"a good layer");
+    let path = |digest: &str| {
+        let hex = &digest["sha256:".len()..];
+        berth::bootstrap::blob_dir(app.data_dir())
+            .join("sha256")
+            .join(&hex[..2])
+            .join(hex)
+    };
+    std::fs::write(path(&layer), b"a b4d layer").unwrap();
+    let stray = digest_of(b"nobody pushed me");
+    std::fs::create_dir_all(path(&stray).parent().unwrap()).unwrap();
+    std::fs::write(path(&stray), b"nobody pushed me").unwrap();
+    let (code, text) = fsck(&app, false);
+    assert_eq!(code, Some(1), "{text}");
+    assert!(
+        text.contains(&format!("{layer}: the blob file hashes to")),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!("{stray}: a blob file the database does not know")),
+        "{text}"
+    );
+
+    // Repair moves the bad file aside and removes the stray one; a push of
+    // the layer then restores it.
+    let (code, text) = fsck(&app, true);
+    assert_eq!(code, Some(0), "{text}");
+    assert!(!path(&stray).exists());
+    let res = app
+        .get(&format!("/v2/library/checked/blobs/{layer}"))
+        .send()
+        .await;
+    assert_eq!(res.status.as_u16(), 404, "never the wrong bytes");
+    let (code, text) = fsck(&app, false);
+    assert_eq!(code, Some(1), "{text}");
+    assert!(
+        text.contains("pushing the blob again restores it"),
+        "{text}"
+    );
+    push_blob(&app, "library/checked", b"a good layer").await;
+    let (code, text) = fsck(&app, false);
+    assert_eq!(code, Some(0), "{text}");
+    let res = app
+        .get(&format!("/v2/library/checked/blobs/{layer}"))
+        .send()
+        .await;
+    assert_eq!(res.body, b"a good layer".as_slice());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fsck_finds_and_repairs_sqlite() {
+    fsck_finds_and_repairs(Backend::Sqlite).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fsck_finds_and_repairs_postgres() {
+    fsck_finds_and_repairs(Backend::Postgres).await;
+}
