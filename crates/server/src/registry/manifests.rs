@@ -29,6 +29,8 @@ fn header(value: impl AsRef<str>) -> HeaderValue {
     HeaderValue::from_str(value.as_ref()).unwrap_or_else(|_| HeaderValue::from_static(""))
 }
 
+/// The reference of a manifest `PUT` or `DELETE`: a malformed one is 400,
+/// `DIGEST_INVALID` for a digest, `MANIFEST_INVALID` for a tag.
 fn parse_reference(reference: &str) -> RegistryResult<Reference> {
     Reference::parse(reference).map_err(|_| {
         if reference.contains(':') {
@@ -40,8 +42,10 @@ fn parse_reference(reference: &str) -> RegistryResult<Reference> {
         } else {
             oci(
                 ErrorKind::BadRequest,
-                "TAG_INVALID",
-                &format!("invalid tag {reference}"),
+                "MANIFEST_INVALID",
+                &format!(
+                    "invalid tag {reference}: it must match [a-zA-Z0-9_][a-zA-Z0-9._-]{{0,127}}"
+                ),
             )
         }
         .into()
@@ -83,13 +87,11 @@ pub async fn get_manifest(
     reference: &str,
     with_body: bool,
 ) -> RegistryResult<Response> {
-    let parsed = match parse_reference(reference) {
-        Ok(parsed) => parsed,
-        Err(err) => {
-            // Callers who may not pull learn nothing, not even that the reference is malformed.
-            ctx.authorize(name, RepoAction::Pull).await?;
-            return Err(err);
-        }
+    let Ok(parsed) = Reference::parse(reference) else {
+        // No manifest has a malformed reference: 404, as for any reference not
+        // found. Callers who may not pull learn nothing, not even that.
+        ctx.authorize(name, RepoAction::Pull).await?;
+        return Err(missing_manifest(&ctx, name, reference).await);
     };
     let lookup = ctx
         .state
@@ -149,9 +151,10 @@ pub async fn put_manifest(
     reference: &str,
 ) -> RegistryResult<Response> {
     let project = ctx.authorize(name, RepoAction::Push).await?;
-    let parsed = parse_reference(reference)?;
     let content_type = ctx.header("content-type").map(str::to_string);
     let state = ctx.state.clone();
+    // The body is read before the reference is judged, so a client still sending
+    // it gets the error, not a closed connection.
     let body = axum::body::to_bytes(body, MAX_MANIFEST_BYTES)
         .await
         .map_err(|_| {
@@ -161,6 +164,7 @@ pub async fn put_manifest(
                 &format!("a manifest may be at most {MAX_MANIFEST_BYTES} bytes"),
             ))
         })?;
+    let parsed = parse_reference(reference)?;
     let digest = Digest::from_sha256_bytes(&Sha256::digest(&body));
     if let Reference::Digest(given) = &parsed
         && *given != digest
@@ -291,7 +295,7 @@ fn pagination(ctx: &Ctx) -> RegistryResult<(i64, String)> {
         Some(n) => n.parse::<i64>().ok().filter(|n| *n >= 0).ok_or_else(|| {
             RegistryError::from(oci(
                 ErrorKind::BadRequest,
-                "PAGINATION_NUMBER_INVALID",
+                "UNSUPPORTED",
                 "n must be a non-negative integer",
             ))
         })?,
