@@ -4,22 +4,26 @@ use axum::body::Body;
 use axum::http::header::{CONTENT_LENGTH, CONTENT_TYPE, ETAG, LINK, LOCATION};
 use axum::http::{HeaderName, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
+use berth_domain::oci::manifest::{Descriptor, image_extra_attrs};
 use berth_domain::oci::reference::project_of;
-use berth_domain::oci::{Digest, Manifest, Reference, manifest::image_extra_attrs, media_type};
+use berth_domain::oci::{Digest, Manifest, Reference, media_type};
 use berth_store::repo::manifests::{
     DeleteManifest, NewManifest, NewReference, Pull, PutManifest, StoredManifest,
 };
 use serde_json::{Value, json};
 use sha2::{Digest as _, Sha256};
+use tokio::io::AsyncReadExt;
 
 use super::blobs::{DOCKER_CONTENT_DIGEST, empty, parse_digest};
 use super::{Ctx, RegistryError, RegistryResult, RepoAction, oci};
 use crate::error::ErrorKind;
+use crate::state::AppState;
 
 /// The largest manifest accepted (distribution's limit).
 const MAX_MANIFEST_BYTES: usize = 4 << 20;
-/// The largest image config read for `extra_attrs`.
-const MAX_CONFIG_BYTES: i64 = 1 << 20;
+/// The largest image config read for `extra_attrs` (as large as a manifest may be);
+/// a larger config is stored like any blob, only not read.
+const MAX_CONFIG_BYTES: u64 = 4 << 20;
 /// `OCI-Subject`.
 const OCI_SUBJECT: HeaderName = HeaderName::from_static("oci-subject");
 /// `OCI-Filters-Applied`.
@@ -181,12 +185,10 @@ pub async fn put_manifest(
     })?;
     let harbor_type = manifest.harbor_type();
     let extra_attrs = match &manifest.kind {
-        berth_domain::oci::ManifestKind::Image { config, .. }
-            if harbor_type == "IMAGE" && config.size <= MAX_CONFIG_BYTES =>
-        {
-            match tokio::fs::read(state.registry.blobs.blob_path(&config.digest)).await {
-                Ok(bytes) => image_extra_attrs(&bytes),
-                Err(_) => json!({}),
+        berth_domain::oci::ManifestKind::Image { config, .. } if harbor_type == "IMAGE" => {
+            match read_config(&state, config).await {
+                Some(bytes) => image_extra_attrs(&bytes),
+                None => json!({}),
             }
         }
         _ => json!({}),
@@ -259,6 +261,24 @@ pub async fn put_manifest(
         headers.push((OCI_SUBJECT, header(subject.digest.as_str())));
     }
     Ok(empty(StatusCode::CREATED, headers))
+}
+
+/// The bytes of an image config, for `extra_attrs`; `None` when the blob is
+/// missing or unreadable, or when its declared or stored size is over
+/// [`MAX_CONFIG_BYTES`]. Reads at most one byte past the limit, whatever the
+/// manifest declares.
+async fn read_config(state: &AppState, config: &Descriptor) -> Option<Vec<u8>> {
+    let declared = u64::try_from(config.size).ok()?;
+    if declared > MAX_CONFIG_BYTES {
+        return None;
+    }
+    let file = state.registry.blobs.open(&config.digest).await.ok()?;
+    let mut bytes = Vec::with_capacity(usize::try_from(declared).ok()?);
+    file.take(MAX_CONFIG_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .await
+        .ok()?;
+    (u64::try_from(bytes.len()).ok()? <= MAX_CONFIG_BYTES).then_some(bytes)
 }
 
 /// `DELETE /v2/<name>/manifests/<reference>`: a tag reference removes the tag,
