@@ -11,7 +11,7 @@ use berth_store::repo::manifests::{
     DeleteManifest, NewManifest, NewReference, Pull, PutManifest, StoredManifest,
 };
 use serde_json::{Value, json};
-use sha2::{Digest as _, Sha256};
+use sha2::{Digest as _, Sha256, Sha512};
 use tokio::io::AsyncReadExt;
 
 use super::blobs::{DOCKER_CONTENT_DIGEST, empty, parse_digest};
@@ -169,7 +169,7 @@ pub async fn put_manifest(
             ))
         })?;
     let parsed = parse_reference(reference)?;
-    let digest = Digest::from_sha256_bytes(&Sha256::digest(&body));
+    let digest = manifest_digest(&body, &parsed);
     if let Reference::Digest(given) = &parsed
         && *given != digest
     {
@@ -261,6 +261,19 @@ pub async fn put_manifest(
         headers.push((OCI_SUBJECT, header(subject.digest.as_str())));
     }
     Ok(empty(StatusCode::CREATED, headers))
+}
+
+/// The digest of a manifest body: with SHA-512 when it is pushed by a `sha512:`
+/// digest (once [`Digest`] accepts those), else with SHA-256, the canonical algorithm.
+fn manifest_digest(body: &[u8], reference: &Reference) -> Digest {
+    let sha256 = || Digest::from_sha256_bytes(&Sha256::digest(body));
+    match reference {
+        Reference::Digest(given) if given.as_str().starts_with("sha512:") => {
+            Digest::parse(&format!("sha512:{}", hex::encode(Sha512::digest(body))))
+                .unwrap_or_else(|_| sha256())
+        }
+        _ => sha256(),
+    }
 }
 
 /// The bytes of an image config, for `extra_attrs`; `None` when the blob is
