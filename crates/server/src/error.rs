@@ -306,18 +306,39 @@ impl<'a> RestMessage<'a> {
 /// The result of a generator-rest handler.
 pub type RestResult<T> = Result<T, RestError>;
 
+/// The error codes of the OCI distribution spec's table, the only codes `/v2/`
+/// sends ("The `code` field MUST be one of the following").
+pub const OCI_ERROR_CODES: [&str; 14] = [
+    "BLOB_UNKNOWN",
+    "BLOB_UPLOAD_INVALID",
+    "BLOB_UPLOAD_UNKNOWN",
+    "DIGEST_INVALID",
+    "MANIFEST_BLOB_UNKNOWN",
+    "MANIFEST_INVALID",
+    "MANIFEST_UNKNOWN",
+    "NAME_INVALID",
+    "NAME_UNKNOWN",
+    "SIZE_INVALID",
+    "UNAUTHORIZED",
+    "DENIED",
+    "UNSUPPORTED",
+    "TOOMANYREQUESTS",
+];
+
 impl ErrorKind {
-    /// The OCI distribution code of this kind, when the error carries none
-    /// (`registry/api/errcode` and the distribution spec's code table).
-    fn oci_code(self) -> &'static str {
+    /// The OCI code of this kind when the error carries none, from the spec's
+    /// table; `None` for the 5xx kinds, which the table has no code for.
+    fn oci_code(self) -> Option<&'static str> {
         match self {
-            Self::BadRequest | Self::PayloadTooLarge | Self::UnsupportedMediaType => "UNSUPPORTED",
-            Self::Unauthorized => "UNAUTHORIZED",
-            Self::Forbidden | Self::Precondition | Self::Conflict => "DENIED",
-            Self::NotFound => "NAME_UNKNOWN",
-            Self::MethodNotAllowed => "UNSUPPORTED",
-            Self::RangeNotSatisfiable => "BLOB_UPLOAD_INVALID",
-            Self::Internal | Self::BadGateway | Self::Unavailable => "UNKNOWN",
+            Self::BadRequest
+            | Self::PayloadTooLarge
+            | Self::UnsupportedMediaType
+            | Self::MethodNotAllowed => Some("UNSUPPORTED"),
+            Self::Unauthorized => Some("UNAUTHORIZED"),
+            Self::Forbidden | Self::Precondition | Self::Conflict => Some("DENIED"),
+            Self::NotFound => Some("NAME_UNKNOWN"),
+            Self::RangeNotSatisfiable => Some("BLOB_UPLOAD_INVALID"),
+            Self::Internal | Self::BadGateway | Self::Unavailable => None,
         }
     }
 }
@@ -331,7 +352,9 @@ impl ApiError {
 }
 
 /// An [`ApiError`] rendered as the OCI distribution spec does:
-/// `{"errors":[{"code","message"}]}` with an OCI code (`BLOB_UNKNOWN` ...).
+/// `{"errors":[{"code","message"}]}` with a code of [`OCI_ERROR_CODES`]. A 5xx
+/// answer carries an empty `errors` list: the spec's table has no code for a
+/// server failure, and its cause is logged, never sent.
 #[derive(Debug)]
 pub struct OciError(pub ApiError);
 
@@ -344,13 +367,86 @@ impl<E: Into<ApiError>> From<E> for OciError {
 impl IntoResponse for OciError {
     fn into_response(self) -> Response {
         let err = self.0;
-        let code = err.code.unwrap_or(err.kind.oci_code());
-        let body = json!({"errors": [{"code": code, "message": err.message}]});
+        let errors = match err.kind.oci_code() {
+            None => json!([]),
+            Some(default) => {
+                let spec = |code: &&str| OCI_ERROR_CODES.contains(code);
+                debug_assert!(
+                    err.code.is_none_or(|code| spec(&code)),
+                    "{:?} is not an OCI distribution error code",
+                    err.code
+                );
+                let code = err.code.filter(spec).unwrap_or(default);
+                json!([{"code": code, "message": err.message}])
+            }
+        };
+        let body = json!({ "errors": errors });
         let mut response = (err.status(), body.to_string()).into_response();
         response.headers_mut().insert(
             header::CONTENT_TYPE,
             HeaderValue::from_static("application/json; charset=utf-8"),
         );
         response
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const KINDS: [ErrorKind; 13] = [
+        ErrorKind::BadRequest,
+        ErrorKind::Unauthorized,
+        ErrorKind::Forbidden,
+        ErrorKind::NotFound,
+        ErrorKind::MethodNotAllowed,
+        ErrorKind::Conflict,
+        ErrorKind::Precondition,
+        ErrorKind::UnsupportedMediaType,
+        ErrorKind::PayloadTooLarge,
+        ErrorKind::RangeNotSatisfiable,
+        ErrorKind::Internal,
+        ErrorKind::BadGateway,
+        ErrorKind::Unavailable,
+    ];
+
+    async fn oci_body(err: ApiError) -> serde_json::Value {
+        let response = OciError(err).into_response();
+        let bytes = axum::body::to_bytes(response.into_body(), 1 << 16)
+            .await
+            .expect("body");
+        serde_json::from_slice(&bytes).expect("JSON")
+    }
+
+    #[test]
+    fn every_kind_has_a_spec_code_or_is_a_server_error() {
+        for kind in KINDS {
+            match kind.oci_code() {
+                Some(code) => assert!(OCI_ERROR_CODES.contains(&code), "{kind:?}: {code}"),
+                None => assert!(kind.status().is_server_error(), "{kind:?}"),
+            }
+        }
+    }
+
+    #[tokio::test]
+    async fn oci_server_errors_carry_no_code_and_no_text() {
+        for kind in [
+            ErrorKind::Internal,
+            ErrorKind::BadGateway,
+            ErrorKind::Unavailable,
+        ] {
+            let body = oci_body(ApiError::new(
+                kind,
+                "LDAP directory: ldap://10.0.0.1 refused",
+            ))
+            .await;
+            assert_eq!(body, json!({"errors": []}), "{kind:?}");
+        }
+        let body =
+            oci_body(ApiError::not_found("no such thing").with_code("MANIFEST_UNKNOWN")).await;
+        assert_eq!(
+            body,
+            json!({"errors": [{"code": "MANIFEST_UNKNOWN", "message": "no such thing"}]})
+        );
     }
 }

@@ -215,6 +215,12 @@ impl Manifest {
                 "a manifest may list at most {MAX_DESCRIPTORS} layers or manifests"
             )));
         }
+        if content_size(&kind).is_none() {
+            return Err(ManifestError(format!(
+                "the sizes of the manifest's descriptors add up to more than {} bytes",
+                i64::MAX
+            )));
+        }
         let subject = raw
             .subject
             .map(|d| d.into_descriptor("subject"))
@@ -292,17 +298,23 @@ impl Manifest {
     }
 
     /// Harbor's artifact size: the manifest plus its config and layers; for an
-    /// index the manifest plus its children's descriptor sizes.
+    /// index the manifest plus its children's descriptor sizes (saturating at
+    /// `i64::MAX`; [`Manifest::parse`] refuses sizes whose sum overflows).
     pub fn artifact_size(&self, body_len: usize) -> i64 {
         let own = i64::try_from(body_len).unwrap_or(i64::MAX);
-        let parts: i64 = match &self.kind {
-            ManifestKind::Image { config, layers } => {
-                config.size + layers.iter().map(|l| l.size).sum::<i64>()
-            }
-            ManifestKind::Index { manifests } => manifests.iter().map(|m| m.size).sum(),
-        };
-        own.saturating_add(parts)
+        own.saturating_add(content_size(&self.kind).unwrap_or(i64::MAX))
     }
+}
+
+/// The declared sizes of an image's config and layers, or of an index's
+/// children, added up; `None` when the sum does not fit in an `i64`.
+fn content_size(kind: &ManifestKind) -> Option<i64> {
+    let (first, rest) = match kind {
+        ManifestKind::Image { config, layers } => (config.size, layers),
+        ManifestKind::Index { manifests } => (0, manifests),
+    };
+    rest.iter()
+        .try_fold(first, |sum, descriptor| sum.checked_add(descriptor.size))
 }
 
 /// The `extra_attrs` Harbor shows for an image, read from its config blob:
@@ -433,6 +445,53 @@ mod tests {
             media_type::OCI_MANIFEST
         );
         assert!(Manifest::parse(no_config.as_bytes(), None).is_err());
+    }
+
+    #[test]
+    fn sizes_that_overflow_or_are_negative() {
+        let layer = |size: &str| {
+            format!(
+                r#"{{"mediaType":"application/vnd.oci.image.layer.v1.tar+gzip","digest":"{}","size":{size}}}"#,
+                digest('b')
+            )
+        };
+        let image = |layers: &[String]| {
+            format!(
+                r#"{{"schemaVersion":2,"mediaType":"{}","config":{{"mediaType":"{}","digest":"{}","size":1}},"layers":[{}]}}"#,
+                media_type::OCI_MANIFEST,
+                media_type::OCI_CONFIG,
+                digest('a'),
+                layers.join(",")
+            )
+        };
+        let max = i64::MAX.to_string();
+        let fits = image(&[layer(&(i64::MAX - 1).to_string())]);
+        let m = Manifest::parse(fits.as_bytes(), None).unwrap();
+        assert_eq!(
+            m.artifact_size(fits.len()),
+            i64::MAX,
+            "saturates, never wraps"
+        );
+        for layers in [
+            vec![layer(&max)],
+            vec![layer(&max), layer(&max)],
+            vec![layer("-1")],
+            vec![layer("9223372036854775808")],
+            vec![layer("1.5")],
+        ] {
+            let body = image(&layers);
+            assert!(Manifest::parse(body.as_bytes(), None).is_err(), "{body}");
+        }
+        let index = format!(
+            r#"{{"schemaVersion":2,"mediaType":"{}","manifests":[{{"mediaType":"{}","digest":"{}","size":{max}}},{{"mediaType":"{}","digest":"{}","size":1}}]}}"#,
+            media_type::OCI_INDEX,
+            media_type::OCI_MANIFEST,
+            digest('c'),
+            media_type::OCI_MANIFEST,
+            digest('d')
+        );
+        let err = Manifest::parse(index.as_bytes(), None).unwrap_err();
+        assert!(err.0.contains("add up to more than"), "{err}");
     }
 
     #[test]

@@ -4,22 +4,26 @@ use axum::body::Body;
 use axum::http::header::{CONTENT_LENGTH, CONTENT_TYPE, ETAG, LINK, LOCATION};
 use axum::http::{HeaderName, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
+use berth_domain::oci::manifest::{Descriptor, image_extra_attrs};
 use berth_domain::oci::reference::project_of;
-use berth_domain::oci::{Digest, Manifest, Reference, manifest::image_extra_attrs, media_type};
+use berth_domain::oci::{Digest, Manifest, Reference, media_type};
 use berth_store::repo::manifests::{
     DeleteManifest, NewManifest, NewReference, Pull, PutManifest, StoredManifest,
 };
 use serde_json::{Value, json};
-use sha2::{Digest as _, Sha256};
+use sha2::{Digest as _, Sha256, Sha512};
+use tokio::io::AsyncReadExt;
 
 use super::blobs::{DOCKER_CONTENT_DIGEST, empty, parse_digest};
 use super::{Ctx, RegistryError, RegistryResult, RepoAction, oci};
 use crate::error::ErrorKind;
+use crate::state::AppState;
 
 /// The largest manifest accepted (distribution's limit).
 const MAX_MANIFEST_BYTES: usize = 4 << 20;
-/// The largest image config read for `extra_attrs`.
-const MAX_CONFIG_BYTES: i64 = 1 << 20;
+/// The largest image config read for `extra_attrs` (as large as a manifest may be);
+/// a larger config is stored like any blob, only not read.
+const MAX_CONFIG_BYTES: u64 = 4 << 20;
 /// `OCI-Subject`.
 const OCI_SUBJECT: HeaderName = HeaderName::from_static("oci-subject");
 /// `OCI-Filters-Applied`.
@@ -29,6 +33,8 @@ fn header(value: impl AsRef<str>) -> HeaderValue {
     HeaderValue::from_str(value.as_ref()).unwrap_or_else(|_| HeaderValue::from_static(""))
 }
 
+/// The reference of a manifest `PUT` or `DELETE`: a malformed one is 400,
+/// `DIGEST_INVALID` for a digest, `MANIFEST_INVALID` for a tag.
 fn parse_reference(reference: &str) -> RegistryResult<Reference> {
     Reference::parse(reference).map_err(|_| {
         if reference.contains(':') {
@@ -40,8 +46,10 @@ fn parse_reference(reference: &str) -> RegistryResult<Reference> {
         } else {
             oci(
                 ErrorKind::BadRequest,
-                "TAG_INVALID",
-                &format!("invalid tag {reference}"),
+                "MANIFEST_INVALID",
+                &format!(
+                    "invalid tag {reference}: it must match [a-zA-Z0-9_][a-zA-Z0-9._-]{{0,127}}"
+                ),
             )
         }
         .into()
@@ -83,13 +91,11 @@ pub async fn get_manifest(
     reference: &str,
     with_body: bool,
 ) -> RegistryResult<Response> {
-    let parsed = match parse_reference(reference) {
-        Ok(parsed) => parsed,
-        Err(err) => {
-            // Callers who may not pull learn nothing, not even that the reference is malformed.
-            ctx.authorize(name, RepoAction::Pull).await?;
-            return Err(err);
-        }
+    let Ok(parsed) = Reference::parse(reference) else {
+        // No manifest has a malformed reference: 404, as for any reference not
+        // found. Callers who may not pull learn nothing, not even that.
+        ctx.authorize(name, RepoAction::Pull).await?;
+        return Err(missing_manifest(&ctx, name, reference).await);
     };
     let lookup = ctx
         .state
@@ -149,9 +155,10 @@ pub async fn put_manifest(
     reference: &str,
 ) -> RegistryResult<Response> {
     let project = ctx.authorize(name, RepoAction::Push).await?;
-    let parsed = parse_reference(reference)?;
     let content_type = ctx.header("content-type").map(str::to_string);
     let state = ctx.state.clone();
+    // The body is read before the reference is judged, so a client still sending
+    // it gets the error, not a closed connection.
     let body = axum::body::to_bytes(body, MAX_MANIFEST_BYTES)
         .await
         .map_err(|_| {
@@ -161,7 +168,8 @@ pub async fn put_manifest(
                 &format!("a manifest may be at most {MAX_MANIFEST_BYTES} bytes"),
             ))
         })?;
-    let digest = Digest::from_sha256_bytes(&Sha256::digest(&body));
+    let parsed = parse_reference(reference)?;
+    let digest = manifest_digest(&body, &parsed);
     if let Reference::Digest(given) = &parsed
         && *given != digest
     {
@@ -177,12 +185,10 @@ pub async fn put_manifest(
     })?;
     let harbor_type = manifest.harbor_type();
     let extra_attrs = match &manifest.kind {
-        berth_domain::oci::ManifestKind::Image { config, .. }
-            if harbor_type == "IMAGE" && config.size <= MAX_CONFIG_BYTES =>
-        {
-            match tokio::fs::read(state.registry.blobs.blob_path(&config.digest)).await {
-                Ok(bytes) => image_extra_attrs(&bytes),
-                Err(_) => json!({}),
+        berth_domain::oci::ManifestKind::Image { config, .. } if harbor_type == "IMAGE" => {
+            match read_config(&state, config).await {
+                Some(bytes) => image_extra_attrs(&bytes),
+                None => json!({}),
             }
         }
         _ => json!({}),
@@ -257,6 +263,37 @@ pub async fn put_manifest(
     Ok(empty(StatusCode::CREATED, headers))
 }
 
+/// The digest of a manifest body: with SHA-512 when it is pushed by a `sha512:`
+/// digest (once [`Digest`] accepts those), else with SHA-256, the canonical algorithm.
+fn manifest_digest(body: &[u8], reference: &Reference) -> Digest {
+    let sha256 = || Digest::from_sha256_bytes(&Sha256::digest(body));
+    match reference {
+        Reference::Digest(given) if given.as_str().starts_with("sha512:") => {
+            Digest::parse(&format!("sha512:{}", hex::encode(Sha512::digest(body))))
+                .unwrap_or_else(|_| sha256())
+        }
+        _ => sha256(),
+    }
+}
+
+/// The bytes of an image config, for `extra_attrs`; `None` when the blob is
+/// missing or unreadable, or when its declared or stored size is over
+/// [`MAX_CONFIG_BYTES`]. Reads at most one byte past the limit, whatever the
+/// manifest declares.
+async fn read_config(state: &AppState, config: &Descriptor) -> Option<Vec<u8>> {
+    let declared = u64::try_from(config.size).ok()?;
+    if declared > MAX_CONFIG_BYTES {
+        return None;
+    }
+    let file = state.registry.blobs.open(&config.digest).await.ok()?;
+    let mut bytes = Vec::with_capacity(usize::try_from(declared).ok()?);
+    file.take(MAX_CONFIG_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .await
+        .ok()?;
+    (u64::try_from(bytes.len()).ok()? <= MAX_CONFIG_BYTES).then_some(bytes)
+}
+
 /// `DELETE /v2/<name>/manifests/<reference>`: a tag reference removes the tag,
 /// a digest removes the artifact (412 while an index refers to it).
 pub async fn delete_manifest(ctx: Ctx, name: &str, reference: &str) -> RegistryResult<Response> {
@@ -291,7 +328,7 @@ fn pagination(ctx: &Ctx) -> RegistryResult<(i64, String)> {
         Some(n) => n.parse::<i64>().ok().filter(|n| *n >= 0).ok_or_else(|| {
             RegistryError::from(oci(
                 ErrorKind::BadRequest,
-                "PAGINATION_NUMBER_INVALID",
+                "UNSUPPORTED",
                 "n must be a non-negative integer",
             ))
         })?,

@@ -19,6 +19,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{any, get};
 use berth_domain::oci::{V2Path, is_valid_name, parse_v2_path};
 use percent_encoding::percent_decode_str;
+use tower_http::catch_panic::CatchPanicLayer;
 
 pub use auth::{Caller, RepoAction};
 pub use state::RegistryState;
@@ -31,9 +32,12 @@ const API_VERSION: HeaderName = HeaderName::from_static("docker-distribution-api
 /// The `/v2` and `/service/token` routes.
 pub fn router(state: AppState) -> Router<AppState> {
     Router::new()
-        .route("/v2", get(get_base))
+        .route("/v2", get(get_base).fallback(unsupported_method))
         .route("/v2/{*rest}", any(dispatch))
         .route("/service/token", get(auth::get_token))
+        .layer(CatchPanicLayer::custom(|_| {
+            OciError(ApiError::internal("registry handler panicked")).into_response()
+        }))
         .layer(middleware::from_fn_with_state(state, registry_headers))
 }
 
@@ -136,7 +140,7 @@ async fn route(state: AppState, request: Request) -> RegistryResult<Response> {
         .to_string();
     let path = percent_decode_str(&raw).decode_utf8_lossy().into_owned();
     let Some(parsed) = parse_v2_path(&path) else {
-        return Err(oci(ErrorKind::NotFound, "NOT_FOUND", "no such endpoint").into());
+        return Err(oci(ErrorKind::NotFound, "UNSUPPORTED", "no such endpoint").into());
     };
     let name = match &parsed {
         V2Path::Catalog => None,
@@ -205,13 +209,23 @@ async fn route(state: AppState, request: Request) -> RegistryResult<Response> {
         (V2Path::Upload { name, id }, Method::DELETE) => {
             blobs::delete_blob_upload(ctx, name, id).await
         }
-        (_, method) => Err(oci(
-            ErrorKind::MethodNotAllowed,
-            "UNSUPPORTED",
-            &format!("method {method} is not supported here"),
-        )
-        .into()),
+        (_, method) => Err(method_not_allowed(&method)),
     }
+}
+
+/// 405 `UNSUPPORTED` for a method a `/v2/` path does not have.
+fn method_not_allowed(method: &Method) -> RegistryError {
+    oci(
+        ErrorKind::MethodNotAllowed,
+        "UNSUPPORTED",
+        &format!("method {method} is not supported here"),
+    )
+    .into()
+}
+
+/// Any method but `GET`/`HEAD` on `/v2/`.
+async fn unsupported_method(method: Method) -> RegistryError {
+    method_not_allowed(&method)
 }
 
 /// What every `/v2/` operation gets (the body, where one is read, comes apart).

@@ -1,6 +1,7 @@
 //! The OCI distribution API (`/v2/`) and the token service.
 
 mod clients;
+mod conformance_codes;
 mod gc;
 mod integrity;
 mod protocol;
