@@ -19,6 +19,7 @@ use berth_store::repo::registry::Upload;
 use bytes::Bytes;
 use std::io::Read;
 use tokio::io::AsyncSeekExt;
+use tokio::task::JoinHandle;
 
 use super::{Caller, Ctx, RegistryError, RegistryResult, RepoAction, oci};
 use crate::error::{ApiError, ErrorKind, OciError};
@@ -193,27 +194,38 @@ async fn may_push(ctx: &Ctx, name: &str) -> bool {
     }
 }
 
-/// Streams `len` bytes of `file` from its current position, each piece read
-/// on the blocking pool straight into its own buffer. A file shorter than
+/// Streams `len` bytes of `file` from its current position. Each piece is
+/// read on the blocking pool into a fresh, unzeroed buffer, and the next
+/// piece is read while the current one is being sent. A file shorter than
 /// `len` ends the stream with `UnexpectedEof`.
 fn file_stream(
     file: std::fs::File,
     len: u64,
 ) -> impl futures_util::Stream<Item = Result<Bytes, io::Error>> + Send {
-    futures_util::stream::try_unfold((file, len), |(mut file, remaining)| async move {
-        if remaining == 0 {
-            return Ok(None);
-        }
-        let want = remaining.min(READ_CHUNK);
-        let (file, buf) = tokio::task::spawn_blocking(move || {
-            let mut buf = vec![0; usize::try_from(want).unwrap_or(0)];
-            file.read_exact(&mut buf)?;
-            Ok::<_, io::Error>((file, buf))
+    type Piece = JoinHandle<io::Result<(std::fs::File, Bytes)>>;
+    fn read_piece(mut file: std::fs::File, want: u64) -> Piece {
+        tokio::task::spawn_blocking(move || {
+            let mut buf = Vec::with_capacity(usize::try_from(want).unwrap_or(0));
+            (&mut file).take(want).read_to_end(&mut buf)?;
+            if buf.len() as u64 != want {
+                return Err(io::ErrorKind::UnexpectedEof.into());
+            }
+            Ok((file, Bytes::from(buf)))
         })
-        .await
-        .map_err(io::Error::other)??;
-        Ok(Some((Bytes::from(buf), (file, remaining - want))))
-    })
+    }
+    let first = (len > 0).then(|| read_piece(file, len.min(READ_CHUNK)));
+    let after_first = len.saturating_sub(READ_CHUNK);
+    futures_util::stream::try_unfold(
+        (first, after_first),
+        |(reading, remaining): (Option<Piece>, u64)| async move {
+            let Some(reading) = reading else {
+                return Ok(None);
+            };
+            let (file, piece) = reading.await.map_err(io::Error::other)??;
+            let next = (remaining > 0).then(|| read_piece(file, remaining.min(READ_CHUNK)));
+            Ok(Some((piece, (next, remaining.saturating_sub(READ_CHUNK)))))
+        },
+    )
 }
 
 /// `DELETE /v2/<name>/blobs/<digest>`: drops the project's link to the blob
