@@ -379,11 +379,23 @@ impl BlobStore {
                 Err(err) if err.kind() == io::ErrorKind::NotFound => return Ok(found),
                 Err(err) => return Err(err),
             };
+            // Entries come and go while this runs (uploads finish): one that
+            // vanished is simply not listed.
+            let gone = |err: &io::Error| err.kind() == io::ErrorKind::NotFound;
             for entry in entries {
                 let entry = entry?;
-                let mut newest = entry.metadata()?.modified()?;
+                let mut newest = match entry.metadata().and_then(|m| m.modified()) {
+                    Ok(modified) => modified,
+                    Err(err) if gone(&err) => continue,
+                    Err(err) => return Err(err),
+                };
                 if entry.file_type()?.is_dir() {
-                    for file in std::fs::read_dir(entry.path())? {
+                    let files = match std::fs::read_dir(entry.path()) {
+                        Ok(files) => files,
+                        Err(err) if gone(&err) => continue,
+                        Err(err) => return Err(err),
+                    };
+                    for file in files {
                         if let Ok(modified) = file?.metadata().and_then(|m| m.modified()) {
                             newest = newest.max(modified);
                         }
