@@ -569,3 +569,115 @@ impl Registry<'_> {
         Ok(found)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::borrow::Cow;
+
+    use crate::{Backend, Store};
+
+    /// A store on a fresh database of `backend`, migrated up to version 3 only.
+    async fn store_at_version_3(backend: Backend, dir: &std::path::Path) -> Store {
+        let url = match backend {
+            Backend::Sqlite => format!("sqlite://{}?mode=rwc", dir.join("old.db").display()),
+            Backend::Postgres => {
+                let server = std::env::var("BERTH_TEST_POSTGRES_URL")
+                    .expect("BERTH_TEST_POSTGRES_URL is not set: run `bash scripts/test`");
+                let admin = Store::connect(&server).await.unwrap();
+                let name = format!("berth_test_{}", uuid::Uuid::new_v4().simple());
+                admin.create_database(&name).await.unwrap();
+                admin.close().await;
+                format!("{}/{name}", server.rsplit_once('/').unwrap().0)
+            }
+        };
+        let store = Store::connect(&url).await.unwrap();
+        let mut migrator = match backend {
+            Backend::Sqlite => sqlx::migrate!("migrations/sqlite"),
+            Backend::Postgres => sqlx::migrate!("migrations/postgres"),
+        };
+        migrator.migrations = Cow::Owned(
+            migrator
+                .migrations
+                .iter()
+                .filter(|m| m.version < 4)
+                .cloned()
+                .collect(),
+        );
+        migrator.run(&store.pool).await.unwrap();
+        store
+    }
+
+    /// Content pushed before per-repository visibility stays pullable where a
+    /// manifest uses it, and only there; old upload sessions end.
+    async fn content_pushed_before_0004_stays_visible(backend: Backend) {
+        let dir = tempfile::tempdir().unwrap();
+        let store = store_at_version_3(backend, dir.path()).await;
+        let now = berth_domain::time::now();
+        let layer = format!("sha256:{}", "a".repeat(64));
+        let manifest = format!("sha256:{}", "b".repeat(64));
+        for statement in [
+            "INSERT INTO blobs (digest, size, media_type, version, deleting, created_at, updated_at) VALUES ($1, 5, '', 1, 0, $3, $3)",
+            "INSERT INTO blobs (digest, size, media_type, version, deleting, created_at, updated_at) VALUES ($2, 9, '', 1, 0, $3, $3)",
+            "INSERT INTO project_blobs (project_id, blob_id, version, pending_since, created_at) \
+             SELECT 1, id, 1, NULL, $3 FROM blobs WHERE digest IN ($1, $2)",
+            "INSERT INTO repositories (project_id, name, description, pull_count, created_at, updated_at) \
+             VALUES (1, 'library/old', '', 0, $3, $3)",
+            "INSERT INTO artifacts (project_id, repository_id, digest, manifest_blob_id, manifest_media_type, media_type, \
+             artifact_type, type, size, push_time) SELECT 1, r.id, $2, b.id, 'm', 'c', 'c', 'IMAGE', 14, $3 \
+             FROM repositories r, blobs b WHERE r.name = 'library/old' AND b.digest = $2",
+            "INSERT INTO artifact_blobs (artifact_id, blob_id) SELECT a.id, b.id FROM artifacts a, blobs b \
+             WHERE b.digest IN ($1, $2)",
+            "INSERT INTO uploads (id, project_id, repository, bytes_received, hash_state, created_at, updated_at) \
+             VALUES ('0e6f3c1e-0000-4000-8000-000000000000', 1, 'library/old', 3, NULL, $3, $3)",
+        ] {
+            sqlx::query(statement)
+                .bind(&layer)
+                .bind(&manifest)
+                .bind(&now)
+                .execute(&store.pool)
+                .await
+                .unwrap_or_else(|e| panic!("{statement}: {e}"));
+        }
+        store.migrate().await.unwrap();
+        let registry = store.registry();
+        assert!(
+            registry
+                .repository_blob("library/old", &layer)
+                .await
+                .unwrap()
+                .is_some()
+        );
+        assert!(
+            registry
+                .repository_blob("library/old", &manifest)
+                .await
+                .unwrap()
+                .is_some()
+        );
+        assert!(
+            registry
+                .repository_blob("library/other", &layer)
+                .await
+                .unwrap()
+                .is_none()
+        );
+        assert!(
+            registry
+                .upload("0e6f3c1e-0000-4000-8000-000000000000")
+                .await
+                .unwrap()
+                .is_none()
+        );
+        store.close().await;
+    }
+
+    #[tokio::test]
+    async fn upgrade_to_per_repository_blobs_sqlite() {
+        content_pushed_before_0004_stays_visible(Backend::Sqlite).await;
+    }
+
+    #[tokio::test]
+    async fn upgrade_to_per_repository_blobs_postgres() {
+        content_pushed_before_0004_stays_visible(Backend::Postgres).await;
+    }
+}
