@@ -525,46 +525,30 @@ impl Registry<'_> {
 
     /// Which of `ids` are upload sessions.
     pub async fn existing_uploads(&self, ids: &[String]) -> StoreResult<Vec<String>> {
-        let mut found = Vec::new();
-        for chunk in ids.chunks(500) {
-            let sql = format!(
-                "SELECT id FROM uploads WHERE id IN ({})",
-                placeholders(1, chunk.len())
-            );
-            let mut query = sqlx::query_as::<_, (String,)>(sqlx::AssertSqlSafe(sql));
-            for id in chunk {
-                query = query.bind(id);
-            }
-            found.extend(
-                query
-                    .fetch_all(&self.0.pool)
-                    .await?
-                    .into_iter()
-                    .map(|(id,)| id),
-            );
-        }
-        Ok(found)
+        let ids: Vec<&str> = ids.iter().map(String::as_str).collect();
+        self.which_exist("SELECT id FROM uploads WHERE id IN", &ids)
+            .await
     }
 
     /// Which of `digests` have a blob row (in any state).
     pub async fn known_digests(&self, digests: &[Digest]) -> StoreResult<Vec<String>> {
+        let digests: Vec<&str> = digests.iter().map(Digest::as_str).collect();
+        self.which_exist("SELECT digest FROM blobs WHERE digest IN", &digests)
+            .await
+    }
+
+    /// The values among `values` that `select` (`SELECT <column> FROM <table>
+    /// WHERE <column> IN`) finds, asked 500 at a time.
+    async fn which_exist(&self, select: &str, values: &[&str]) -> StoreResult<Vec<String>> {
         let mut found = Vec::new();
-        for chunk in digests.chunks(500) {
-            let sql = format!(
-                "SELECT digest FROM blobs WHERE digest IN ({})",
-                placeholders(1, chunk.len())
-            );
+        for chunk in values.chunks(500) {
+            let sql = format!("{select} ({})", placeholders(1, chunk.len()));
             let mut query = sqlx::query_as::<_, (String,)>(sqlx::AssertSqlSafe(sql));
-            for digest in chunk {
-                query = query.bind(digest.as_str());
+            for value in chunk {
+                query = query.bind(*value);
             }
-            found.extend(
-                query
-                    .fetch_all(&self.0.pool)
-                    .await?
-                    .into_iter()
-                    .map(|(d,)| d),
-            );
+            let rows = query.fetch_all(&self.0.pool).await?;
+            found.extend(rows.into_iter().map(|(value,)| value));
         }
         Ok(found)
     }
