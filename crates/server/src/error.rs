@@ -166,6 +166,9 @@ impl From<StoreError> for ApiError {
                 format!("the uploaded content does not match digest {expected}"),
             )
             .with_code("DIGEST_INVALID"),
+            StoreError::Blob(err @ BlobError::RangeMismatch { .. }) => {
+                Self::new(ErrorKind::BadRequest, err.to_string()).with_code("BLOB_UPLOAD_INVALID")
+            }
             StoreError::Blob(BlobError::Body(message)) => Self::new(
                 ErrorKind::BadRequest,
                 format!("the upload body could not be read: {message}"),

@@ -44,6 +44,14 @@ pub enum BlobError {
         /// What the client said.
         expected: Digest,
     },
+    /// A chunk's length differs from the length its `Content-Range` names.
+    #[error("the chunk has {received} bytes where its Content-Range names {declared}")]
+    RangeMismatch {
+        /// Bytes the range names.
+        declared: u64,
+        /// Bytes the body had.
+        received: u64,
+    },
     /// The saved hash state could not be restored.
     #[error("the upload's hash state is corrupt")]
     BadState,

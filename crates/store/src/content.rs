@@ -15,7 +15,7 @@ use bytes::Bytes;
 use futures_util::Stream;
 
 use crate::Store;
-use crate::blobs::{BlobError, BlobStore, Hasher, Staged};
+use crate::blobs::{BlobError, BlobStore, Hasher, Staged, WrittenPart};
 use crate::error::StoreResult;
 use crate::repo::registry::{BlobInfo, Installed, Upload, deleting};
 
@@ -74,15 +74,20 @@ impl Content<'_> {
     }
 
     /// Appends `body` to `upload` as its next part; `Done` with the bytes
-    /// the session now holds.
-    pub async fn append<S, E>(&self, upload: &Upload, body: S) -> StoreResult<UploadStep<i64>>
+    /// the session now holds. A body of another length than `declared` (its
+    /// `Content-Range`) is refused and changes nothing.
+    pub async fn append<S, E>(
+        &self,
+        upload: &Upload,
+        body: S,
+        declared: Option<u64>,
+    ) -> StoreResult<UploadStep<i64>>
     where
         S: Stream<Item = Result<Bytes, E>> + Send,
         E: std::fmt::Display,
     {
-        let hasher = Hasher::restore(upload.algorithm(), upload.hash_state.as_deref())?;
         let part = self
-            .heartbeat(&upload.id, self.blobs.write_part(&upload.id, hasher, body))
+            .write_part(upload, upload.hash_state.as_deref(), body, declared)
             .await?;
         if self.store.registry().record_part(upload, &part).await? {
             let len = i64::try_from(part.len).unwrap_or(i64::MAX);
@@ -92,13 +97,14 @@ impl Content<'_> {
         self.lost(&upload.id).await
     }
 
-    /// Commits `upload`, with a last chunk `last` if the request carries one,
-    /// as blob `expected` of the session's repository. A digest that does not
-    /// match the bytes ends the session and stores nothing.
+    /// Commits `upload`, with a last chunk `last` (and the length its
+    /// `Content-Range` names, if any) when the request carries one, as blob
+    /// `expected` of the session's repository. A digest that does not match
+    /// the bytes ends the session and stores nothing.
     pub async fn commit<S, E>(
         &self,
         upload: &Upload,
-        last: Option<S>,
+        last: Option<(S, Option<u64>)>,
         expected: &Digest,
     ) -> StoreResult<UploadStep<BlobInfo>>
     where
@@ -111,10 +117,9 @@ impl Content<'_> {
             return self.lost(&upload.id).await;
         }
         let mut state = upload.hash_state.clone();
-        if let Some(body) = last {
-            let hasher = Hasher::restore(upload.algorithm(), state.as_deref())?;
+        if let Some((body, declared)) = last {
             let part = self
-                .heartbeat(&upload.id, self.blobs.write_part(&upload.id, hasher, body))
+                .write_part(upload, state.as_deref(), body, declared)
                 .await?;
             parts.push(part.name);
             state = Some(part.hash_state);
@@ -191,6 +196,36 @@ impl Content<'_> {
             if !self.store.recover_gc(self.blobs).await? {
                 tokio::time::sleep(Duration::from_millis(20)).await;
             }
+        }
+    }
+
+    /// Writes `body` as a new part of `upload` after the bytes hashed into
+    /// `state`; a part of another length than `declared` is removed and refused.
+    async fn write_part<S, E>(
+        &self,
+        upload: &Upload,
+        state: Option<&[u8]>,
+        body: S,
+        declared: Option<u64>,
+    ) -> StoreResult<WrittenPart>
+    where
+        S: Stream<Item = Result<Bytes, E>> + Send,
+        E: std::fmt::Display,
+    {
+        let hasher = Hasher::restore(upload.algorithm(), state)?;
+        let part = self
+            .heartbeat(&upload.id, self.blobs.write_part(&upload.id, hasher, body))
+            .await?;
+        match declared {
+            Some(declared) if declared != part.len => {
+                self.blobs.discard_part(&upload.id, &part.name).await;
+                Err(BlobError::RangeMismatch {
+                    declared,
+                    received: part.len,
+                }
+                .into())
+            }
+            _ => Ok(part),
         }
     }
 

@@ -314,12 +314,33 @@ async fn load_upload(ctx: &Ctx, name: &str, id: &str) -> RegistryResult<Upload> 
     }
 }
 
-/// Whether the request's `Content-Range`, if any, starts where `upload` stands.
-fn range_fits(ctx: &Ctx, upload: &Upload) -> bool {
-    match ctx.header("content-range").map(parse_content_range) {
-        None => true,
-        Some(Some((start, _))) => i64::try_from(start) == Ok(upload.bytes_received),
-        Some(None) => false,
+/// Checks the request's `Content-Range`, if any, against where `upload`
+/// stands and against its `Content-Length`; the length the chunk must have,
+/// or the answer refusing it (416 elsewhere, 400 a contradiction).
+fn declared_length(ctx: &Ctx, name: &str, upload: &Upload) -> Result<Option<u64>, Box<Response>> {
+    let Some(range) = ctx.header("content-range") else {
+        return Ok(None);
+    };
+    let range = parse_content_range(range)
+        .filter(|(start, _)| i64::try_from(*start) == Ok(upload.bytes_received));
+    let Some((start, end)) = range else {
+        return Err(Box::new(out_of_order(
+            name,
+            &upload.id,
+            upload.bytes_received,
+        )));
+    };
+    let declared = end - start + 1;
+    match ctx.header("content-length").map(str::parse::<u64>) {
+        Some(Ok(length)) if length != declared => Err(Box::new(
+            OciError(oci(
+                ErrorKind::BadRequest,
+                "BLOB_UPLOAD_INVALID",
+                &format!("the Content-Range names {declared} bytes, the Content-Length {length}"),
+            ))
+            .into_response(),
+        )),
+        _ => Ok(Some(declared)),
     }
 }
 
@@ -334,14 +355,15 @@ pub async fn patch_blob_upload(
 ) -> RegistryResult<Response> {
     ctx.authorize(name, RepoAction::Push).await?;
     let upload = load_upload(&ctx, name, id).await?;
-    if !range_fits(&ctx, &upload) {
-        return Ok(out_of_order(name, id, upload.bytes_received));
-    }
+    let declared = match declared_length(&ctx, name, &upload) {
+        Ok(declared) => declared,
+        Err(refused) => return Ok(*refused),
+    };
     let state = &ctx.state;
     match state
         .store
         .content(&state.registry.blobs)
-        .append(&upload, body.into_data_stream())
+        .append(&upload, body.into_data_stream(), declared)
         .await?
     {
         UploadStep::Done(received) => Ok(empty(
@@ -372,10 +394,12 @@ pub async fn put_blob_upload(
     })?;
     let digest = parse_digest(&digest)?;
     let upload = load_upload(&ctx, name, id).await?;
-    if !range_fits(&ctx, &upload) {
-        return Ok(out_of_order(name, id, upload.bytes_received));
-    }
-    let last = (ctx.header("content-length") != Some("0")).then(|| body.into_data_stream());
+    let declared = match declared_length(&ctx, name, &upload) {
+        Ok(declared) => declared,
+        Err(refused) => return Ok(*refused),
+    };
+    let last =
+        (ctx.header("content-length") != Some("0")).then(|| (body.into_data_stream(), declared));
     let state = &ctx.state;
     match state
         .store

@@ -472,3 +472,48 @@ backend_test!(
         assert_consistent(&app).await;
     }
 );
+
+backend_test!(
+    async fn a_chunk_must_have_the_length_its_range_names(app) {
+        let name = "library/ranges";
+        let location = start_upload(&app, name).await;
+        // Said up front by Content-Length: refused before a byte is read.
+        let res = app
+            .request(Method::PATCH, &location)
+            .admin()
+            .header("content-range", "0-0")
+            .header("content-length", "4")
+            .raw("application/octet-stream", b"abcd".to_vec())
+            .send()
+            .await;
+        assert_eq!(res.status, StatusCode::BAD_REQUEST);
+        assert_eq!(error_code(&res), "BLOB_UPLOAD_INVALID");
+        // Found while streaming (no Content-Length): refused, nothing kept.
+        let res = patch(&app, &location, "0-0", b"abcd".to_vec()).await;
+        assert_eq!(res.status, StatusCode::BAD_REQUEST, "{}", res.text());
+        assert_eq!(error_code(&res), "BLOB_UPLOAD_INVALID");
+        let res = app.get(&location).admin().send().await;
+        assert_eq!(res.header("range"), Some("0-0"));
+        let res = patch(&app, &location, "0-3", b"abcd".to_vec()).await;
+        assert_eq!(res.status, StatusCode::ACCEPTED);
+        assert_eq!(res.header("range"), Some("0-3"));
+        let res = app
+            .put(&format!("{location}?digest={}", digest_of(b"abcdef")))
+            .admin()
+            .header("content-range", "4-9")
+            .raw("application/octet-stream", b"ef".to_vec())
+            .send()
+            .await;
+        assert_eq!(error_code(&res), "BLOB_UPLOAD_INVALID");
+        let res = app
+            .put(&format!("{location}?digest={}", digest_of(b"abcdef")))
+            .admin()
+            .header("content-range", "4-5")
+            .raw("application/octet-stream", b"ef".to_vec())
+            .send()
+            .await;
+        assert_eq!(res.status, StatusCode::CREATED, "{}", res.text());
+        assert_same(pull_blob(&app, name, &digest_of(b"abcdef")).await, b"abcdef", "the blob");
+        assert_consistent(&app).await;
+    }
+);
