@@ -163,20 +163,33 @@ pub async fn get_blob(
             header(format!("bytes {start}-{}/{size}", start + len - 1)),
         ));
     }
-    let body = if with_body {
-        let mut file = match ctx.state.registry.blobs.open(&digest).await {
-            Ok(file) => file,
-            Err(err) if err.kind() == io::ErrorKind::NotFound => return Err(blob_unknown(&digest)),
-            Err(err) => return Err(ApiError::internal(err).into()),
-        };
-        if start > 0 {
-            file.seek(io::SeekFrom::Start(start))
-                .await
-                .map_err(ApiError::internal)?;
-        }
-        Body::from_stream(file_stream(file.into_std().await, len))
-    } else {
+    let body = if !with_body {
         Body::empty()
+    } else {
+        match ctx.state.registry.blobs.open(&digest).await {
+            Ok(mut file) => {
+                if start > 0 {
+                    file.seek(io::SeekFrom::Start(start))
+                        .await
+                        .map_err(ApiError::internal)?;
+                }
+                Body::from_stream(file_stream(file.into_std().await, len))
+            }
+            Err(err) if err.kind() == io::ErrorKind::NotFound => {
+                // A manifest is a blob too, kept in the database rather than in a file.
+                let body = registry
+                    .manifest_body(blob.id)
+                    .await?
+                    .ok_or_else(|| blob_unknown(&digest))?;
+                let piece = usize::try_from(start)
+                    .ok()
+                    .zip(usize::try_from(start + len).ok())
+                    .and_then(|(from, to)| body.get(from..to).map(<[u8]>::to_vec))
+                    .ok_or_else(|| blob_unknown(&digest))?;
+                Body::from(piece)
+            }
+            Err(err) => return Err(ApiError::internal(err).into()),
+        }
     };
     let mut response = (status, body).into_response();
     for (k, v) in headers {

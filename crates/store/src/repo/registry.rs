@@ -210,6 +210,16 @@ impl Registry<'_> {
             .await?)
     }
 
+    /// The bytes of blob `blob_id` if it is a manifest (kept in the database, not in a file).
+    pub async fn manifest_body(&self, blob_id: i64) -> StoreResult<Option<Vec<u8>>> {
+        let row: Option<(Vec<u8>,)> =
+            sqlx::query_as("SELECT body FROM manifest_bodies WHERE blob_id = $1")
+                .bind(blob_id)
+                .fetch_optional(&self.0.pool)
+                .await?;
+        Ok(row.map(|(body,)| body))
+    }
+
     /// Commits `staged` as blob `staged.digest` of `repository` (in project
     /// `project_id`), with a pending project link; for a chunked upload,
     /// ends session `upload` = (id, parts) in the same transaction, on the

@@ -9,7 +9,7 @@ use berth_store::repo::gc::{GcOptions, collect_garbage, run_garbage_collection};
 use serde_json::json;
 use sha2::{Digest as _, Sha512};
 
-use super::{digest_of, error_code, image_manifest, push_blob, put_manifest};
+use super::{digest_of, error_code, image_manifest, push_blob, push_image, put_manifest};
 use crate::backend_test;
 use crate::util::TestApp;
 
@@ -515,5 +515,20 @@ backend_test!(
         assert_eq!(res.status, StatusCode::CREATED, "{}", res.text());
         assert_same(pull_blob(&app, name, &digest_of(b"abcdef")).await, b"abcdef", "the blob");
         assert_consistent(&app).await;
+    }
+);
+
+backend_test!(
+    async fn a_manifest_is_served_as_a_blob_too(app) {
+        let name = "library/manifest-blob";
+        let (manifest, digest) = push_image(&app, name, "v1", &[b"some layer"]).await;
+        let res = app.request(Method::HEAD, &format!("/v2/{name}/blobs/{digest}")).admin().send().await;
+        assert_eq!(res.status, StatusCode::OK);
+        assert_eq!(res.header("content-length"), Some(manifest.len().to_string().as_str()));
+        assert_same(pull_blob(&app, name, &digest).await, &manifest, "the manifest as a blob");
+        let res = app.get(&format!("/v2/{name}/blobs/{digest}")).header("range", "bytes=2-5").admin().send().await;
+        assert_eq!(res.status, StatusCode::PARTIAL_CONTENT);
+        assert_eq!(res.body, manifest[2..6].to_vec());
+        assert_eq!(pull_blob(&app, "library/elsewhere", &digest).await, Err(StatusCode::NOT_FOUND));
     }
 );
