@@ -348,3 +348,113 @@ backend_test!(
         assert_eq!(alice.status, StatusCode::OK);
     }
 );
+
+/// The stored text of a configuration item, as kept in its row.
+async fn stored(app: &TestApp, name: &str) -> String {
+    app.store()
+        .configurations()
+        .stored_text(name)
+        .await
+        .unwrap()
+        .expect("a stored row")
+}
+
+backend_test!(
+    async fn configuration_secrets_are_sealed_at_rest(app) {
+        let password = env("BERTH_TEST_LDAP_BIND_PASSWORD");
+        configure(&app, &[]).await;
+        let res = app
+            .put("/api/v2.0/configurations")
+            .admin()
+            .json(&json!({"ldap_search_password": password, "oidc_client_secret": "oidc-s3cret"}))
+            .send()
+            .await;
+        assert_eq!(res.status, StatusCode::OK, "{}", res.text());
+        for (name, plain) in [("ldap_search_password", password.as_str()), ("oidc_client_secret", "oidc-s3cret")] {
+            let text = stored(&app, name).await;
+            assert!(text.starts_with("\"enc:v1:"), "{name} is sealed: {text}");
+            assert!(!text.contains(plain), "{name} is not kept in plain text");
+        }
+        let config = app.get("/api/v2.0/configurations").admin().send().await;
+        assert!(!config.text().contains("enc:v1:") && !config.text().contains("oidc-s3cret"));
+        assert!(config.json().get("oidc_client_secret").is_none());
+        let internal = app.get("/api/v2.0/internalconfig").admin().send().await.text();
+        assert!(!internal.contains("enc:v1:") && !internal.contains(&password));
+
+        // The directory is searched with the sealed password, opened.
+        assert_eq!(ping(&app, json!({})).await.1, json!({"success": true}));
+        let alice = app.get("/api/v2.0/ldap/users/search?username=alice").admin().send().await;
+        assert_eq!(alice.status, StatusCode::OK);
+        assert_eq!(alice.json()[0]["email"], "alice@berth.test");
+        let loaded = app.store().configurations().load().await.unwrap();
+        assert_eq!(loaded.string("ldap_search_password"), password);
+        assert_eq!(loaded.string("oidc_client_secret"), "oidc-s3cret");
+    }
+);
+
+backend_test!(
+    async fn plain_secrets_of_earlier_versions_are_sealed_at_start(app) {
+        configure(&app, &[]).await;
+        let password = env("BERTH_TEST_LDAP_BIND_PASSWORD");
+        // A row as an earlier version wrote it: the JSON string, in plain text.
+        let plain = json!(password).to_string();
+        app.store().configurations().store_text("ldap_search_password", &plain).await.unwrap();
+        assert_eq!(ping(&app, json!({})).await.1, json!({"success": true}), "a plain row is still read");
+
+        // The next start (a new connection given the key) seals it, once.
+        let url = app.database_url.clone();
+        let restarted = berth::bootstrap::seal_secrets(
+            berth_store::Store::connect(&url).await.unwrap(),
+            crate::util::CONFIG_SECRET_KEY,
+        )
+        .await
+        .unwrap();
+        let sealed = stored(&app, "ldap_search_password").await;
+        assert!(sealed.starts_with("\"enc:v1:") && !sealed.contains(&password), "{sealed}");
+        assert_eq!(restarted.configurations().seal_plain_secrets().await.unwrap(), 0, "idempotent");
+        assert_eq!(stored(&app, "ldap_search_password").await, sealed, "a sealed row is left as it is");
+        restarted.close().await;
+
+        assert_eq!(ping(&app, json!({})).await.1, json!({"success": true}), "the sealed row opens");
+        let bob = app.get("/api/v2.0/ldap/users/search?username=bob").admin().send().await;
+        assert_eq!(bob.json()[0]["username"], "bob");
+    }
+);
+
+backend_test!(
+    async fn a_secret_sealed_with_another_key_is_a_clear_error(app) {
+        configure(&app, &[]).await;
+        let url = app.database_url.clone();
+
+        // Starting with another key fails, and says which secret and which setting.
+        let other = berth_store::Store::connect(&url).await.unwrap();
+        let err = berth::bootstrap::seal_secrets(other.clone(), "another-key-that-is-long-enough-000000")
+            .await
+            .unwrap_err();
+        let message = format!("{err:#}");
+        assert!(message.contains("configurations/ldap_search_password"), "{message}");
+        assert!(message.contains("another CONFIG_SECRET_KEY"), "{message}");
+
+        // A store reading it with another key (or none) gets an error, not garbage.
+        let wrong = other.clone().with_sealer(std::sync::Arc::new(
+            berth_auth::SecretBox::new("another-key-that-is-long-enough-000000").unwrap(),
+        ));
+        let err = wrong.configurations().load().await.unwrap_err();
+        assert!(
+            matches!(
+                &err,
+                berth_store::StoreError::Secret { source: berth_domain::sealing::SealError::WrongKey, .. }
+            ),
+            "{err}"
+        );
+        assert!(matches!(
+            other.configurations().load().await.unwrap_err(),
+            berth_store::StoreError::Secret { source: berth_domain::sealing::SealError::NoKey, .. }
+        ));
+        assert!(other.configurations().save(&[("ldap_search_password", s("x"))]).await.is_err(), "no key, no plain write");
+        other.close().await;
+        assert!(berth::bootstrap::seal_secrets(berth_store::Store::connect(&url).await.unwrap(), "short").await.is_err());
+
+        assert_eq!(ping(&app, json!({})).await.1, json!({"success": true}), "the right key still works");
+    }
+);
