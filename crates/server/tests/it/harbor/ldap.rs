@@ -9,23 +9,25 @@ use serde_json::json;
 use crate::backend_test;
 use crate::util::{RefusedPort, TestApp};
 
-fn env(name: &str) -> String {
+/// A variable `scripts/ldap-fixture` exports.
+pub(crate) fn env(name: &str) -> String {
     std::env::var(name).unwrap_or_else(|_| {
         panic!("{name} is not set: run the suite with `bash scripts/test`, which starts slapd")
     })
 }
 
-const PEOPLE: &str = "ou=people,dc=berth,dc=test";
-const GROUPS: &str = "ou=groups,dc=berth,dc=test";
+pub(crate) const PEOPLE: &str = "ou=people,dc=berth,dc=test";
+pub(crate) const GROUPS: &str = "ou=groups,dc=berth,dc=test";
 const DEVELOPERS: &str = "cn=developers,ou=groups,dc=berth,dc=test";
 const ADMINS: &str = "cn=registry-admins,ou=groups,dc=berth,dc=test";
 
-fn s(value: &str) -> ConfigValue {
+/// A string configuration value.
+pub(crate) fn s(value: &str) -> ConfigValue {
     ConfigValue::String(value.to_string())
 }
 
 /// Points the stored configuration at the test directory.
-async fn configure(app: &TestApp, extra: &[(&str, ConfigValue)]) {
+pub(crate) async fn configure(app: &TestApp, extra: &[(&str, ConfigValue)]) {
     let mut items = vec![
         ("ldap_url", s(&env("BERTH_TEST_LDAP_URL"))),
         ("ldap_search_dn", s(&env("BERTH_TEST_LDAP_BIND_DN"))),
@@ -171,7 +173,7 @@ backend_test!(
         let mut names: Vec<String> =
             all.json().as_array().unwrap().iter().map(|u| u["username"].as_str().unwrap().to_string()).collect();
         names.sort();
-        assert_eq!(names, ["alice", "bob", "carol", "dave"]);
+        assert_eq!(names, ["alice", "bob", "carol", "dave", "erin"]);
 
         let alice = app.get("/api/v2.0/ldap/users/search?username=alice").admin().send().await.json();
         assert_eq!(alice, json!([{"username": "alice", "realname": "Alice Liddell", "email": "alice@berth.test"}]));
@@ -456,5 +458,102 @@ backend_test!(
         assert!(berth::bootstrap::seal_secrets(berth_store::Store::connect(&url).await.unwrap(), "short").await.is_err());
 
         assert_eq!(ping(&app, json!({})).await.1, json!({"success": true}), "the right key still works");
+    }
+);
+
+const AUDITORS: &str = "cn=auditors,ou=groups,dc=berth,dc=test";
+
+/// The directory settings of [`configure`] with `extra` on top, as the client reads them.
+async fn directory_settings(
+    app: &TestApp,
+    extra: &[(&str, ConfigValue)],
+) -> berth_auth::ldap::LdapSettings {
+    configure(app, extra).await;
+    berth::directory::settings(&app.store().configurations().load().await.unwrap())
+}
+
+backend_test!(
+    async fn group_side_membership_attributes_find_groups_without_member_of(app) {
+        use berth_auth::ldap::authenticate;
+        // erin is listed by auditors' uniqueMember only: the directory keeps no memberOf for her.
+        let user_side = directory_settings(&app, &[]).await;
+        let erin = authenticate(&user_side, "erin", "erin-pw").await.unwrap().unwrap();
+        assert!(erin.groups.is_empty(), "no memberOf: {:?}", erin.groups);
+
+        let unique = directory_settings(
+            &app,
+            &[
+                ("ldap_group_membership_attribute", s("uniqueMember")),
+                ("ldap_group_search_filter", s("objectClass=groupOfUniqueNames")),
+            ],
+        )
+        .await;
+        let erin = authenticate(&unique, "erin", "erin-pw").await.unwrap().unwrap();
+        assert_eq!(erin.groups, [AUDITORS]);
+        assert!(authenticate(&unique, "dave", "dave-pw").await.unwrap().unwrap().groups.is_empty());
+        assert!(authenticate(&unique, "erin", "wrong").await.unwrap().is_none(), "the password is still checked");
+
+        // `member` read from the groups gives what memberOf gives.
+        let member = directory_settings(
+            &app,
+            &[
+                ("ldap_group_membership_attribute", s("member")),
+                ("ldap_group_search_filter", s("objectClass=groupOfNames")),
+            ],
+        )
+        .await;
+        let alice = authenticate(&member, "alice", "alice-pw").await.unwrap().unwrap();
+        assert_eq!(alice.groups, [DEVELOPERS]);
+        let carol = authenticate(&member, "carol@berth.test", "carol-pw").await.unwrap().unwrap();
+        assert_eq!((carol.username.as_str(), carol.groups.as_slice()), ("carol", [ADMINS.to_string()].as_slice()));
+    }
+);
+
+backend_test!(
+    async fn a_unique_member_group_grants_its_project_role_end_to_end(app) {
+        configure(
+            &app,
+            &[
+                ("auth_mode", s("ldap_auth")),
+                ("ldap_group_membership_attribute", s("uniqueMember")),
+                ("ldap_group_search_filter", s("objectClass=groupOfUniqueNames")),
+            ],
+        )
+        .await;
+        let project = crate::harbor::fixtures::project(&app, None, "audit", false).await;
+        let res = app
+            .post("/api/v2.0/projects/audit/members")
+            .admin()
+            .json(&json!({"role_id": 2, "member_group": {"ldap_group_dn": AUDITORS}}))
+            .send()
+            .await;
+        assert_eq!(res.status, StatusCode::CREATED, "{}", res.text());
+
+        // erin gets the group's developer role: she sees the private project, pushes and pulls.
+        let seen = app.get(&format!("/api/v2.0/projects/{project}")).basic("erin", "erin-pw").send().await;
+        assert_eq!(seen.status, StatusCode::OK, "{}", seen.text());
+        assert_eq!(seen.json()["current_user_role_ids"], json!([2]));
+        let listed = app.get("/api/v2.0/projects?name=audit").basic("erin", "erin-pw").send().await.json();
+        assert_eq!(listed[0]["name"], "audit", "{listed}");
+        let layer = b"audited layer".to_vec();
+        let digest = crate::registry::digest_of(&layer);
+        let pushed = app
+            .post(&format!("/v2/audit/app/blobs/uploads/?digest={digest}"))
+            .basic("erin", "erin-pw")
+            .raw("application/octet-stream", layer.clone())
+            .send()
+            .await;
+        assert_eq!(pushed.status, StatusCode::CREATED, "{}", pushed.text());
+        let pulled = app.get(&format!("/v2/audit/app/blobs/{digest}")).basic("erin", "erin-pw").send().await;
+        assert_eq!(pulled.status, StatusCode::OK);
+        assert_eq!(pulled.body, layer);
+
+        // dave, in no group, sees nothing of it.
+        let dave = app.get(&format!("/api/v2.0/projects/{project}")).basic("dave", "dave-pw").send().await;
+        assert_ne!(dave.status, StatusCode::OK);
+        let listed = app.get("/api/v2.0/projects?name=audit").basic("dave", "dave-pw").send().await.json();
+        assert_eq!(listed, json!([]));
+        let denied = app.get(&format!("/v2/audit/app/blobs/{digest}")).basic("dave", "dave-pw").send().await;
+        assert!(denied.status == StatusCode::FORBIDDEN || denied.status == StatusCode::NOT_FOUND, "{}", denied.status);
     }
 );
