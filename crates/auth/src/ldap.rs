@@ -345,15 +345,25 @@ async fn search_users_in(
     settings: &LdapSettings,
     username: Option<&str>,
 ) -> Result<Vec<DirectoryUser>> {
+    search_users_by(session, settings, uid_attribute(settings), username).await
+}
+
+/// Users whose attribute `by` equals `value` (every user when `None` or empty).
+async fn search_users_by(
+    session: &mut Session,
+    settings: &LdapSettings,
+    by: &str,
+    value: Option<&str>,
+) -> Result<Vec<DirectoryUser>> {
     validate_dn(&settings.base_dn)?;
     let uid = uid_attribute(settings);
-    let value = match username.map(str::trim).filter(|u| !u.is_empty()) {
+    let value = match value.map(str::trim).filter(|u| !u.is_empty()) {
         Some(name) => ldap_escape(name).into_owned(),
         None => "*".to_string(),
     };
     let filter = combine(
         &normalize_filter(&settings.filter)?,
-        &format!("({uid}={value})"),
+        &format!("({by}={value})"),
     );
     let membership = membership_attribute(settings);
     let attrs = [uid, "cn", "displayName", "mail", "email", membership];
@@ -394,32 +404,109 @@ pub async fn find_user(settings: &LdapSettings, username: &str) -> Result<Option
     }
 }
 
-/// Verifies `password` for `username`: search as the service account, then bind
-/// as the user's DN. `Ok(None)` for an unknown user or a wrong password.
+/// Verifies `password` for `login`: search as the service account, then bind
+/// as the user's DN. `login` is the uid attribute's value or, when no entry has
+/// that uid and it looks like an address, the `mail` attribute's value.
+/// `Ok(None)` for an unknown user, an ambiguous login or a wrong password.
+/// The user's groups come from the membership attribute (see [`GroupSide`]).
 pub async fn authenticate(
     settings: &LdapSettings,
-    username: &str,
+    login: &str,
     password: &str,
 ) -> Result<Option<DirectoryUser>> {
-    if username.trim().is_empty() || password.is_empty() {
+    let login = login.trim();
+    if login.is_empty() || password.is_empty() {
         return Ok(None);
     }
     let mut session = service_session(settings).await?;
-    let found = search_users_in(&mut session, settings, Some(username)).await;
+    let result = authenticate_in(&mut session, settings, login, password).await;
     session.close().await;
-    let mut users = found?;
+    result
+}
+
+async fn authenticate_in(
+    session: &mut Session,
+    settings: &LdapSettings,
+    login: &str,
+    password: &str,
+) -> Result<Option<DirectoryUser>> {
+    let mut users = search_users_in(session, settings, Some(login)).await?;
+    if users.is_empty() && login.contains('@') {
+        users = search_users_by(session, settings, "mail", Some(login)).await?;
+    }
     if users.len() != 1 {
         return Ok(None);
     }
-    let user = users.pop().expect("one user");
+    let mut user = users.pop().expect("one user");
     let mut as_user = Session::open(settings).await?;
     let bound = as_user.bind(&user.dn, password).await;
     as_user.close().await;
     match bound {
-        Ok(()) => Ok(Some(user)),
-        Err(DirectoryError::InvalidCredentials) => Ok(None),
-        Err(other) => Err(other),
+        Ok(()) => {}
+        Err(DirectoryError::InvalidCredentials) => return Ok(None),
+        Err(other) => return Err(other),
     }
+    if let Some(side) = GroupSide::of(settings) {
+        user.groups = groups_listing(session, settings, side, &user).await?;
+    }
+    Ok(Some(user))
+}
+
+/// A membership attribute that groups carry rather than users, for
+/// directories without a `memberOf` overlay: `member` and `uniqueMember` list
+/// member DNs, `memberUid` member uids (posixGroup). Any other attribute is
+/// read from the user's own entry, as Harbor does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GroupSide {
+    /// `member` or `uniqueMember`: the user's DN.
+    Dn(&'static str),
+    /// `memberUid`: the user's uid.
+    Uid,
+}
+
+impl GroupSide {
+    /// The group-side kind of the configured membership attribute, if it is one.
+    pub fn of(settings: &LdapSettings) -> Option<Self> {
+        match membership_attribute(settings).to_ascii_lowercase().as_str() {
+            "member" => Some(Self::Dn("member")),
+            "uniquemember" => Some(Self::Dn("uniqueMember")),
+            "memberuid" => Some(Self::Uid),
+            _ => None,
+        }
+    }
+}
+
+/// DNs of the groups (under the group base DN, matching the group filter) that
+/// list `user` in the group-side membership attribute; none when no group
+/// base DN is configured.
+async fn groups_listing(
+    session: &mut Session,
+    settings: &LdapSettings,
+    side: GroupSide,
+    user: &DirectoryUser,
+) -> Result<Vec<String>> {
+    if settings.group_base_dn.trim().is_empty() {
+        return Ok(Vec::new());
+    }
+    validate_dn(&settings.group_base_dn)?;
+    let clause = match side {
+        GroupSide::Dn(attr) => format!("({attr}={})", ldap_escape(&user.dn)),
+        GroupSide::Uid => format!("(memberUid={})", ldap_escape(&user.username)),
+    };
+    let filter = combine(&normalize_filter(&settings.group_filter)?, &clause);
+    let found = session
+        .search(
+            &settings.group_base_dn,
+            scope(settings.group_scope)?,
+            &filter,
+            &["1.1"],
+        )
+        .await;
+    let entries = match found {
+        Err(DirectoryError::Failed(message)) if message == "no such object" => Vec::new(),
+        other => other?,
+    };
+    Ok(entries.into_iter().map(|entry| entry.dn).collect())
 }
 
 /// Groups by name (under the group base DN) or, when no name is given, by DN.
@@ -519,6 +606,23 @@ mod tests {
             "(&(objectClass=person)(uid=x))"
         );
         assert_eq!(combine("", "(uid=x)"), "(uid=x)");
+    }
+
+    #[test]
+    fn group_side_membership_attributes() {
+        let side = |attr: &str| {
+            GroupSide::of(&LdapSettings {
+                membership_attribute: attr.into(),
+                ..LdapSettings::default()
+            })
+        };
+        assert_eq!(side("memberof"), None);
+        assert_eq!(side(""), None, "the default is memberof");
+        assert_eq!(side("isMemberOf"), None);
+        assert_eq!(side("member"), Some(GroupSide::Dn("member")));
+        assert_eq!(side("uniqueMember"), Some(GroupSide::Dn("uniqueMember")));
+        assert_eq!(side(" UNIQUEMEMBER "), Some(GroupSide::Dn("uniqueMember")));
+        assert_eq!(side("memberUid"), Some(GroupSide::Uid));
     }
 
     #[test]

@@ -8,9 +8,11 @@ pub mod cache;
 pub mod ldap;
 pub mod password;
 pub mod registry_token;
+pub mod sealing;
 pub mod secret;
 pub mod token;
 
 pub use cache::{CredentialCache, TimedCache};
 pub use registry_token::RegistryTokenKeys;
+pub use sealing::SecretBox;
 pub use token::{TokenError, TokenKeys};

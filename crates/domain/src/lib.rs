@@ -9,6 +9,7 @@ pub mod oci;
 pub mod query;
 pub mod rbac;
 pub mod rest_query;
+pub mod sealing;
 pub mod time;
 
 pub use error::DomainError;

@@ -1,12 +1,13 @@
 //! Opening a data directory: secrets, database, migrations and the built-in admin.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
 use berth_auth::cache::CacheTimes;
 use berth_auth::secret::{SecretKey, random_alphanumeric};
-use berth_auth::{CredentialCache, TimedCache, TokenKeys, password};
+use berth_auth::{CredentialCache, SecretBox, TimedCache, TokenKeys, password};
 use berth_domain::model::ADMIN_USER_ID;
 use berth_store::Store;
 
@@ -49,6 +50,7 @@ pub async fn open_store(settings: &Settings) -> anyhow::Result<Store> {
 pub async fn open(settings: &Settings) -> anyhow::Result<AppState> {
     let store = open_store(settings).await?;
     let secrets = secrets::load_or_create(&settings.data_dir)?;
+    let store = seal_secrets(store, &secrets.config_secret_key).await?;
     let blob_dir = blob_dir(&settings.data_dir);
     std::fs::create_dir_all(&blob_dir)
         .with_context(|| format!("creating blob directory {}", blob_dir.display()))?;
@@ -76,6 +78,26 @@ pub async fn open(settings: &Settings) -> anyhow::Result<AppState> {
         settings.external_url(),
         rest,
     ))
+}
+
+/// Gives the store the key that seals the secrets it keeps, seals those that
+/// earlier versions stored in plain text (a SQL migration cannot encrypt, so
+/// this runs at every start) and checks that every sealed one opens with the key.
+pub async fn seal_secrets(store: Store, key: &str) -> anyhow::Result<Store> {
+    let sealer = SecretBox::new(key).context("CONFIG_SECRET_KEY")?;
+    let store = store.with_sealer(Arc::new(sealer));
+    let sealed = store
+        .configurations()
+        .seal_plain_secrets()
+        .await
+        .context("sealing the secrets stored in the configuration")?;
+    if sealed > 0 {
+        tracing::info!(
+            sealed,
+            "encrypted configuration secrets stored in plain text"
+        );
+    }
+    Ok(store)
 }
 
 /// Gives the built-in `admin` a password on first start: `HARBOR_ADMIN_PASSWORD`,

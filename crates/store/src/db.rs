@@ -3,6 +3,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use berth_domain::sealing::Sealer;
 use sqlx::any::{AnyConnectOptions, AnyPoolOptions};
 use sqlx::{AnyPool, Executor};
 
@@ -39,6 +40,9 @@ pub struct Store {
     backend: Backend,
     changes: Arc<Changes>,
     pub(crate) lock_site: LockSite,
+    /// Seals secrets kept in rows (configuration passwords); `None` until the
+    /// server gives it its key, and then secrets can be neither written nor read.
+    pub(crate) sealer: Option<Arc<dyn Sealer>>,
 }
 
 impl Store {
@@ -91,7 +95,14 @@ impl Store {
             backend,
             changes,
             lock_site: LockSite::for_url(backend, url),
+            sealer: None,
         })
+    }
+
+    /// This store, sealing and opening the secrets it keeps with `sealer`.
+    pub fn with_sealer(mut self, sealer: Arc<dyn Sealer>) -> Self {
+        self.sealer = Some(sealer);
+        self
     }
 
     /// Brings the schema up to date.

@@ -20,6 +20,14 @@ pub enum StoreError {
     /// An upload's bytes were refused (digest mismatch, broken body) or could not be stored.
     #[error(transparent)]
     Blob(#[from] crate::blobs::BlobError),
+    /// A secret kept in the database could not be sealed or opened.
+    #[error("the stored secret {name} cannot be used: {source}")]
+    Secret {
+        /// Where the secret is kept (e.g. `configurations/ldap_search_password`).
+        name: String,
+        /// Why.
+        source: berth_domain::sealing::SealError,
+    },
 }
 
 /// Result of a store call.

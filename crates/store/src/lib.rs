@@ -11,6 +11,7 @@ mod db;
 mod error;
 mod gc_lock;
 pub mod repo;
+mod sealed;
 
 pub use blobs::{BlobError, BlobStore, Hasher, Staged, WrittenPart};
 pub use changes::{Changes, Topic};

@@ -1,5 +1,6 @@
 //! `POST /auth` (generator-rest.md §4.2): master key plus Basic e-mail and
-//! password give a user token. The social providers are in `social.rs`.
+//! password give a user token (in `ldap_auth` mode: the directory uid or
+//! e-mail and the directory password). The social providers are in `social.rs`.
 
 use axum::extract::State;
 use axum::http::StatusCode;
@@ -34,6 +35,6 @@ pub async fn authenticate(
     input: RestInput,
 ) -> RestResult<(StatusCode, Json<AuthView>)> {
     input.require_master(&state)?;
-    let user = input.require_basic_user(&state).await?;
+    let user = input.require_sign_in(&state).await?;
     Ok((StatusCode::CREATED, Json(auth_view(&state, &user))))
 }

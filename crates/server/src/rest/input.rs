@@ -15,6 +15,7 @@ use berth_domain::model::User;
 use berth_domain::rest_query::{self, ListQuery, RuleArg, RuleFailure, RuleValue};
 use serde_json::{Map, Value, json};
 
+use crate::directory;
 use crate::error::{
     ApiError, ErrorKind, REST_BEARER_INVALID, REST_BEARER_MISSING, REST_PLAIN, RestError,
 };
@@ -320,6 +321,26 @@ impl RestInput {
         } else {
             Err(ApiError::unauthorized())
         }
+    }
+
+    /// The sign-in of `POST /auth`: [`RestInput::require_basic_user`], except
+    /// in `ldap_auth` mode, where the directory decides: the login is the
+    /// directory uid or the directory user's e-mail, the password whatever the
+    /// directory accepts, and the user is onboarded as on every other surface.
+    pub async fn require_sign_in(&self, state: &AppState) -> Result<Arc<User>, ApiError> {
+        let config = state.store.configurations().load().await?;
+        if config.string("auth_mode") != directory::LDAP_AUTH {
+            return self.require_basic_user(state).await;
+        }
+        let creds = self
+            .authorization
+            .as_deref()
+            .and_then(BasicCredentials::parse)
+            .filter(|c| !c.login.trim().is_empty() && !c.password.is_empty())
+            .ok_or_else(ApiError::unauthorized)?;
+        identity::verify_password(state, creds.login.trim(), &creds.password)
+            .await?
+            .ok_or_else(ApiError::unauthorized)
     }
 
     /// `password()`: HTTP Basic e-mail and password. Header problems and wrong

@@ -76,12 +76,21 @@ async fn target_user(state: &AppState, id: Option<&str>, caller: &User) -> RestR
     live_user(state, id).await
 }
 
-/// `POST /users` (master key): 201 with the full view.
+/// `POST /users` (master key): 201 with the full view; 403 outside `db_auth`, as Harbor's createUser.
 pub async fn create_user(
     State(state): State<AppState>,
     input: RestInput,
 ) -> RestResult<(StatusCode, Json<UserView>)> {
     input.require_master(&state)?;
+    let config = state.store.configurations().load().await?;
+    let mode = config.string("auth_mode");
+    if mode != "db_auth" {
+        // As Harbor's createUser: users come from the directory (or other provider) then.
+        return Err(ApiError::forbidden(format!(
+            "creating local user is not allowed under auth mode: {mode}"
+        ))
+        .into());
+    }
     let email =
         rest_query::validate_email("email", input.field("email").as_deref()).map_err(rule_error)?;
     let password = rest_query::validate_password("password", input.field("password").as_deref())

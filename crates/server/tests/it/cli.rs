@@ -14,6 +14,7 @@ fn berth(data_dir: &Path, database_url: &str) -> Command {
         .env("DATABASE_URL", database_url)
         .env_remove("MASTER_KEY")
         .env_remove("JWT_SECRET")
+        .env_remove("CONFIG_SECRET_KEY")
         .env_remove("HARBOR_ADMIN_PASSWORD");
     command
 }
@@ -236,4 +237,122 @@ async fn fsck_finds_and_repairs_sqlite() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn fsck_finds_and_repairs_postgres() {
     fsck_finds_and_repairs(Backend::Postgres).await;
+}
+
+/// Runs `command` to its end (at most 30 s); its exit code and standard error.
+fn run_to_end(mut command: Command) -> (Option<i32>, String) {
+    let mut child = command
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while child.try_wait().unwrap().is_none() {
+        if std::time::Instant::now() > deadline {
+            child.kill().unwrap();
+            panic!("the command did not end");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let out = child.wait_with_output().unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// A `secrets.json` of an earlier version gets a configuration key; a start
+/// with another key refuses to run and says why.
+async fn config_secret_key_is_kept_and_checked(backend: Backend) {
+    let dir = tempfile::tempdir().unwrap();
+    let url = database_url(backend, dir.path()).await;
+    let server = serve(dir.path(), &url).await;
+    let admin_password =
+        server.printed_line("Generated password of the system administrator `admin`: ");
+    let saved = reqwest::Client::new()
+        .put(server.url("/api/v2.0/configurations"))
+        .basic_auth("admin", Some(&admin_password))
+        .json(&serde_json::json!({"ldap_search_password": "search-pw"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(saved.status().as_u16(), 200);
+    assert_eq!(server.stop().0, Some(0));
+    let secrets_path = dir.path().join("secrets.json");
+    let secrets: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&secrets_path).unwrap()).unwrap();
+    let key = secrets["config_secret_key"].as_str().unwrap().to_string();
+    assert!(key.len() >= 32);
+
+    let (code, stderr) = run_to_end({
+        let mut command = berth(dir.path(), &url);
+        command.env(
+            "CONFIG_SECRET_KEY",
+            "another-key-that-is-long-enough-000000",
+        );
+        command
+    });
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(
+        stderr.contains("configurations/ldap_search_password")
+            && stderr.contains("another CONFIG_SECRET_KEY"),
+        "{stderr}"
+    );
+
+    // The key given by the environment opens what was sealed (and is not written down).
+    let legacy = serde_json::json!({
+        "master_key": secrets["master_key"],
+        "jwt_secret": secrets["jwt_secret"],
+    });
+    std::fs::write(&secrets_path, legacy.to_string()).unwrap();
+    let server = ServedBerth::start(|_port| {
+        let mut command = berth(dir.path(), &url);
+        command.env("CONFIG_SECRET_KEY", &key);
+        command
+    })
+    .await;
+    assert_eq!(
+        current_user_status(&server, "admin", &admin_password).await,
+        200
+    );
+    assert_eq!(server.stop().0, Some(0));
+    let kept: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&secrets_path).unwrap()).unwrap();
+    assert!(kept.get("config_secret_key").is_none());
+
+    // An earlier version's data: a secrets file without the key and a plain
+    // row. The start adds a key to the file and seals the row with it.
+    let store = berth_store::Store::connect(&url).await.unwrap();
+    store
+        .configurations()
+        .store_text("ldap_search_password", "\"search-pw\"")
+        .await
+        .unwrap();
+    let server = serve(dir.path(), &url).await;
+    assert_eq!(server.stop().0, Some(0));
+    let upgraded: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&secrets_path).unwrap()).unwrap();
+    assert!(upgraded["config_secret_key"].as_str().unwrap().len() >= 32);
+    assert_eq!(upgraded["master_key"], secrets["master_key"]);
+    let row = store
+        .configurations()
+        .stored_text("ldap_search_password")
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(
+        row.starts_with("\"enc:v1:") && !row.contains("search-pw"),
+        "{row}"
+    );
+    store.close().await;
+}
+
+#[tokio::test]
+async fn config_secret_key_is_kept_and_checked_sqlite() {
+    config_secret_key_is_kept_and_checked(Backend::Sqlite).await;
+}
+
+#[tokio::test]
+async fn config_secret_key_is_kept_and_checked_postgres() {
+    config_secret_key_is_kept_and_checked(Backend::Postgres).await;
 }

@@ -9,23 +9,25 @@ use serde_json::json;
 use crate::backend_test;
 use crate::util::{RefusedPort, TestApp};
 
-fn env(name: &str) -> String {
+/// A variable `scripts/ldap-fixture` exports.
+pub(crate) fn env(name: &str) -> String {
     std::env::var(name).unwrap_or_else(|_| {
         panic!("{name} is not set: run the suite with `bash scripts/test`, which starts slapd")
     })
 }
 
-const PEOPLE: &str = "ou=people,dc=berth,dc=test";
-const GROUPS: &str = "ou=groups,dc=berth,dc=test";
+pub(crate) const PEOPLE: &str = "ou=people,dc=berth,dc=test";
+pub(crate) const GROUPS: &str = "ou=groups,dc=berth,dc=test";
 const DEVELOPERS: &str = "cn=developers,ou=groups,dc=berth,dc=test";
 const ADMINS: &str = "cn=registry-admins,ou=groups,dc=berth,dc=test";
 
-fn s(value: &str) -> ConfigValue {
+/// A string configuration value.
+pub(crate) fn s(value: &str) -> ConfigValue {
     ConfigValue::String(value.to_string())
 }
 
 /// Points the stored configuration at the test directory.
-async fn configure(app: &TestApp, extra: &[(&str, ConfigValue)]) {
+pub(crate) async fn configure(app: &TestApp, extra: &[(&str, ConfigValue)]) {
     let mut items = vec![
         ("ldap_url", s(&env("BERTH_TEST_LDAP_URL"))),
         ("ldap_search_dn", s(&env("BERTH_TEST_LDAP_BIND_DN"))),
@@ -171,7 +173,7 @@ backend_test!(
         let mut names: Vec<String> =
             all.json().as_array().unwrap().iter().map(|u| u["username"].as_str().unwrap().to_string()).collect();
         names.sort();
-        assert_eq!(names, ["alice", "bob", "carol", "dave"]);
+        assert_eq!(names, ["alice", "bob", "carol", "dave", "erin"]);
 
         let alice = app.get("/api/v2.0/ldap/users/search?username=alice").admin().send().await.json();
         assert_eq!(alice, json!([{"username": "alice", "realname": "Alice Liddell", "email": "alice@berth.test"}]));
@@ -346,5 +348,212 @@ backend_test!(
         assert_eq!(ping(&app, json!({})).await.1, json!({"success": true}));
         let alice = app.get("/api/v2.0/users/current").basic("alice", "alice-pw").send().await;
         assert_eq!(alice.status, StatusCode::OK);
+    }
+);
+
+/// The stored text of a configuration item, as kept in its row.
+async fn stored(app: &TestApp, name: &str) -> String {
+    app.store()
+        .configurations()
+        .stored_text(name)
+        .await
+        .unwrap()
+        .expect("a stored row")
+}
+
+backend_test!(
+    async fn configuration_secrets_are_sealed_at_rest(app) {
+        let password = env("BERTH_TEST_LDAP_BIND_PASSWORD");
+        configure(&app, &[]).await;
+        let res = app
+            .put("/api/v2.0/configurations")
+            .admin()
+            .json(&json!({"ldap_search_password": password, "oidc_client_secret": "oidc-s3cret"}))
+            .send()
+            .await;
+        assert_eq!(res.status, StatusCode::OK, "{}", res.text());
+        for (name, plain) in [("ldap_search_password", password.as_str()), ("oidc_client_secret", "oidc-s3cret")] {
+            let text = stored(&app, name).await;
+            assert!(text.starts_with("\"enc:v1:"), "{name} is sealed: {text}");
+            assert!(!text.contains(plain), "{name} is not kept in plain text");
+        }
+        let config = app.get("/api/v2.0/configurations").admin().send().await;
+        assert!(!config.text().contains("enc:v1:") && !config.text().contains("oidc-s3cret"));
+        assert!(config.json().get("oidc_client_secret").is_none());
+        let internal = app.get("/api/v2.0/internalconfig").admin().send().await.text();
+        assert!(!internal.contains("enc:v1:") && !internal.contains(&password));
+
+        // The directory is searched with the sealed password, opened.
+        assert_eq!(ping(&app, json!({})).await.1, json!({"success": true}));
+        let alice = app.get("/api/v2.0/ldap/users/search?username=alice").admin().send().await;
+        assert_eq!(alice.status, StatusCode::OK);
+        assert_eq!(alice.json()[0]["email"], "alice@berth.test");
+        let loaded = app.store().configurations().load().await.unwrap();
+        assert_eq!(loaded.string("ldap_search_password"), password);
+        assert_eq!(loaded.string("oidc_client_secret"), "oidc-s3cret");
+    }
+);
+
+backend_test!(
+    async fn plain_secrets_of_earlier_versions_are_sealed_at_start(app) {
+        configure(&app, &[]).await;
+        let password = env("BERTH_TEST_LDAP_BIND_PASSWORD");
+        // A row as an earlier version wrote it: the JSON string, in plain text.
+        let plain = json!(password).to_string();
+        app.store().configurations().store_text("ldap_search_password", &plain).await.unwrap();
+        assert_eq!(ping(&app, json!({})).await.1, json!({"success": true}), "a plain row is still read");
+
+        // The next start (a new connection given the key) seals it, once.
+        let url = app.database_url.clone();
+        let restarted = berth::bootstrap::seal_secrets(
+            berth_store::Store::connect(&url).await.unwrap(),
+            crate::util::CONFIG_SECRET_KEY,
+        )
+        .await
+        .unwrap();
+        let sealed = stored(&app, "ldap_search_password").await;
+        assert!(sealed.starts_with("\"enc:v1:") && !sealed.contains(&password), "{sealed}");
+        assert_eq!(restarted.configurations().seal_plain_secrets().await.unwrap(), 0, "idempotent");
+        assert_eq!(stored(&app, "ldap_search_password").await, sealed, "a sealed row is left as it is");
+        restarted.close().await;
+
+        assert_eq!(ping(&app, json!({})).await.1, json!({"success": true}), "the sealed row opens");
+        let bob = app.get("/api/v2.0/ldap/users/search?username=bob").admin().send().await;
+        assert_eq!(bob.json()[0]["username"], "bob");
+    }
+);
+
+backend_test!(
+    async fn a_secret_sealed_with_another_key_is_a_clear_error(app) {
+        configure(&app, &[]).await;
+        let url = app.database_url.clone();
+
+        // Starting with another key fails, and says which secret and which setting.
+        let other = berth_store::Store::connect(&url).await.unwrap();
+        let err = berth::bootstrap::seal_secrets(other.clone(), "another-key-that-is-long-enough-000000")
+            .await
+            .unwrap_err();
+        let message = format!("{err:#}");
+        assert!(message.contains("configurations/ldap_search_password"), "{message}");
+        assert!(message.contains("another CONFIG_SECRET_KEY"), "{message}");
+
+        // A store reading it with another key (or none) gets an error, not garbage.
+        let wrong = other.clone().with_sealer(std::sync::Arc::new(
+            berth_auth::SecretBox::new("another-key-that-is-long-enough-000000").unwrap(),
+        ));
+        let err = wrong.configurations().load().await.unwrap_err();
+        assert!(
+            matches!(
+                &err,
+                berth_store::StoreError::Secret { source: berth_domain::sealing::SealError::WrongKey, .. }
+            ),
+            "{err}"
+        );
+        assert!(matches!(
+            other.configurations().load().await.unwrap_err(),
+            berth_store::StoreError::Secret { source: berth_domain::sealing::SealError::NoKey, .. }
+        ));
+        assert!(other.configurations().save(&[("ldap_search_password", s("x"))]).await.is_err(), "no key, no plain write");
+        other.close().await;
+        assert!(berth::bootstrap::seal_secrets(berth_store::Store::connect(&url).await.unwrap(), "short").await.is_err());
+
+        assert_eq!(ping(&app, json!({})).await.1, json!({"success": true}), "the right key still works");
+    }
+);
+
+const AUDITORS: &str = "cn=auditors,ou=groups,dc=berth,dc=test";
+
+/// The directory settings of [`configure`] with `extra` on top, as the client reads them.
+async fn directory_settings(
+    app: &TestApp,
+    extra: &[(&str, ConfigValue)],
+) -> berth_auth::ldap::LdapSettings {
+    configure(app, extra).await;
+    berth::directory::settings(&app.store().configurations().load().await.unwrap())
+}
+
+backend_test!(
+    async fn group_side_membership_attributes_find_groups_without_member_of(app) {
+        use berth_auth::ldap::authenticate;
+        // erin is listed by auditors' uniqueMember only: the directory keeps no memberOf for her.
+        let user_side = directory_settings(&app, &[]).await;
+        let erin = authenticate(&user_side, "erin", "erin-pw").await.unwrap().unwrap();
+        assert!(erin.groups.is_empty(), "no memberOf: {:?}", erin.groups);
+
+        let unique = directory_settings(
+            &app,
+            &[
+                ("ldap_group_membership_attribute", s("uniqueMember")),
+                ("ldap_group_search_filter", s("objectClass=groupOfUniqueNames")),
+            ],
+        )
+        .await;
+        let erin = authenticate(&unique, "erin", "erin-pw").await.unwrap().unwrap();
+        assert_eq!(erin.groups, [AUDITORS]);
+        assert!(authenticate(&unique, "dave", "dave-pw").await.unwrap().unwrap().groups.is_empty());
+        assert!(authenticate(&unique, "erin", "wrong").await.unwrap().is_none(), "the password is still checked");
+
+        // `member` read from the groups gives what memberOf gives.
+        let member = directory_settings(
+            &app,
+            &[
+                ("ldap_group_membership_attribute", s("member")),
+                ("ldap_group_search_filter", s("objectClass=groupOfNames")),
+            ],
+        )
+        .await;
+        let alice = authenticate(&member, "alice", "alice-pw").await.unwrap().unwrap();
+        assert_eq!(alice.groups, [DEVELOPERS]);
+        let carol = authenticate(&member, "carol@berth.test", "carol-pw").await.unwrap().unwrap();
+        assert_eq!((carol.username.as_str(), carol.groups.as_slice()), ("carol", [ADMINS.to_string()].as_slice()));
+    }
+);
+
+backend_test!(
+    async fn a_unique_member_group_grants_its_project_role_end_to_end(app) {
+        configure(
+            &app,
+            &[
+                ("auth_mode", s("ldap_auth")),
+                ("ldap_group_membership_attribute", s("uniqueMember")),
+                ("ldap_group_search_filter", s("objectClass=groupOfUniqueNames")),
+            ],
+        )
+        .await;
+        let project = crate::harbor::fixtures::project(&app, None, "audit", false).await;
+        let res = app
+            .post("/api/v2.0/projects/audit/members")
+            .admin()
+            .json(&json!({"role_id": 2, "member_group": {"ldap_group_dn": AUDITORS}}))
+            .send()
+            .await;
+        assert_eq!(res.status, StatusCode::CREATED, "{}", res.text());
+
+        // erin gets the group's developer role: she sees the private project, pushes and pulls.
+        let seen = app.get(&format!("/api/v2.0/projects/{project}")).basic("erin", "erin-pw").send().await;
+        assert_eq!(seen.status, StatusCode::OK, "{}", seen.text());
+        assert_eq!(seen.json()["current_user_role_ids"], json!([2]));
+        let listed = app.get("/api/v2.0/projects?name=audit").basic("erin", "erin-pw").send().await.json();
+        assert_eq!(listed[0]["name"], "audit", "{listed}");
+        let layer = b"audited layer".to_vec();
+        let digest = crate::registry::digest_of(&layer);
+        let pushed = app
+            .post(&format!("/v2/audit/app/blobs/uploads/?digest={digest}"))
+            .basic("erin", "erin-pw")
+            .raw("application/octet-stream", layer.clone())
+            .send()
+            .await;
+        assert_eq!(pushed.status, StatusCode::CREATED, "{}", pushed.text());
+        let pulled = app.get(&format!("/v2/audit/app/blobs/{digest}")).basic("erin", "erin-pw").send().await;
+        assert_eq!(pulled.status, StatusCode::OK);
+        assert_eq!(pulled.body, layer);
+
+        // dave, in no group, sees nothing of it.
+        let dave = app.get(&format!("/api/v2.0/projects/{project}")).basic("dave", "dave-pw").send().await;
+        assert_ne!(dave.status, StatusCode::OK);
+        let listed = app.get("/api/v2.0/projects?name=audit").basic("dave", "dave-pw").send().await.json();
+        assert_eq!(listed, json!([]));
+        let denied = app.get(&format!("/v2/audit/app/blobs/{digest}")).basic("dave", "dave-pw").send().await;
+        assert!(denied.status == StatusCode::FORBIDDEN || denied.status == StatusCode::NOT_FOUND, "{}", denied.status);
     }
 );

@@ -3,7 +3,7 @@
 mod compat;
 mod configurations;
 pub mod fixtures;
-mod ldap;
+pub(crate) mod ldap;
 mod members;
 mod metadata;
 mod projects;

@@ -14,6 +14,8 @@ pub const ADMIN_PASSWORD: &str = "Harbor12345";
 pub const MASTER_KEY: &str = "test-master-key-0123456789abcdef";
 /// The JWT secret in tests.
 pub const JWT_SECRET: &str = "test-jwt-secret";
+/// The key that seals configuration secrets in tests.
+pub const CONFIG_SECRET_KEY: &str = "test-config-secret-key-0123456789abcdef";
 
 /// Which database a test runs on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -63,6 +65,9 @@ impl TestApp {
             .await
             .expect("connect to the test database");
         store.migrate().await.expect("migrate the test database");
+        let store = bootstrap::seal_secrets(store, CONFIG_SECRET_KEY)
+            .await
+            .expect("the test key seals");
         let hash = berth_auth::password::hash_password(ADMIN_PASSWORD);
         assert!(store.users().set_password_if_unset(1, &hash).await.unwrap());
         let blob_dir = bootstrap::blob_dir(dir.path());

@@ -6,7 +6,8 @@ mod request;
 mod served;
 
 pub use app::{
-    ADMIN_PASSWORD, Backend, JWT_SECRET, MASTER_KEY, TestApp, database_url, postgres_database_url,
+    ADMIN_PASSWORD, Backend, CONFIG_SECRET_KEY, JWT_SECRET, MASTER_KEY, TestApp, database_url,
+    postgres_database_url,
 };
 pub use request::TestResponse;
 pub use served::{BERTH_BIN, RefusedPort, ServedBerth, free_port};
