@@ -16,7 +16,7 @@ use futures_util::Stream;
 
 use crate::Store;
 use crate::blobs::{BlobError, BlobStore, Hasher, Staged, WrittenPart};
-use crate::error::StoreResult;
+use crate::error::{StoreError, StoreResult};
 use crate::repo::registry::{BlobInfo, Installed, Upload, deleting};
 
 /// How often a chunk that is still streaming in marks its session active.
@@ -86,9 +86,12 @@ impl Content<'_> {
         S: Stream<Item = Result<Bytes, E>> + Send,
         E: std::fmt::Display,
     {
-        let part = self
+        let Some(part) = self
             .write_part(upload, upload.hash_state.as_deref(), body, declared)
-            .await?;
+            .await?
+        else {
+            return Ok(UploadStep::Gone);
+        };
         if self.store.registry().record_part(upload, &part).await? {
             let len = i64::try_from(part.len).unwrap_or(i64::MAX);
             return Ok(UploadStep::Done(upload.bytes_received + len));
@@ -118,9 +121,12 @@ impl Content<'_> {
         }
         let mut state = upload.hash_state.clone();
         if let Some((body, declared)) = last {
-            let part = self
+            let Some(part) = self
                 .write_part(upload, state.as_deref(), body, declared)
-                .await?;
+                .await?
+            else {
+                return Ok(UploadStep::Gone);
+            };
             parts.push(part.name);
             state = Some(part.hash_state);
         }
@@ -200,22 +206,34 @@ impl Content<'_> {
     }
 
     /// Writes `body` as a new part of `upload` after the bytes hashed into
-    /// `state`; a part of another length than `declared` is removed and refused.
+    /// `state`; a part of another length than `declared` is removed and
+    /// refused. `None` when the session ended meanwhile (a commit or a
+    /// cancel removed its directory under the write).
     async fn write_part<S, E>(
         &self,
         upload: &Upload,
         state: Option<&[u8]>,
         body: S,
         declared: Option<u64>,
-    ) -> StoreResult<WrittenPart>
+    ) -> StoreResult<Option<WrittenPart>>
     where
         S: Stream<Item = Result<Bytes, E>> + Send,
         E: std::fmt::Display,
     {
         let hasher = Hasher::restore(upload.algorithm(), state)?;
-        let part = self
+        let written = self
             .heartbeat(&upload.id, self.blobs.write_part(&upload.id, hasher, body))
-            .await?;
+            .await;
+        let part = match written {
+            Ok(part) => part,
+            Err(err @ StoreError::Blob(BlobError::Io(_))) => {
+                return match self.lost::<()>(&upload.id).await? {
+                    UploadStep::Gone => Ok(None),
+                    _ => Err(err),
+                };
+            }
+            Err(err) => return Err(err),
+        };
         match declared {
             Some(declared) if declared != part.len => {
                 self.blobs.discard_part(&upload.id, &part.name).await;
@@ -225,15 +243,20 @@ impl Content<'_> {
                 }
                 .into())
             }
-            _ => Ok(part),
+            _ => Ok(Some(part)),
         }
     }
 
-    /// Where session `id` stands after a request lost a race for it.
+    /// Where session `id` stands after a request lost a race for it. An
+    /// ended session's directory is removed again: the losing request may
+    /// have recreated it.
     async fn lost<T>(&self, id: &str) -> StoreResult<UploadStep<T>> {
         Ok(match self.store.registry().upload(id).await? {
             Some(now) => UploadStep::Conflict(now.bytes_received),
-            None => UploadStep::Gone,
+            None => {
+                self.blobs.discard_upload(id).await;
+                UploadStep::Gone
+            }
         })
     }
 
