@@ -34,7 +34,10 @@ pub fn router(state: AppState) -> Router<AppState> {
     Router::new()
         .route("/v2", get(get_base).fallback(unsupported_method))
         .route("/v2/{*rest}", any(dispatch))
-        .route("/service/token", get(auth::get_token))
+        .route(
+            "/service/token",
+            get(auth::get_token).layer(middleware::map_response(crate::headers::no_store)),
+        )
         .layer(CatchPanicLayer::custom(|_| {
             OciError(ApiError::internal("registry handler panicked")).into_response()
         }))

@@ -116,7 +116,8 @@ impl RestServices {
 pub fn router(services: &RestServices) -> Router<AppState> {
     let router = Router::new()
         .merge(users::router())
-        .merge(auth::router())
+        // Sign-in answers carry a token: never cached.
+        .merge(auth::router().layer(middleware::map_response(crate::headers::no_store)))
         .merge(password_resets::router())
         .merge(articles::router());
     match cors_origins(&services.config.cors_origins).ok().flatten() {
