@@ -4,13 +4,13 @@
 use axum::body::Bytes;
 use axum::extract::{FromRequest, FromRequestParts, OriginalUri, Request};
 use axum::http::request::Parts;
-use axum::http::{HeaderMap, header};
+use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use berth_domain::query::{Paging, Query, SortKey, parse_query, parse_sort};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use crate::error::{ApiError, HarborError};
+use crate::error::{ApiError, ErrorKind, HarborError};
 
 /// The largest JSON body a Harbor operation accepts.
 const BODY_LIMIT: usize = 1024 * 1024;
@@ -36,12 +36,7 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for HarborJson<T> {
             .unwrap_or("")
             .trim()
             .to_ascii_lowercase();
-        let bytes = Bytes::from_request(request, state)
-            .await
-            .map_err(|e| ApiError::bad_request(format!("failed to read the request body: {e}")))?;
-        if bytes.len() > BODY_LIMIT {
-            return Err(ApiError::bad_request("the request body is too large").into());
-        }
+        let bytes = read_body(request, state).await?;
         if bytes.iter().all(u8::is_ascii_whitespace) {
             return Err(ApiError::bad_request("the request body is required").into());
         }
@@ -55,6 +50,50 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for HarborJson<T> {
             ApiError::bad_request(format!("parsing the request body failed, because {e}")).into()
         })
     }
+}
+
+/// A raw request body of at most [`BODY_LIMIT`] bytes, for operations whose
+/// body is optional or not JSON; a longer one is a 413 in Harbor's error shape.
+#[derive(Debug)]
+pub struct HarborBytes(pub Bytes);
+
+impl<S: Send + Sync> FromRequest<S> for HarborBytes {
+    type Rejection = HarborError;
+
+    async fn from_request(request: Request, state: &S) -> Result<Self, Self::Rejection> {
+        read_body(request, state).await.map(Self)
+    }
+}
+
+/// Reads a Harbor request body of at most [`BODY_LIMIT`] bytes: a longer one
+/// (announced or sent) is a 413 in Harbor's error shape.
+async fn read_body<S: Send + Sync>(request: Request, state: &S) -> Result<Bytes, HarborError> {
+    let too_large = || {
+        HarborError(ApiError::new(
+            ErrorKind::PayloadTooLarge,
+            format!("the request body is larger than {BODY_LIMIT} bytes"),
+        ))
+    };
+    let announced = request
+        .headers()
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if announced.is_some_and(|n| n > BODY_LIMIT as u64) {
+        return Err(too_large());
+    }
+    let bytes = Bytes::from_request(request, state)
+        .await
+        .map_err(|e| match e.status() {
+            StatusCode::PAYLOAD_TOO_LARGE => too_large(),
+            _ => HarborError(ApiError::bad_request(format!(
+                "failed to read the request body: {e}"
+            ))),
+        })?;
+    if bytes.len() > BODY_LIMIT {
+        return Err(too_large());
+    }
+    Ok(bytes)
 }
 
 /// The decoded query string of a request, in order, with the request path,
@@ -101,7 +140,8 @@ impl HarborQuery {
         }
     }
 
-    /// A boolean as go-openapi reads it (`true`, `1`, `yes`, ... are true; all else false).
+    /// A boolean, or `default` when absent or empty. The extractor has already
+    /// refused a value of a [`BOOLEAN_PARAMS`] parameter that is not a boolean.
     pub fn bool(&self, name: &str, default: bool) -> bool {
         match self.get(name) {
             None | Some("") => default,
@@ -147,6 +187,17 @@ impl<S: Send + Sync> FromRequestParts<S> for HarborQuery {
             .map_or_else(|| parts.uri.clone(), |o| o.0.clone());
         let pairs: Vec<(String, String)> = serde_urlencoded::from_str(uri.query().unwrap_or(""))
             .map_err(|e| ApiError::bad_request(format!("invalid query string: {e}")))?;
+        for (key, value) in &pairs {
+            if BOOLEAN_PARAMS.contains(&key.as_str())
+                && !value.is_empty()
+                && parse_bool(value).is_none()
+            {
+                return Err(validation(format!(
+                    "{key} in query must be of type boolean: \"{value}\""
+                ))
+                .into());
+            }
+        }
         Ok(Self {
             path: uri.path().to_string(),
             pairs,
@@ -154,12 +205,44 @@ impl<S: Send + Sync> FromRequestParts<S> for HarborQuery {
     }
 }
 
-/// go-openapi's `ConvertBool`.
+/// The query parameters Harbor's swagger types `boolean`, on any operation.
+/// A value that is not a boolean is a 400 for every one of them, whichever
+/// operation is called, so no operation reads `null` or `maybe` as false.
+pub const BOOLEAN_PARAMS: &[&str] = &[
+    "public",
+    "with_detail",
+    "with_tag",
+    "with_label",
+    "with_scan_overview",
+    "with_sbom_overview",
+    "with_signature",
+    "with_immutable_status",
+    "with_accessory",
+    "with_inherited_accessory",
+    "latest_in_repository",
+    "relative",
+    "with_dangerous_cve",
+    "with_dangerous_artifact",
+    "tune_count",
+];
+
+/// A boolean query value: go-openapi's true spellings (`true`, `1`, `yes`, ...)
+/// and their false counterparts; `None` for anything else.
+pub fn parse_bool(value: &str) -> Option<bool> {
+    match value.to_ascii_lowercase().as_str() {
+        "true" | "1" | "yes" | "ok" | "y" | "on" | "selected" | "checked" | "t" | "enabled" => {
+            Some(true)
+        }
+        "false" | "0" | "no" | "n" | "off" | "f" | "disabled" | "unselected" | "unchecked" => {
+            Some(false)
+        }
+        _ => None,
+    }
+}
+
+/// go-openapi's `ConvertBool`: the true spellings are true, all else false.
 pub fn convert_bool(value: &str) -> bool {
-    matches!(
-        value.to_ascii_lowercase().as_str(),
-        "true" | "1" | "yes" | "ok" | "y" | "on" | "selected" | "checked" | "t" | "enabled"
-    )
+    parse_bool(value).unwrap_or(false)
 }
 
 /// A boolean request header (`X-Is-Resource-Name` ...), false when absent.

@@ -3,6 +3,7 @@
 mod compat;
 mod configurations;
 pub mod fixtures;
+mod input_edges;
 mod ldap;
 mod members;
 mod metadata;
