@@ -24,30 +24,62 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for HarborJson<T> {
     type Rejection = HarborError;
 
     async fn from_request(request: Request, state: &S) -> Result<Self, Self::Rejection> {
+        let body = LaterJson::<T>::from_request(request, state).await?;
+        Ok(Self(body.parse()?))
+    }
+}
+
+/// A JSON request body read now (a body over the limit is a 413 at once) but
+/// judged later with [`LaterJson::parse`], so an operation can answer 404 for
+/// what its path names before it looks at the body, as Harbor does.
+#[derive(Debug)]
+pub struct LaterJson<T> {
+    content_type: String,
+    bytes: Bytes,
+    target: std::marker::PhantomData<fn() -> T>,
+}
+
+impl<T: DeserializeOwned> LaterJson<T> {
+    /// The body as `T`: wrong content types, empty or malformed bodies and
+    /// wrong field types are 400s with Harbor's error body.
+    pub fn parse(&self) -> Result<T, ApiError> {
+        let essence = self
+            .content_type
+            .split(';')
+            .next()
+            .unwrap_or("")
+            .trim()
+            .to_ascii_lowercase();
+        if self.bytes.iter().all(u8::is_ascii_whitespace) {
+            return Err(ApiError::bad_request("the request body is required"));
+        }
+        if essence != "application/json" && !essence.ends_with("+json") {
+            return Err(ApiError::bad_request(format!(
+                "unsupported media type \"{}\", only [application/json] are allowed",
+                self.content_type
+            )));
+        }
+        serde_json::from_slice(&self.bytes).map_err(|e| {
+            ApiError::bad_request(format!("parsing the request body failed, because {e}"))
+        })
+    }
+}
+
+impl<T, S: Send + Sync> FromRequest<S> for LaterJson<T> {
+    type Rejection = HarborError;
+
+    async fn from_request(request: Request, state: &S) -> Result<Self, Self::Rejection> {
         let content_type = request
             .headers()
             .get(header::CONTENT_TYPE)
             .and_then(|v| v.to_str().ok())
             .unwrap_or("")
             .to_string();
-        let essence = content_type
-            .split(';')
-            .next()
-            .unwrap_or("")
-            .trim()
-            .to_ascii_lowercase();
         let bytes = read_body(request, state).await?;
-        if bytes.iter().all(u8::is_ascii_whitespace) {
-            return Err(ApiError::bad_request("the request body is required").into());
-        }
-        if essence != "application/json" && !essence.ends_with("+json") {
-            return Err(ApiError::bad_request(format!(
-                "unsupported media type \"{content_type}\", only [application/json] are allowed"
-            ))
-            .into());
-        }
-        serde_json::from_slice(&bytes).map(Self).map_err(|e| {
-            ApiError::bad_request(format!("parsing the request body failed, because {e}")).into()
+        Ok(Self {
+            content_type,
+            bytes,
+            target: std::marker::PhantomData,
         })
     }
 }

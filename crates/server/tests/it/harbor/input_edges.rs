@@ -4,7 +4,7 @@
 use axum::http::StatusCode;
 use serde_json::json;
 
-use super::fixtures::{code, message};
+use super::fixtures::{PASSWORD, code, message, user};
 use crate::backend_test;
 
 const ARTIFACTS: &str = "/api/v2.0/projects/library/repositories/none/artifacts";
@@ -104,5 +104,69 @@ backend_test!(
         }
         let res = app.post("/api/v2.0/ldap/users/import").admin().json(&json!({"ldap_uid_list": "bob"})).send().await;
         assert_eq!(res.status, StatusCode::BAD_REQUEST);
+    }
+);
+
+backend_test!(
+    async fn projects_that_cannot_exist_are_not_found(app) {
+        user(&app, "bob").await;
+        let long = "a".repeat(300);
+        let names = ["a%20b", "UPPER", "-x", "a..b", "nul%00l", long.as_str(), "nope", "999999"];
+        for name in names {
+            let base = format!("/api/v2.0/projects/{name}");
+            for (method, uri) in [
+                ("GET", base.clone()),
+                ("DELETE", base.clone()),
+                ("GET", format!("{base}/summary")),
+                ("GET", format!("{base}/_deletable")),
+                ("GET", format!("{base}/metadatas")),
+                ("GET", format!("{base}/members")),
+            ] {
+                let res = app.request(method.parse().unwrap(), &uri).admin().send().await;
+                assert_eq!(res.status, StatusCode::NOT_FOUND, "{method} {uri}: {}", res.text());
+                assert_eq!(code(&res), "NOT_FOUND", "{uri}");
+            }
+            // The project is looked up before the body is judged.
+            for body in ["not json", "{\"metadata\": {\"public\": 1}}", ""] {
+                let res = app.put(&base).admin().raw("application/json", body).send().await;
+                assert_eq!(res.status, StatusCode::NOT_FOUND, "PUT {base} {body:?}: {}", res.text());
+            }
+            // Others learn nothing more than for a project they may not see.
+            let res = app.get(&base).basic("bob", PASSWORD).send().await;
+            assert_eq!(res.status, StatusCode::FORBIDDEN, "{base}");
+            let res = app.get(&base).send().await;
+            assert_eq!(res.status, StatusCode::UNAUTHORIZED, "{base}");
+        }
+        for name in ["UPPER", "nul%00l", "-x"] {
+            let res = app.request("HEAD".parse().unwrap(), &format!("/api/v2.0/projects?project_name={name}")).admin().send().await;
+            assert_eq!(res.status, StatusCode::NOT_FOUND, "{name}");
+        }
+        // A project that exists still has its body judged.
+        let res = app.put("/api/v2.0/projects/library").admin().raw("application/json", "not json").send().await;
+        assert_eq!(res.status, StatusCode::BAD_REQUEST);
+    }
+);
+
+backend_test!(
+    async fn allowlist_items_need_a_cve_id(app) {
+        for items in [json!([{}]), json!([{"cve_id": null}]), json!([{"cve_id": "CVE-1"}, {"cve_id": "  "}])] {
+            let res = app
+                .put("/api/v2.0/projects/library")
+                .admin()
+                .json(&json!({"cve_allowlist": {"items": items}}))
+                .send()
+                .await;
+            assert_eq!(res.status, StatusCode::BAD_REQUEST, "{items}: {}", res.text());
+            assert!(message(&res).contains("cve_id"), "{}", message(&res));
+        }
+        let library = app.get("/api/v2.0/projects/library").admin().send().await.json();
+        assert_eq!(library["cve_allowlist"]["items"], json!([]), "nothing was stored");
+        let res = app
+            .put("/api/v2.0/projects/library")
+            .admin()
+            .json(&json!({"cve_allowlist": {"items": [{"cve_id": "CVE-2024-9"}]}}))
+            .send()
+            .await;
+        assert_eq!(res.status, StatusCode::OK);
     }
 );
