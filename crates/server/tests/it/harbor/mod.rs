@@ -1,5 +1,6 @@
 //! Harbor management API (`/api/v2.0`).
 
+mod additions;
 mod compat;
 mod configurations;
 pub mod fixtures;
