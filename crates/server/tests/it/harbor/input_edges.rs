@@ -170,3 +170,37 @@ backend_test!(
         assert_eq!(res.status, StatusCode::OK);
     }
 );
+
+backend_test!(
+    async fn harbor_names_are_bounded(app) {
+        let huge = "u".repeat(90 * 1024);
+        let long_email = format!("{}@example.com", "e".repeat(250));
+        let create = |username: &str, email: &str, realname: &str, comment: &str| {
+            json!({"username": username, "email": email, "realname": realname, "comment": comment, "password": "Passw0rd-1"})
+        };
+        for (body, text) in [
+            (create(&huge, "a@example.com", "A", ""), "username with illegal length"),
+            (create("a", &long_email, "A", ""), "email"),
+            (create("a", "a@example.com", &huge, ""), "realname with illegal length"),
+            (create("a", "a@example.com", "A", &"c".repeat(31)), "comment with illegal length"),
+        ] {
+            let res = app.post("/api/v2.0/users").admin().json(&body).send().await;
+            assert_eq!(res.status, StatusCode::BAD_REQUEST, "{}", res.text());
+            assert!(message(&res).contains(text), "{}", message(&res));
+        }
+        assert_eq!(
+            app.post("/api/v2.0/users").admin().json(&create(&"u".repeat(255), "a@example.com", "A", "")).send().await.status,
+            StatusCode::CREATED
+        );
+        let bob = user(&app, "bob").await;
+        for body in [json!({"realname": huge}), json!({"email": long_email}), json!({"comment": "c".repeat(31)})] {
+            let res = app.put(&format!("/api/v2.0/users/{bob}")).admin().json(&body).send().await;
+            assert_eq!(res.status, StatusCode::BAD_REQUEST, "{body}");
+        }
+        let res = app.post("/api/v2.0/projects").admin().json(&json!({"project_name": "p".repeat(256)})).send().await;
+        assert_eq!(res.status, StatusCode::BAD_REQUEST);
+        assert!(message(&res).contains("illegal in length"), "{}", message(&res));
+        let res = app.post("/api/v2.0/projects").admin().json(&json!({"project_name": "p".repeat(255)})).send().await;
+        assert_eq!(res.status, StatusCode::CREATED);
+    }
+);

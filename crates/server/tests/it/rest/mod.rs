@@ -4,6 +4,7 @@
 
 mod articles;
 mod auth;
+mod bounds;
 mod password_resets;
 mod social;
 mod users;
