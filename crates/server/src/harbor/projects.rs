@@ -17,7 +17,7 @@ use berth_store::repo::projects::{ProjectDetails, ProjectFilter, REPOSITORIES_LE
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::access::{ProjectAccess, require_found_project};
+use crate::access::{ProjectAccess, require_project};
 use crate::error::{ApiError, HarborError, HarborResult};
 use crate::extract::Principal;
 use crate::extract::harbor::{HarborJson, HarborQuery, LaterJson, header_bool, paged};
@@ -391,9 +391,8 @@ impl ProjectCaller {
     }
 
     /// Resolves `{project_name_or_id}` and checks that the caller may do
-    /// `action` on `resource` there (Harbor's 401/403/404 semantics). A name
-    /// no project can have (`a b`, `UPPER`, 300 characters ...) is looked up
-    /// like any other and is simply not found.
+    /// `action` on `resource` there (Harbor's 401/403/404 semantics; a name no
+    /// project can have is simply not found).
     pub(super) async fn require(
         &self,
         state: &AppState,
@@ -402,19 +401,7 @@ impl ProjectCaller {
         action: Action,
     ) -> Result<ProjectAccess, ApiError> {
         let reference = self.project_ref(project_name_or_id);
-        let found = match &reference {
-            ProjectRef::Name(name) if validate_project_name(name).is_err() => None,
-            _ => state.store.projects().find(&reference).await?,
-        };
-        require_found_project(
-            state,
-            self.principal.user(),
-            &reference,
-            found,
-            resource,
-            action,
-        )
-        .await
+        require_project(state, self.principal.user(), &reference, resource, action).await
     }
 }
 

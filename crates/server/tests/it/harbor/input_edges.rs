@@ -121,6 +121,8 @@ backend_test!(
                 ("GET", format!("{base}/_deletable")),
                 ("GET", format!("{base}/metadatas")),
                 ("GET", format!("{base}/members")),
+                ("GET", format!("{base}/repositories")),
+                ("GET", format!("{base}/repositories/r/artifacts/latest")),
             ] {
                 let res = app.request(method.parse().unwrap(), &uri).admin().send().await;
                 assert_eq!(res.status, StatusCode::NOT_FOUND, "{method} {uri}: {}", res.text());
