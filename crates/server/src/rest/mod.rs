@@ -118,7 +118,8 @@ pub fn router(services: &RestServices) -> Router<AppState> {
         .merge(users::router())
         // Sign-in answers carry a token: never cached.
         .merge(auth::router().layer(middleware::map_response(crate::headers::no_store)))
-        .merge(password_resets::router())
+        // `GET /password-resets/:token` answers with the reset token.
+        .merge(password_resets::router().layer(middleware::map_response(crate::headers::no_store)))
         .merge(articles::router());
     match cors_origins(&services.config.cors_origins).ok().flatten() {
         Some(origin) => router

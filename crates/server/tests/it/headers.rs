@@ -44,6 +44,11 @@ backend_test!(
         assert!(res.json()["token"].is_string());
         assert_eq!(res.header("cache-control"), Some("no-store"));
 
+        // A password reset's token is shown by GET /password-resets/:token.
+        let res = app.get(&format!("/password-resets/{}", "a".repeat(32))).send().await;
+        assert_eq!(res.status, StatusCode::NOT_FOUND);
+        assert_eq!(res.header("cache-control"), Some("no-store"));
+
         // Answers without secrets keep their usual caching.
         let res = app.get("/articles").send().await;
         assert_eq!(res.header("cache-control"), None);
