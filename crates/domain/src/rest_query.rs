@@ -30,6 +30,8 @@ pub enum RuleArg {
     Match,
     /// `minlength: n`.
     MinLength(u32),
+    /// `maxlength: n`.
+    MaxLength(u32),
     /// `min: n`.
     Min(f64),
     /// `max: n`.
@@ -45,6 +47,7 @@ impl RuleArg {
             Self::Required => "required",
             Self::Match => "match",
             Self::MinLength(_) => "minlength",
+            Self::MaxLength(_) => "maxlength",
             Self::Min(_) => "min",
             Self::Max(_) => "max",
             Self::Enum(_) => "enum",
@@ -110,7 +113,39 @@ pub fn validate_email(param: &str, raw: Option<&str>) -> Result<String, RuleFail
             message: format!("{param} must match regular expression {EMAIL_PATTERN}"),
         });
     }
+    too_long(param, &email, MAX_EMAIL_CHARS)?;
     Ok(email)
+}
+
+/// The longest user e-mail, in characters (Harbor's `maxLength` on the same column).
+pub const MAX_EMAIL_CHARS: u32 = 255;
+/// The longest user name, in characters (Harbor's bound on the real name it is).
+pub const MAX_NAME_CHARS: u32 = 255;
+
+/// `maxlength: max` on an already normalized value.
+fn too_long(param: &str, value: &str, max: u32) -> Result<(), RuleFailure> {
+    if value.chars().count() > max as usize {
+        return Err(RuleFailure {
+            param: param.into(),
+            value: Some(RuleValue::Text(value.into())),
+            rule: RuleArg::MaxLength(max),
+            message: format!("{param} must have length lower than or equal to {max}"),
+        });
+    }
+    Ok(())
+}
+
+/// Checks an optional, already trimmed user name: at most [`MAX_NAME_CHARS`].
+pub fn validate_name(param: &str, name: Option<String>) -> Result<Option<String>, RuleFailure> {
+    if let Some(name) = &name {
+        too_long(param, name, MAX_NAME_CHARS)?;
+    }
+    Ok(name)
+}
+
+/// A name from elsewhere (an identity provider) cut to [`MAX_NAME_CHARS`].
+pub fn bounded_name(name: &str) -> String {
+    name.chars().take(MAX_NAME_CHARS as usize).collect()
 }
 
 /// Checks a password: required (an empty one too), at least 6 characters.

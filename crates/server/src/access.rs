@@ -1,6 +1,7 @@
 //! Project permission checks with Harbor's role model, shared by the Harbor and
 //! registry surfaces. Each surface renders the resulting [`ApiError`] its own way.
 
+use berth_domain::model::project::validate_project_name;
 use berth_domain::model::{Project, ProjectRef, User};
 use berth_domain::rbac::{self, Action, Resource, Role};
 
@@ -57,6 +58,8 @@ fn denied(anonymous: bool) -> ApiError {
 /// Loads `project` and the caller's roles in it, and checks `action` on
 /// `resource`. As in Harbor, a missing project is a 404 only for system
 /// administrators; everyone else gets the 401/403 a forbidden project gives.
+/// A name no project can have (`a b`, `UPPER`, a NUL byte, 300 characters) is
+/// missing without asking the database.
 pub async fn require_project(
     state: &AppState,
     user: Option<&User>,
@@ -64,7 +67,10 @@ pub async fn require_project(
     resource: Resource,
     action: Action,
 ) -> Result<ProjectAccess, ApiError> {
-    let found = state.store.projects().find(project).await?;
+    let found = match project {
+        ProjectRef::Name(name) if validate_project_name(name).is_err() => None,
+        _ => state.store.projects().find(project).await?,
+    };
     require_found_project(state, user, project, found, resource, action).await
 }
 

@@ -18,6 +18,7 @@ use tracing::Level;
 
 use crate::error::{ApiError, HarborError};
 use crate::harbor;
+use crate::headers;
 use crate::registry;
 use crate::rest;
 use crate::state::AppState;
@@ -37,6 +38,7 @@ pub fn build(state: AppState) -> App {
         .with_state(state)
         .layer(
             ServiceBuilder::new()
+                .layer(axum::middleware::map_response(headers::nosniff))
                 .layer(SetSensitiveRequestHeadersLayer::new([
                     AUTHORIZATION,
                     PROXY_AUTHORIZATION,

@@ -11,6 +11,7 @@ pub mod directory;
 pub mod error;
 pub mod extract;
 pub mod harbor;
+pub mod headers;
 pub mod identity;
 pub mod page_cache;
 pub mod registry;

@@ -339,9 +339,64 @@ pub fn image_extra_attrs(config_json: &[u8]) -> Value {
     Value::Object(attrs)
 }
 
+/// An image's build history as Harbor serves it (`json.Marshal` of the
+/// config's `history`): each entry with `created`, `created_by`, `author`,
+/// `comment` and `empty_layer`, empty ones omitted. A config
+/// that is not JSON or has no history gives an empty list.
+pub fn image_build_history(config_json: &[u8]) -> Value {
+    let history = match serde_json::from_slice::<Value>(config_json) {
+        Ok(Value::Object(mut config)) => config.remove("history"),
+        _ => None,
+    };
+    let Some(Value::Array(entries)) = history else {
+        return Value::Array(Vec::new());
+    };
+    let entries = entries
+        .into_iter()
+        .map(|entry| {
+            let mut out = serde_json::Map::new();
+            for key in ["created", "created_by", "author", "comment", "empty_layer"] {
+                let value = entry.get(key).cloned().unwrap_or(Value::Null);
+                let empty = match &value {
+                    Value::Null | Value::Bool(false) => true,
+                    Value::String(s) => s.is_empty(),
+                    _ => false,
+                };
+                if !empty {
+                    out.insert(key.to_string(), value);
+                }
+            }
+            Value::Object(out)
+        })
+        .collect();
+    Value::Array(entries)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn build_history_keeps_harbor_fields() {
+        let config = br#"{"history":[
+            {"created":"2024-01-02T03:04:05Z","created_by":"/bin/sh -c #(nop) ADD file:1 in /","extra":1},
+            {"created_by":"CMD [\"sh\"]","empty_layer":true,"author":"","comment":"buildkit"},
+            {"empty_layer":false}
+        ]}"#;
+        assert_eq!(
+            image_build_history(config),
+            serde_json::json!([
+                {"created":"2024-01-02T03:04:05Z","created_by":"/bin/sh -c #(nop) ADD file:1 in /"},
+                {"created_by":"CMD [\"sh\"]","comment":"buildkit","empty_layer":true},
+                {}
+            ])
+        );
+        assert_eq!(
+            image_build_history(br#"{"os":"linux"}"#),
+            serde_json::json!([])
+        );
+        assert_eq!(image_build_history(b"not json"), serde_json::json!([]));
+    }
 
     fn digest(c: char) -> String {
         format!("sha256:{}", c.to_string().repeat(64))

@@ -73,8 +73,11 @@ impl Paging {
     }
 }
 
-/// Go's `url.Values.Encode` (keys sorted, values in order) followed by an
-/// unescape: the values appear raw.
+/// Go's `url.Values.Encode` (keys sorted, values in order). Harbor then
+/// unescapes the whole query, which breaks the link for a value holding `&`,
+/// `+`, `#` or `%`; here keys and values stay percent-encoded where they must
+/// be, and the characters Harbor's `q` and `sort` syntax use (`=`, `~`, `,`,
+/// brackets, `:`, `/`, `-`) stay readable.
 fn page_url(path: &str, pairs: &[(String, String)], page: i64, size: i64) -> String {
     let mut values: Vec<(&str, String)> = pairs
         .iter()
@@ -84,8 +87,49 @@ fn page_url(path: &str, pairs: &[(String, String)], page: i64, size: i64) -> Str
     values.push(("page", page.to_string()));
     values.push(("page_size", size.to_string()));
     values.sort_by(|a, b| a.0.cmp(b.0));
-    let query: Vec<String> = values.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    let query: Vec<String> = values
+        .iter()
+        .map(|(k, v)| format!("{}={}", encode(k), encode(v)))
+        .collect();
     format!("{path}?{}", query.join("&"))
+}
+
+/// Percent-encodes what cannot appear raw in a query value inside a `Link`
+/// header: separators (`&`, `+`, `#`, `%`, `;`), space, quotes, angle brackets,
+/// control and non-ASCII bytes.
+fn encode(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for byte in text.bytes() {
+        let raw = byte.is_ascii_alphanumeric()
+            || matches!(
+                byte,
+                b'-' | b'_'
+                    | b'.'
+                    | b'~'
+                    | b'='
+                    | b','
+                    | b':'
+                    | b'/'
+                    | b'('
+                    | b')'
+                    | b'['
+                    | b']'
+                    | b'{'
+                    | b'}'
+                    | b'*'
+                    | b'!'
+                    | b'@'
+                    | b'$'
+                    | b'\''
+                    | b'|'
+            );
+        if raw {
+            out.push(char::from(byte));
+        } else {
+            out.push_str(&format!("%{byte:02X}"));
+        }
+    }
+    out
 }
 
 #[cfg(test)]
@@ -122,6 +166,31 @@ mod tests {
                 "</api/v2.0/projects?page=1&page_size=10&q=name=~te>; rel=\"prev\" , \
                  </api/v2.0/projects?page=3&page_size=10&q=name=~te>; rel=\"next\""
             )
+        );
+    }
+
+    #[test]
+    fn link_values_are_percent_encoded() {
+        let paging = Paging::new(1, 1).unwrap();
+        let link = paging.link(
+            "/p",
+            &pairs(&[
+                ("q", "name=~a&b+c#d %e"),
+                ("sort", "-name"),
+                ("x<y", "\"é\""),
+            ]),
+            5,
+        );
+        assert_eq!(
+            link.as_deref(),
+            Some(
+                "</p?page=2&page_size=1&q=name=~a%26b%2Bc%23d%20%25e&sort=-name&x%3Cy=%22%C3%A9%22>; rel=\"next\""
+            )
+        );
+        let braces = paging.link("/p", &pairs(&[("q", "tags={a b},size=[1~9]")]), 5);
+        assert_eq!(
+            braces.as_deref(),
+            Some("</p?page=2&page_size=1&q=tags={a%20b},size=[1~9]>; rel=\"next\"")
         );
     }
 

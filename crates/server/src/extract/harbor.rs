@@ -4,13 +4,13 @@
 use axum::body::Bytes;
 use axum::extract::{FromRequest, FromRequestParts, OriginalUri, Request};
 use axum::http::request::Parts;
-use axum::http::{HeaderMap, header};
+use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use berth_domain::query::{Paging, Query, SortKey, parse_query, parse_sort};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use crate::error::{ApiError, HarborError};
+use crate::error::{ApiError, ErrorKind, HarborError};
 
 /// The largest JSON body a Harbor operation accepts.
 const BODY_LIMIT: usize = 1024 * 1024;
@@ -24,37 +24,108 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for HarborJson<T> {
     type Rejection = HarborError;
 
     async fn from_request(request: Request, state: &S) -> Result<Self, Self::Rejection> {
+        let body = LaterJson::<T>::from_request(request, state).await?;
+        Ok(Self(body.parse()?))
+    }
+}
+
+/// A JSON request body read now (a body over the limit is a 413 at once) but
+/// judged later with [`LaterJson::parse`], so an operation can answer 404 for
+/// what its path names before it looks at the body, as Harbor does.
+#[derive(Debug)]
+pub struct LaterJson<T> {
+    content_type: String,
+    bytes: Bytes,
+    target: std::marker::PhantomData<fn() -> T>,
+}
+
+impl<T: DeserializeOwned> LaterJson<T> {
+    /// The body as `T`: wrong content types, empty or malformed bodies and
+    /// wrong field types are 400s with Harbor's error body.
+    pub fn parse(&self) -> Result<T, ApiError> {
+        let essence = self
+            .content_type
+            .split(';')
+            .next()
+            .unwrap_or("")
+            .trim()
+            .to_ascii_lowercase();
+        if self.bytes.iter().all(u8::is_ascii_whitespace) {
+            return Err(ApiError::bad_request("the request body is required"));
+        }
+        if essence != "application/json" && !essence.ends_with("+json") {
+            return Err(ApiError::bad_request(format!(
+                "unsupported media type \"{}\", only [application/json] are allowed",
+                self.content_type
+            )));
+        }
+        serde_json::from_slice(&self.bytes).map_err(|e| {
+            ApiError::bad_request(format!("parsing the request body failed, because {e}"))
+        })
+    }
+}
+
+impl<T, S: Send + Sync> FromRequest<S> for LaterJson<T> {
+    type Rejection = HarborError;
+
+    async fn from_request(request: Request, state: &S) -> Result<Self, Self::Rejection> {
         let content_type = request
             .headers()
             .get(header::CONTENT_TYPE)
             .and_then(|v| v.to_str().ok())
             .unwrap_or("")
             .to_string();
-        let essence = content_type
-            .split(';')
-            .next()
-            .unwrap_or("")
-            .trim()
-            .to_ascii_lowercase();
-        let bytes = Bytes::from_request(request, state)
-            .await
-            .map_err(|e| ApiError::bad_request(format!("failed to read the request body: {e}")))?;
-        if bytes.len() > BODY_LIMIT {
-            return Err(ApiError::bad_request("the request body is too large").into());
-        }
-        if bytes.iter().all(u8::is_ascii_whitespace) {
-            return Err(ApiError::bad_request("the request body is required").into());
-        }
-        if essence != "application/json" && !essence.ends_with("+json") {
-            return Err(ApiError::bad_request(format!(
-                "unsupported media type \"{content_type}\", only [application/json] are allowed"
-            ))
-            .into());
-        }
-        serde_json::from_slice(&bytes).map(Self).map_err(|e| {
-            ApiError::bad_request(format!("parsing the request body failed, because {e}")).into()
+        let bytes = read_body(request, state).await?;
+        Ok(Self {
+            content_type,
+            bytes,
+            target: std::marker::PhantomData,
         })
     }
+}
+
+/// A raw request body of at most [`BODY_LIMIT`] bytes, for operations whose
+/// body is optional or not JSON; a longer one is a 413 in Harbor's error shape.
+#[derive(Debug)]
+pub struct HarborBytes(pub Bytes);
+
+impl<S: Send + Sync> FromRequest<S> for HarborBytes {
+    type Rejection = HarborError;
+
+    async fn from_request(request: Request, state: &S) -> Result<Self, Self::Rejection> {
+        read_body(request, state).await.map(Self)
+    }
+}
+
+/// Reads a Harbor request body of at most [`BODY_LIMIT`] bytes: a longer one
+/// (announced or sent) is a 413 in Harbor's error shape.
+async fn read_body<S: Send + Sync>(request: Request, state: &S) -> Result<Bytes, HarborError> {
+    let too_large = || {
+        HarborError(ApiError::new(
+            ErrorKind::PayloadTooLarge,
+            format!("the request body is larger than {BODY_LIMIT} bytes"),
+        ))
+    };
+    let announced = request
+        .headers()
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if announced.is_some_and(|n| n > BODY_LIMIT as u64) {
+        return Err(too_large());
+    }
+    let bytes = Bytes::from_request(request, state)
+        .await
+        .map_err(|e| match e.status() {
+            StatusCode::PAYLOAD_TOO_LARGE => too_large(),
+            _ => HarborError(ApiError::bad_request(format!(
+                "failed to read the request body: {e}"
+            ))),
+        })?;
+    if bytes.len() > BODY_LIMIT {
+        return Err(too_large());
+    }
+    Ok(bytes)
 }
 
 /// The decoded query string of a request, in order, with the request path,
@@ -101,7 +172,8 @@ impl HarborQuery {
         }
     }
 
-    /// A boolean as go-openapi reads it (`true`, `1`, `yes`, ... are true; all else false).
+    /// A boolean, or `default` when absent or empty. The extractor has already
+    /// refused a value of a [`BOOLEAN_PARAMS`] parameter that is not a boolean.
     pub fn bool(&self, name: &str, default: bool) -> bool {
         match self.get(name) {
             None | Some("") => default,
@@ -147,6 +219,17 @@ impl<S: Send + Sync> FromRequestParts<S> for HarborQuery {
             .map_or_else(|| parts.uri.clone(), |o| o.0.clone());
         let pairs: Vec<(String, String)> = serde_urlencoded::from_str(uri.query().unwrap_or(""))
             .map_err(|e| ApiError::bad_request(format!("invalid query string: {e}")))?;
+        for (key, value) in &pairs {
+            if BOOLEAN_PARAMS.contains(&key.as_str())
+                && !value.is_empty()
+                && parse_bool(value).is_none()
+            {
+                return Err(validation(format!(
+                    "{key} in query must be of type boolean: \"{value}\""
+                ))
+                .into());
+            }
+        }
         Ok(Self {
             path: uri.path().to_string(),
             pairs,
@@ -154,12 +237,44 @@ impl<S: Send + Sync> FromRequestParts<S> for HarborQuery {
     }
 }
 
-/// go-openapi's `ConvertBool`.
+/// The query parameters Harbor's swagger types `boolean`, on any operation.
+/// A value that is not a boolean is a 400 for every one of them, whichever
+/// operation is called, so no operation reads `null` or `maybe` as false.
+pub const BOOLEAN_PARAMS: &[&str] = &[
+    "public",
+    "with_detail",
+    "with_tag",
+    "with_label",
+    "with_scan_overview",
+    "with_sbom_overview",
+    "with_signature",
+    "with_immutable_status",
+    "with_accessory",
+    "with_inherited_accessory",
+    "latest_in_repository",
+    "relative",
+    "with_dangerous_cve",
+    "with_dangerous_artifact",
+    "tune_count",
+];
+
+/// A boolean query value: go-openapi's true spellings (`true`, `1`, `yes`, ...)
+/// and their false counterparts; `None` for anything else.
+pub fn parse_bool(value: &str) -> Option<bool> {
+    match value.to_ascii_lowercase().as_str() {
+        "true" | "1" | "yes" | "ok" | "y" | "on" | "selected" | "checked" | "t" | "enabled" => {
+            Some(true)
+        }
+        "false" | "0" | "no" | "n" | "off" | "f" | "disabled" | "unselected" | "unchecked" => {
+            Some(false)
+        }
+        _ => None,
+    }
+}
+
+/// go-openapi's `ConvertBool`: the true spellings are true, all else false.
 pub fn convert_bool(value: &str) -> bool {
-    matches!(
-        value.to_ascii_lowercase().as_str(),
-        "true" | "1" | "yes" | "ok" | "y" | "on" | "selected" | "checked" | "t" | "enabled"
-    )
+    parse_bool(value).unwrap_or(false)
 }
 
 /// A boolean request header (`X-Is-Resource-Name` ...), false when absent.

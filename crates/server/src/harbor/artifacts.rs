@@ -1,11 +1,14 @@
-//! Harbor's artifacts: listArtifacts, getArtifact, deleteArtifact.
+//! Harbor's artifacts: listArtifacts, getArtifact, deleteArtifact, getAddition.
 
 use axum::Router;
 use axum::extract::{Path, State};
-use axum::response::Response;
+use axum::http::header;
+use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use berth_domain::model::{Artifact, ArtifactReference, Label};
-use berth_domain::oci::Digest;
+use berth_domain::oci::manifest::image_build_history;
+use berth_domain::oci::reference::project_of;
+use berth_domain::oci::{Digest, Manifest, ManifestKind};
 use berth_domain::query::ArtifactFilter;
 use berth_domain::rbac::{Action, Resource};
 use percent_encoding::{NON_ALPHANUMERIC, utf8_percent_encode};
@@ -17,6 +20,7 @@ use super::tags::tag_json;
 use crate::error::{ApiError, HarborResult};
 use crate::extract::Principal;
 use crate::extract::harbor::{HarborQuery, paged};
+use crate::registry::read_config;
 use crate::state::AppState;
 
 /// Harbor's icon for images.
@@ -28,10 +32,16 @@ const ICON_DEFAULT: &str =
 pub(super) const BASE: &str = "/projects/{project_name}/repositories/{repository_name}/artifacts";
 
 pub(super) fn router() -> Router<AppState> {
-    Router::new().route(BASE, get(list_artifacts)).route(
-        &format!("{BASE}/{{reference}}"),
-        get(get_artifact).delete(delete_artifact),
-    )
+    Router::new()
+        .route(BASE, get(list_artifacts))
+        .route(
+            &format!("{BASE}/{{reference}}"),
+            get(get_artifact).delete(delete_artifact),
+        )
+        .route(
+            &format!("{BASE}/{{reference}}/additions/{{addition}}"),
+            get(get_addition),
+        )
 }
 
 /// What to embed in each artifact.
@@ -137,6 +147,15 @@ async fn artifacts_json(
         .collect())
 }
 
+/// Whether an artifact has a build history: an image manifest (not an index).
+/// Exactly these advertise `addition_links.build_history`, and [`get_addition`]
+/// serves it for exactly these.
+fn has_build_history(a: &Artifact) -> bool {
+    a.kind == "IMAGE"
+        && a.manifest_media_type != berth_domain::oci::media_type::OCI_INDEX
+        && a.manifest_media_type != berth_domain::oci::media_type::DOCKER_LIST
+}
+
 /// Harbor's Artifact model without the embedded lists (those are `null`).
 fn artifact_json(project_name: &str, a: &Artifact) -> Value {
     let icon = if !a.icon.is_empty() {
@@ -153,10 +172,7 @@ fn artifact_json(project_name: &str, a: &Artifact) -> Value {
     let encoded = utf8_percent_encode(repo_in_project, NON_ALPHANUMERIC).to_string();
     let double = utf8_percent_encode(&encoded, NON_ALPHANUMERIC).to_string();
     let mut addition_links = json!({});
-    if a.kind == "IMAGE"
-        && a.manifest_media_type != berth_domain::oci::media_type::OCI_INDEX
-        && a.manifest_media_type != berth_domain::oci::media_type::DOCKER_LIST
-    {
+    if has_build_history(a) {
         addition_links["build_history"] = json!({
             "absolute": false,
             "href": format!(
@@ -321,4 +337,65 @@ pub async fn delete_artifact(
             err => err,
         })?;
     Ok(())
+}
+
+/// `GET .../artifacts/{reference}/additions/{addition}`: `build_history` of an
+/// image (the config's `history` entries, as Harbor's image processor gives
+/// them); any other addition, or an artifact without one, is a 400 as in Harbor.
+pub async fn get_addition(
+    State(state): State<AppState>,
+    principal: Principal,
+    Path((project_name, repository_name, reference, addition)): Path<(
+        String,
+        String,
+        String,
+        String,
+    )>,
+) -> HarborResult<Response> {
+    let artifact = load_artifact(
+        &state,
+        &principal,
+        &project_name,
+        &repository_name,
+        &reference,
+        Resource::ArtifactAddition,
+        Action::Read,
+    )
+    .await?;
+    if addition != "build_history" || !has_build_history(&artifact) {
+        return Err(ApiError::bad_request(format!(
+            "addition {addition} isn't supported for {}",
+            artifact.kind
+        ))
+        .into());
+    }
+    let unavailable = || {
+        ApiError::not_found(format!(
+            "the build history of {}@{} is not available",
+            artifact.repository_name, artifact.digest
+        ))
+    };
+    let digest = Digest::parse(&artifact.digest).map_err(|_| unavailable())?;
+    let lookup = state
+        .store
+        .registry()
+        .manifest_lookup(
+            project_of(&artifact.repository_name).unwrap_or(&project_name),
+            &artifact.repository_name,
+            &berth_domain::oci::Reference::Digest(digest),
+        )
+        .await?;
+    let stored = lookup.and_then(|l| l.manifest).ok_or_else(unavailable)?;
+    let manifest =
+        Manifest::parse(&stored.body, Some(&stored.media_type)).map_err(|_| unavailable())?;
+    let ManifestKind::Image { config, .. } = &manifest.kind else {
+        return Err(unavailable().into());
+    };
+    let bytes = read_config(&state, config).await.ok_or_else(unavailable)?;
+    let body = image_build_history(&bytes).to_string();
+    Ok((
+        [(header::CONTENT_TYPE, "application/json; charset=utf-8")],
+        body,
+    )
+        .into_response())
 }

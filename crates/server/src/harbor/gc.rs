@@ -2,7 +2,6 @@
 //! run, started in the background), getGCHistory and getGC.
 
 use axum::Router;
-use axum::body::Bytes;
 use axum::extract::{Path, State};
 use axum::http::header::LOCATION;
 use axum::http::{HeaderValue, StatusCode};
@@ -13,6 +12,7 @@ use serde_json::{Value, json};
 
 use crate::error::{ApiError, HarborResult};
 use crate::extract::Principal;
+use crate::extract::harbor::HarborBytes;
 use crate::state::AppState;
 
 pub(super) fn router() -> Router<AppState> {
@@ -44,7 +44,7 @@ fn run_json(run: &GcRun) -> Value {
 pub async fn create_gc_schedule(
     State(state): State<AppState>,
     principal: Principal,
-    body: Bytes,
+    HarborBytes(body): HarborBytes,
 ) -> HarborResult<Response> {
     principal.require_sysadmin()?;
     let body: Value = serde_json::from_slice(&body)

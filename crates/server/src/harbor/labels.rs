@@ -4,7 +4,6 @@
 //! maintainers and admins.
 
 use axum::Router;
-use axum::body::Bytes;
 use axum::extract::{Path, State};
 use axum::http::header::LOCATION;
 use axum::http::{HeaderValue, StatusCode};
@@ -19,7 +18,7 @@ use super::artifacts::{BASE, load_artifact};
 use crate::access::require_project;
 use crate::error::{ApiError, HarborResult};
 use crate::extract::Principal;
-use crate::extract::harbor::{HarborQuery, paged};
+use crate::extract::harbor::{HarborBytes, HarborQuery, paged};
 use crate::state::AppState;
 
 pub(super) fn router() -> Router<AppState> {
@@ -88,7 +87,7 @@ async fn require_scope(
 pub async fn create_label(
     State(state): State<AppState>,
     principal: Principal,
-    body: Bytes,
+    HarborBytes(body): HarborBytes,
 ) -> HarborResult<Response> {
     principal.require_user()?;
     let body: Value = serde_json::from_slice(&body)
@@ -203,7 +202,7 @@ pub async fn add_label(
     State(state): State<AppState>,
     principal: Principal,
     Path((project_name, repository_name, reference)): Path<(String, String, String)>,
-    body: Bytes,
+    HarborBytes(body): HarborBytes,
 ) -> HarborResult<()> {
     let artifact = load_artifact(
         &state,

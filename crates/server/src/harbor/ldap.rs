@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 use crate::directory;
 use crate::error::{ApiError, HarborResult};
 use crate::extract::Principal;
+use crate::extract::harbor::HarborBytes;
 use crate::state::AppState;
 
 pub(super) fn router() -> Router<AppState> {
@@ -55,6 +56,7 @@ pub struct LdapUser {
 /// Harbor's LdapImportUsers.
 #[derive(Debug, Deserialize)]
 pub struct LdapImportUsers {
+    #[serde(default)]
     ldap_uid_list: Vec<String>,
 }
 
@@ -88,7 +90,7 @@ fn optional_json<T: serde::de::DeserializeOwned>(body: &Bytes) -> Result<Option<
 pub async fn ping_ldap(
     State(state): State<AppState>,
     principal: Principal,
-    body: Bytes,
+    HarborBytes(body): HarborBytes,
 ) -> HarborResult<Json<LdapPingResult>> {
     principal.require_sysadmin()?;
     let conf: LdapConf = optional_json(&body)?.unwrap_or_default();
@@ -175,7 +177,7 @@ pub async fn search_ldap_user(
 pub async fn import_ldap_user(
     State(state): State<AppState>,
     principal: Principal,
-    body: Bytes,
+    HarborBytes(body): HarborBytes,
 ) -> HarborResult<Response> {
     principal.require_sysadmin()?;
     let request: LdapImportUsers =

@@ -211,7 +211,7 @@ pub async fn create_project_member(
         )
         .await?;
     let project_id = access.project.id;
-    let reference = caller.project_ref(&project_name_or_id)?;
+    let reference = caller.project_ref(&project_name_or_id);
     let entity = resolve_entity(&state, &req).await?;
     if state.store.members().is_member(project_id, entity).await? {
         return Err(ApiError::new(ErrorKind::Conflict, DUPLICATE_MEMBER).into());

@@ -20,7 +20,7 @@ use serde_json::Value;
 use crate::access::{ProjectAccess, require_project};
 use crate::error::{ApiError, HarborError, HarborResult};
 use crate::extract::Principal;
-use crate::extract::harbor::{HarborJson, HarborQuery, header_bool, paged};
+use crate::extract::harbor::{HarborJson, HarborQuery, LaterJson, header_bool, paged};
 use crate::state::AppState;
 
 pub(super) fn router() -> Router<AppState> {
@@ -44,7 +44,7 @@ pub(super) fn router() -> Router<AppState> {
 }
 
 /// Harbor's CVEAllowlistItem.
-#[derive(Debug, Serialize, Deserialize)]
+#[derive(Debug, Serialize)]
 pub struct CveAllowlistItem {
     cve_id: String,
 }
@@ -205,7 +205,7 @@ pub async fn head_project(
     if name.contains(' ') {
         return Err(ApiError::bad_request(format!("invalid project name: {name}")).into());
     }
-    if state.store.projects().exists_named(&name).await? {
+    if validate_project_name(&name).is_ok() && state.store.projects().exists_named(&name).await? {
         Ok(StatusCode::OK)
     } else {
         Err(ApiError::not_found(format!("project {name} not found")).into())
@@ -237,7 +237,15 @@ pub struct CveAllowlistReq {
     #[serde(default)]
     expires_at: Option<i64>,
     #[serde(default)]
-    items: Option<Vec<CveAllowlistItem>>,
+    items: Option<Vec<CveAllowlistItemReq>>,
+}
+
+/// Harbor's CVEAllowlistItem as a request carries it: the swagger lets
+/// `cve_id` be absent or null (then empty, which Harbor's validator refuses).
+#[derive(Debug, Deserialize)]
+pub struct CveAllowlistItemReq {
+    #[serde(default)]
+    cve_id: Option<String>,
 }
 
 /// Harbor's message for a `retention_id` in a createProject body.
@@ -378,20 +386,13 @@ impl FromRequestParts<AppState> for ProjectCaller {
 
 impl ProjectCaller {
     /// The project `{project_name_or_id}` names.
-    pub(super) fn project_ref(&self, text: &str) -> Result<ProjectRef, ApiError> {
-        let reference = ProjectRef::parse(text, self.is_resource_name);
-        if let ProjectRef::Name(name) = &reference
-            && name.contains(' ')
-        {
-            return Err(ApiError::bad_request(format!(
-                "invalid project name: {name}"
-            )));
-        }
-        Ok(reference)
+    pub(super) fn project_ref(&self, text: &str) -> ProjectRef {
+        ProjectRef::parse(text, self.is_resource_name)
     }
 
     /// Resolves `{project_name_or_id}` and checks that the caller may do
-    /// `action` on `resource` there (Harbor's 401/403/404 semantics).
+    /// `action` on `resource` there (Harbor's 401/403/404 semantics; a name no
+    /// project can have is simply not found).
     pub(super) async fn require(
         &self,
         state: &AppState,
@@ -399,7 +400,7 @@ impl ProjectCaller {
         resource: Resource,
         action: Action,
     ) -> Result<ProjectAccess, ApiError> {
-        let reference = self.project_ref(project_name_or_id)?;
+        let reference = self.project_ref(project_name_or_id);
         require_project(state, self.principal.user(), &reference, resource, action).await
     }
 }
@@ -421,12 +422,14 @@ pub async fn get_project(
     Ok(Json(project_wire(&access.project, &details, true)))
 }
 
-/// Applies the metadata and CVE allowlist of a ProjectReq (other fields are ignored).
+/// Applies the metadata and CVE allowlist of a ProjectReq (other fields are
+/// ignored). The project is looked up before the body is judged: an unknown
+/// project is a 404 whatever the body.
 pub async fn update_project(
     State(state): State<AppState>,
     caller: ProjectCaller,
     Path(project_name_or_id): Path<String>,
-    HarborJson(req): HarborJson<ProjectReq>,
+    body: LaterJson<ProjectReq>,
 ) -> HarborResult<StatusCode> {
     let access = caller
         .require(
@@ -436,6 +439,7 @@ pub async fn update_project(
             Action::Update,
         )
         .await?;
+    let req = body.parse()?;
     let project_id = access.project.id;
     let validated = request_metadata(req.metadata.as_ref(), RETENTION_ON_UPDATE)?
         .into_iter()
@@ -454,12 +458,13 @@ pub async fn update_project(
                 .into());
             }
             let mut items: Vec<String> = Vec::new();
-            for item in list.items.unwrap_or_default() {
-                let id = item.cve_id.trim().to_string();
+            for (index, item) in list.items.unwrap_or_default().into_iter().enumerate() {
+                let id = item.cve_id.unwrap_or_default().trim().to_string();
                 if id.is_empty() {
-                    return Err(
-                        ApiError::bad_request("the cve_id of an allowlist item is empty").into(),
-                    );
+                    return Err(ApiError::bad_request(format!(
+                        "cve_allowlist.items[{index}].cve_id is required: empty or whitespace-only CVE ID in allowlist"
+                    ))
+                    .into());
                 }
                 if items.contains(&id) {
                     return Err(ApiError::bad_request(format!(

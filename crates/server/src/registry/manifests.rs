@@ -276,11 +276,11 @@ fn manifest_digest(body: &[u8], reference: &Reference) -> Digest {
     }
 }
 
-/// The bytes of an image config, for `extra_attrs`; `None` when the blob is
+/// The bytes of an image config, for `extra_attrs` and the build history; `None` when the blob is
 /// missing or unreadable, or when its declared or stored size is over
 /// [`MAX_CONFIG_BYTES`]. Reads at most one byte past the limit, whatever the
 /// manifest declares.
-async fn read_config(state: &AppState, config: &Descriptor) -> Option<Vec<u8>> {
+pub(crate) async fn read_config(state: &AppState, config: &Descriptor) -> Option<Vec<u8>> {
     let declared = u64::try_from(config.size).ok()?;
     if declared > MAX_CONFIG_BYTES {
         return None;

@@ -22,6 +22,7 @@ use percent_encoding::percent_decode_str;
 use tower_http::catch_panic::CatchPanicLayer;
 
 pub use auth::{Caller, RepoAction};
+pub(crate) use manifests::read_config;
 pub use state::RegistryState;
 
 use crate::error::{ApiError, ErrorKind, OciError};
@@ -34,7 +35,10 @@ pub fn router(state: AppState) -> Router<AppState> {
     Router::new()
         .route("/v2", get(get_base).fallback(unsupported_method))
         .route("/v2/{*rest}", any(dispatch))
-        .route("/service/token", get(auth::get_token))
+        .route(
+            "/service/token",
+            get(auth::get_token).layer(middleware::map_response(crate::headers::no_store)),
+        )
         .layer(CatchPanicLayer::custom(|_| {
             OciError(ApiError::internal("registry handler panicked")).into_response()
         }))

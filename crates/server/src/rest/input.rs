@@ -141,7 +141,7 @@ pub fn rule_error(failure: RuleFailure) -> ApiError {
     let (arg, valid) = match &failure.rule {
         RuleArg::Required => (json!(true), json!(false)),
         RuleArg::Match => (json!({}), json!(false)),
-        RuleArg::MinLength(n) => (json!(n), json!(false)),
+        RuleArg::MinLength(n) | RuleArg::MaxLength(n) => (json!(n), json!(false)),
         RuleArg::Min(n) | RuleArg::Max(n) => (json!(*n as i64), json!(false)),
         RuleArg::Enum(values) => (json!(values), json!(0)),
     };

@@ -116,8 +116,10 @@ impl RestServices {
 pub fn router(services: &RestServices) -> Router<AppState> {
     let router = Router::new()
         .merge(users::router())
-        .merge(auth::router())
-        .merge(password_resets::router())
+        // Sign-in answers carry a token: never cached.
+        .merge(auth::router().layer(middleware::map_response(crate::headers::no_store)))
+        // `GET /password-resets/:token` answers with the reset token.
+        .merge(password_resets::router().layer(middleware::map_response(crate::headers::no_store)))
         .merge(articles::router());
     match cors_origins(&services.config.cors_origins).ok().flatten() {
         Some(origin) => router

@@ -63,6 +63,13 @@ pub async fn create_password_reset(
         rest_query::validate_email("email", input.field("email").as_deref()).map_err(rule_error)?;
     let link =
         rest_query::required_text("link", input.field("link").as_deref()).map_err(rule_error)?;
+    // An unknown e-mail is a 404 before anything else, as in the reference.
+    let user = state
+        .store
+        .users()
+        .find_by_email(&email)
+        .await?
+        .ok_or_else(not_found)?;
     let Some(mailer) = state.rest.mailer.clone() else {
         return Err(ApiError::new(
             ErrorKind::Unavailable,
@@ -70,12 +77,6 @@ pub async fn create_password_reset(
         )
         .into());
     };
-    let user = state
-        .store
-        .users()
-        .find_by_email(&email)
-        .await?
-        .ok_or_else(not_found)?;
     let token = random_alphanumeric(32);
     let hash = token_hash(&token);
     state

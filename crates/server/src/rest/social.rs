@@ -17,6 +17,7 @@ use super::users::{default_name, gravatar, user_keywords};
 use super::views::AuthView;
 use crate::error::{ApiError, ErrorKind, RestMessage, RestResult};
 use crate::state::AppState;
+use berth_domain::rest_query::bounded_name;
 
 /// What the providers tell about an account.
 #[derive(Debug)]
@@ -183,7 +184,11 @@ async fn sign_in(state: &AppState, provider: &str, profile: Profile) -> RestResu
         };
         let user = match existing {
             Some(user) => {
-                let name = profile.name.clone().or(user.realname.clone());
+                let name = profile
+                    .name
+                    .as_deref()
+                    .map(bounded_name)
+                    .or(user.realname.clone());
                 let picture = profile.picture.clone().or(user.picture.clone());
                 let keywords = user_keywords(user.email.as_deref(), name.as_deref());
                 store
@@ -193,7 +198,11 @@ async fn sign_in(state: &AppState, provider: &str, profile: Profile) -> RestResu
                     .ok_or_else(not_found)?
             }
             None => {
-                let name = profile.name.clone().or_else(|| default_name(&email));
+                let name = profile
+                    .name
+                    .as_deref()
+                    .map(bounded_name)
+                    .or_else(|| default_name(&email));
                 let new = NewUser {
                     username: email.clone(),
                     keywords: user_keywords(Some(&email), name.as_deref()),

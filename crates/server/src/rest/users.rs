@@ -95,7 +95,8 @@ pub async fn create_user(
         rest_query::validate_email("email", input.field("email").as_deref()).map_err(rule_error)?;
     let password = rest_query::validate_password("password", input.field("password").as_deref())
         .map_err(rule_error)?;
-    let name = input.trimmed_field("name");
+    let name =
+        rest_query::validate_name("name", input.trimmed_field("name")).map_err(rule_error)?;
     let picture = input.trimmed_field("picture");
     let sysadmin = rest_query::validate_role(input.field("role").as_deref()).map_err(rule_error)?;
     if state.store.users().find_by_login(&email).await?.is_some() {
@@ -171,7 +172,8 @@ pub async fn update_user(
         }
         .into());
     }
-    let name = input.trimmed_field("name");
+    let name =
+        rest_query::validate_name("name", input.trimmed_field("name")).map_err(rule_error)?;
     let picture = input.trimmed_field("picture");
     let keywords = user_keywords(target.email.as_deref(), name.as_deref());
     let user = state

@@ -10,6 +10,7 @@ mod util;
 
 mod cli;
 mod harbor;
+mod headers;
 mod registry;
 mod rest;
 mod store;

@@ -1,8 +1,10 @@
 //! Harbor management API (`/api/v2.0`).
 
+mod additions;
 mod compat;
 mod configurations;
 pub mod fixtures;
+mod input_edges;
 pub(crate) mod ldap;
 mod members;
 mod metadata;

@@ -4,6 +4,7 @@
 
 mod articles;
 mod auth;
+mod bounds;
 mod ldap;
 mod password_resets;
 mod social;

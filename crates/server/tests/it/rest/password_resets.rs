@@ -168,6 +168,13 @@ backend_test!(
         assert_eq!(res.json()["valid"], false);
         let user = app.store().users().find_by_email("a@a.com").await.unwrap().unwrap();
         assert_eq!(app.store().password_resets().count_for_user(user.id).await.unwrap(), 0);
+        // An unknown e-mail is a 404 first, mail server or not (as the reference).
+        let res = app
+            .post("/password-resets")
+            .json(&json!({"access_token": MASTER_KEY, "email": "nobody@a.com", "link": "http://example.com"}))
+            .send()
+            .await;
+        assert_empty_404(&res);
         // An unreachable mail server: 502, and no reset is left behind.
         let app = with_smtp(app, "smtp://127.0.0.1:9");
         let res = app

@@ -1,0 +1,208 @@
+//! Harbor input edges found by schemathesis and the harborapi client: boolean
+//! query values, body limits, `Link` headers, empty LDAP imports.
+
+use axum::http::StatusCode;
+use serde_json::json;
+
+use super::fixtures::{PASSWORD, code, message, user};
+use crate::backend_test;
+
+const ARTIFACTS: &str = "/api/v2.0/projects/library/repositories/none/artifacts";
+
+backend_test!(
+    async fn boolean_query_values_must_be_booleans(app) {
+        for uri in [
+            "/api/v2.0/projects?with_detail=null",
+            "/api/v2.0/projects?public=maybe",
+            &format!("{ARTIFACTS}?with_tag=null"),
+            &format!("{ARTIFACTS}?with_label=2"),
+            &format!("{ARTIFACTS}?with_scan_overview=yes-please"),
+            &format!("{ARTIFACTS}/latest?with_signature=null"),
+            &format!("{ARTIFACTS}/latest/tags?with_immutable_status=nope"),
+        ] {
+            let res = app.get(uri).admin().send().await;
+            assert_eq!(res.status, StatusCode::BAD_REQUEST, "{uri}: {}", res.text());
+            assert_eq!(code(&res), "BAD_REQUEST");
+            assert!(message(&res).contains("must be of type boolean"), "{}", message(&res));
+        }
+        // true/false spellings and an empty value (the default) are fine.
+        for uri in [
+            "/api/v2.0/projects?with_detail=false",
+            "/api/v2.0/projects?with_detail=TRUE&public=0",
+            "/api/v2.0/projects?with_detail=",
+            &format!("{ARTIFACTS}?with_tag=false&with_label=true&with_scan_overview=1"),
+        ] {
+            let res = app.get(uri).admin().send().await;
+            assert_eq!(res.status, StatusCode::OK, "{uri}: {}", res.text());
+        }
+        let detail = app.get("/api/v2.0/projects?with_detail=false").admin().send().await.json();
+        assert!(detail[0].get("owner_name").is_none() || detail[0]["owner_name"].is_null() || detail[0]["owner_name"] == "");
+    }
+);
+
+backend_test!(
+    async fn bodies_over_the_limit_are_413_in_harbor_shape(app) {
+        let name = "x".repeat(1024 * 1024 + 10);
+        let res = app
+            .post("/api/v2.0/projects")
+            .admin()
+            .json(&json!({"project_name": name}))
+            .send()
+            .await;
+        assert_eq!(res.status, StatusCode::PAYLOAD_TOO_LARGE, "{}", res.text());
+        assert_eq!(code(&res), "REQUEST_ENTITY_TOO_LARGE");
+        // Past axum's own limit as well, and for raw-body operations.
+        let huge = format!("{{\"name\": \"{}\"}}", "y".repeat(3 * 1024 * 1024));
+        for uri in ["/api/v2.0/projects", "/api/v2.0/labels", "/api/v2.0/ldap/users/import"] {
+            let res = app.post(uri).admin().raw("application/json", huge.clone()).send().await;
+            assert_eq!(res.status, StatusCode::PAYLOAD_TOO_LARGE, "{uri}: {}", res.text());
+            assert_eq!(code(&res), "REQUEST_ENTITY_TOO_LARGE", "{uri}");
+        }
+        assert_eq!(
+            app.get("/api/v2.0/projects/x").admin().send().await.status,
+            StatusCode::NOT_FOUND,
+            "nothing was created"
+        );
+    }
+);
+
+backend_test!(
+    async fn link_headers_keep_q_values_whole(app) {
+        // Harbor decodes `q` once more after the query string: its `+` is a space.
+        for i in 1..=3 {
+            app.create_user(&format!("x&y z#{i}"), "Passw0rd-1").await;
+        }
+        app.create_user("x", "Passw0rd-1").await;
+        let res = app.get("/api/v2.0/users?q=username%3D~x%26y%2Bz%23&page_size=1&sort=username").admin().send().await;
+        assert_eq!(res.status, StatusCode::OK);
+        assert_eq!(res.header("x-total-count"), Some("3"));
+        assert_eq!(res.json()[0]["username"], "x&y z#1");
+        let mut link = res.header("link").unwrap().to_string();
+        for expected in ["x&y z#2", "x&y z#3"] {
+            let next = link
+                .split(" , ")
+                .find(|l| l.ends_with("rel=\"next\""))
+                .unwrap_or_else(|| panic!("no next link in {link}"));
+            let url = next.trim_start_matches('<').split('>').next().unwrap();
+            assert!(!url.contains('#') && !url.contains('+'), "{url}");
+            let res = app.get(url).admin().send().await;
+            assert_eq!(res.status, StatusCode::OK, "{url}");
+            assert_eq!(res.header("x-total-count"), Some("3"), "{url}");
+            assert_eq!(res.json()[0]["username"], expected, "{url}");
+            link = res.header("link").unwrap().to_string();
+        }
+        assert!(!link.contains("rel=\"next\""), "{link}");
+    }
+);
+
+backend_test!(
+    async fn an_ldap_import_without_uids_imports_nothing(app) {
+        for body in [json!({}), json!({"ldap_uid_list": []})] {
+            let res = app.post("/api/v2.0/ldap/users/import").admin().json(&body).send().await;
+            assert_eq!(res.status, StatusCode::OK, "{body}: {}", res.text());
+            assert!(res.body.is_empty());
+        }
+        let res = app.post("/api/v2.0/ldap/users/import").admin().json(&json!({"ldap_uid_list": "bob"})).send().await;
+        assert_eq!(res.status, StatusCode::BAD_REQUEST);
+    }
+);
+
+backend_test!(
+    async fn projects_that_cannot_exist_are_not_found(app) {
+        user(&app, "bob").await;
+        let long = "a".repeat(300);
+        let names = ["a%20b", "UPPER", "-x", "a..b", "nul%00l", long.as_str(), "nope", "999999"];
+        for name in names {
+            let base = format!("/api/v2.0/projects/{name}");
+            for (method, uri) in [
+                ("GET", base.clone()),
+                ("DELETE", base.clone()),
+                ("GET", format!("{base}/summary")),
+                ("GET", format!("{base}/_deletable")),
+                ("GET", format!("{base}/metadatas")),
+                ("GET", format!("{base}/members")),
+                ("GET", format!("{base}/repositories")),
+                ("GET", format!("{base}/repositories/r/artifacts/latest")),
+            ] {
+                let res = app.request(method.parse().unwrap(), &uri).admin().send().await;
+                assert_eq!(res.status, StatusCode::NOT_FOUND, "{method} {uri}: {}", res.text());
+                assert_eq!(code(&res), "NOT_FOUND", "{uri}");
+            }
+            // The project is looked up before the body is judged.
+            for body in ["not json", "{\"metadata\": {\"public\": 1}}", ""] {
+                let res = app.put(&base).admin().raw("application/json", body).send().await;
+                assert_eq!(res.status, StatusCode::NOT_FOUND, "PUT {base} {body:?}: {}", res.text());
+            }
+            // Others learn nothing more than for a project they may not see.
+            let res = app.get(&base).basic("bob", PASSWORD).send().await;
+            assert_eq!(res.status, StatusCode::FORBIDDEN, "{base}");
+            let res = app.get(&base).send().await;
+            assert_eq!(res.status, StatusCode::UNAUTHORIZED, "{base}");
+        }
+        for name in ["UPPER", "nul%00l", "-x"] {
+            let res = app.request("HEAD".parse().unwrap(), &format!("/api/v2.0/projects?project_name={name}")).admin().send().await;
+            assert_eq!(res.status, StatusCode::NOT_FOUND, "{name}");
+        }
+        // A project that exists still has its body judged.
+        let res = app.put("/api/v2.0/projects/library").admin().raw("application/json", "not json").send().await;
+        assert_eq!(res.status, StatusCode::BAD_REQUEST);
+    }
+);
+
+backend_test!(
+    async fn allowlist_items_need_a_cve_id(app) {
+        for items in [json!([{}]), json!([{"cve_id": null}]), json!([{"cve_id": "CVE-1"}, {"cve_id": "  "}])] {
+            let res = app
+                .put("/api/v2.0/projects/library")
+                .admin()
+                .json(&json!({"cve_allowlist": {"items": items}}))
+                .send()
+                .await;
+            assert_eq!(res.status, StatusCode::BAD_REQUEST, "{items}: {}", res.text());
+            assert!(message(&res).contains("cve_id"), "{}", message(&res));
+        }
+        let library = app.get("/api/v2.0/projects/library").admin().send().await.json();
+        assert_eq!(library["cve_allowlist"]["items"], json!([]), "nothing was stored");
+        let res = app
+            .put("/api/v2.0/projects/library")
+            .admin()
+            .json(&json!({"cve_allowlist": {"items": [{"cve_id": "CVE-2024-9"}]}}))
+            .send()
+            .await;
+        assert_eq!(res.status, StatusCode::OK);
+    }
+);
+
+backend_test!(
+    async fn harbor_names_are_bounded(app) {
+        let huge = "u".repeat(90 * 1024);
+        let long_email = format!("{}@example.com", "e".repeat(250));
+        let create = |username: &str, email: &str, realname: &str, comment: &str| {
+            json!({"username": username, "email": email, "realname": realname, "comment": comment, "password": "Passw0rd-1"})
+        };
+        for (body, text) in [
+            (create(&huge, "a@example.com", "A", ""), "username with illegal length"),
+            (create("a", &long_email, "A", ""), "email"),
+            (create("a", "a@example.com", &huge, ""), "realname with illegal length"),
+            (create("a", "a@example.com", "A", &"c".repeat(31)), "comment with illegal length"),
+        ] {
+            let res = app.post("/api/v2.0/users").admin().json(&body).send().await;
+            assert_eq!(res.status, StatusCode::BAD_REQUEST, "{}", res.text());
+            assert!(message(&res).contains(text), "{}", message(&res));
+        }
+        assert_eq!(
+            app.post("/api/v2.0/users").admin().json(&create(&"u".repeat(255), "a@example.com", "A", "")).send().await.status,
+            StatusCode::CREATED
+        );
+        let bob = user(&app, "bob").await;
+        for body in [json!({"realname": huge}), json!({"email": long_email}), json!({"comment": "c".repeat(31)})] {
+            let res = app.put(&format!("/api/v2.0/users/{bob}")).admin().json(&body).send().await;
+            assert_eq!(res.status, StatusCode::BAD_REQUEST, "{body}");
+        }
+        let res = app.post("/api/v2.0/projects").admin().json(&json!({"project_name": "p".repeat(256)})).send().await;
+        assert_eq!(res.status, StatusCode::BAD_REQUEST);
+        assert!(message(&res).contains("illegal in length"), "{}", message(&res));
+        let res = app.post("/api/v2.0/projects").admin().json(&json!({"project_name": "p".repeat(255)})).send().await;
+        assert_eq!(res.status, StatusCode::CREATED);
+    }
+);
