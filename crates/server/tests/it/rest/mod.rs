@@ -5,6 +5,7 @@
 mod articles;
 mod auth;
 mod password_resets;
+mod signin_security;
 mod social;
 mod users;
 
