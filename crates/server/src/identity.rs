@@ -192,15 +192,28 @@ pub async fn check_password(password: &str, stored: &str) -> Result<bool, ApiErr
     hashing(move || password::verify_password(&password, &stored)).await
 }
 
-/// The user a user token names, if the token is valid and the user still exists.
+/// The user a user token names, if the token is valid, the user still exists
+/// and the token was issued after the user's last password, role or deletion
+/// change (its `iat` is later than the user's `tokens_valid_after`).
 pub async fn verify_user_token(
     state: &AppState,
     token: &str,
 ) -> Result<Option<Arc<User>>, ApiError> {
-    let Ok(id) = state.tokens.verify_user(token) else {
+    let Ok(claims) = state.tokens.verify_user(token) else {
         return Ok(None);
     };
-    user_by_id(state, id).await
+    let user = user_by_id(state, claims.id).await?;
+    Ok(user.filter(|user| claims.iat > user.tokens_valid_after))
+}
+
+/// Signs a user token for `user`. Its `iat` is now, or the second after the
+/// user's `tokens_valid_after` when that is not yet past (a token issued in
+/// the second of a password change must outlive it, while one issued before
+/// the change in that same second must not).
+pub fn issue_user_token(state: &AppState, user: &User) -> String {
+    let now = time::OffsetDateTime::now_utc().unix_timestamp();
+    let iat = now.max(user.tokens_valid_after.saturating_add(1));
+    state.tokens.sign_user(user.id, iat)
 }
 
 /// The user with this id, from the user cache when it was read within the

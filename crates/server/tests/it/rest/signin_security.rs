@@ -1,6 +1,6 @@
 //! Sign-in protection on the generator-rest surface: throttling of `POST
-//! /auth`, and sign-ins that take as long for unknown users as for wrong
-//! passwords.
+//! /auth`, sign-ins that take as long for unknown users as for wrong
+//! passwords, and user tokens revoked by password, role and deletion changes.
 
 use std::time::{Duration, Instant};
 
@@ -154,5 +154,97 @@ backend_test!(
             eprintln!("{surface}: medians (known, unknown) per round: {rounds:?}");
             assert!(passed, "{surface}: medians (known, unknown) per round: {rounds:?}");
         }
+    }
+);
+
+async fn me(app: &TestApp, token: &str) -> StatusCode {
+    app.get("/users/me").bearer(token).send().await.status
+}
+
+async fn token_of(app: &TestApp, email: &str, password: &str) -> String {
+    let res = sign_in(app, "192.0.2.50", email, password).await;
+    assert_eq!(res.status, StatusCode::CREATED, "{}", res.text());
+    res.json()["token"].as_str().unwrap().to_string()
+}
+
+backend_test!(
+    async fn a_password_change_revokes_earlier_tokens(app) {
+        let a = sign_up(&app, "a@a.com", "a", "user").await;
+        let before = token_of(&app, "a@a.com", "123456").await;
+        assert_eq!(me(&app, &before).await, StatusCode::OK);
+        let res = app
+            .put("/users/me/password")
+            .basic("a@a.com", "123456")
+            .json(&json!({"password": "654321"}))
+            .send()
+            .await;
+        assert_eq!(res.status, StatusCode::OK, "{}", res.text());
+        assert_eq!(me(&app, &before).await, StatusCode::UNAUTHORIZED);
+        assert_eq!(me(&app, &a.token).await, StatusCode::UNAUTHORIZED);
+        // A token issued after the change works, even within the same second.
+        let after = token_of(&app, "a@a.com", "654321").await;
+        assert_eq!(me(&app, &after).await, StatusCode::OK);
+        // And a second change in that second still revokes it.
+        let res = app
+            .put("/users/me/password")
+            .basic("a@a.com", "654321")
+            .json(&json!({"password": "abcdef"}))
+            .send()
+            .await;
+        assert_eq!(res.status, StatusCode::OK);
+        assert_eq!(me(&app, &after).await, StatusCode::UNAUTHORIZED);
+        assert_eq!(me(&app, &token_of(&app, "a@a.com", "abcdef").await).await, StatusCode::OK);
+    }
+);
+
+backend_test!(
+    async fn demotion_and_deletion_revoke_tokens(app) {
+        let c = sign_up(&app, "c@c.com", "c", "admin").await;
+        let b = sign_up(&app, "b@b.com", "b", "user").await;
+        let admin_token = token_of(&app, "c@c.com", "123456").await;
+        assert_eq!(app.get("/users").bearer(&admin_token).send().await.status, StatusCode::OK);
+        // Demoted through Harbor's API: the admin's tokens stop working.
+        let res = app
+            .put(&format!("/api/v2.0/users/{}/sysadmin", c.id))
+            .admin()
+            .json(&json!({"sysadmin_flag": false}))
+            .send()
+            .await;
+        assert_eq!(res.status, StatusCode::OK, "{}", res.text());
+        assert_eq!(me(&app, &admin_token).await, StatusCode::UNAUTHORIZED);
+        assert_eq!(me(&app, &c.token).await, StatusCode::UNAUTHORIZED);
+        // Deleted: gone at once.
+        let user_token = token_of(&app, "b@b.com", "123456").await;
+        let res = app
+            .delete(&format!("/api/v2.0/users/{}", b.id))
+            .admin()
+            .send()
+            .await;
+        assert_eq!(res.status, StatusCode::OK, "{}", res.text());
+        assert_eq!(me(&app, &user_token).await, StatusCode::UNAUTHORIZED);
+        assert_eq!(
+            app.get("/api/v2.0/users/current").bearer(&user_token).send().await.status,
+            StatusCode::UNAUTHORIZED
+        );
+    }
+);
+
+backend_test!(
+    async fn another_instance_refuses_revoked_tokens_within_the_window(app) {
+        sign_up(&app, "a@a.com", "a", "user").await;
+        let token = token_of(&app, "a@a.com", "123456").await;
+        let other = app.restart();
+        assert_eq!(me(&other, &token).await, StatusCode::OK, "cached there now");
+        let res = app
+            .put("/users/me/password")
+            .basic("a@a.com", "123456")
+            .json(&json!({"password": "654321"}))
+            .send()
+            .await;
+        assert_eq!(res.status, StatusCode::OK);
+        assert_eq!(me(&app, &token).await, StatusCode::UNAUTHORIZED, "at once here");
+        // The other instance reads the user again after its window (2 s).
+        other.state.users.advance_clock(other.state.users.times().revalidate);
+        assert_eq!(me(&other, &token).await, StatusCode::UNAUTHORIZED);
     }
 );
