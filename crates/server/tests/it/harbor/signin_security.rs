@@ -9,7 +9,9 @@ use berth::signin::{SignInSettings, ThrottleLimits};
 use serde_json::json;
 
 use crate::backend_test;
-use crate::util::{TestApp, TestResponse};
+use crate::util::{
+    ADMIN_PASSWORD, BERTH_BIN, Backend, ServedBerth, TestApp, TestResponse, database_url,
+};
 
 /// Three failures per (account, address), generous elsewhere.
 fn three_per_pair() -> SignInSettings {
@@ -220,3 +222,63 @@ backend_test!(
         assert_eq!(res.status, StatusCode::OK, "another client behind the same proxy");
     }
 );
+
+/// `berth serve` on a real socket: the peer address reaches the throttle, and
+/// `X-Forwarded-For` counts only from a trusted proxy (here the loopback peer).
+async fn served_throttle(backend: Backend) {
+    let dir = tempfile::tempdir().unwrap();
+    let url = database_url(backend, dir.path()).await;
+    let server = ServedBerth::start(|_port| {
+        let mut command = std::process::Command::new(BERTH_BIN);
+        command
+            .arg("--data-dir")
+            .arg(dir.path())
+            .args(["--signin-throttle", "account-address=2"])
+            .env("DATABASE_URL", &url)
+            .env("HARBOR_ADMIN_PASSWORD", ADMIN_PASSWORD)
+            .env("BERTH_TRUSTED_PROXIES", "127.0.0.1,::1");
+        command
+    })
+    .await;
+    let client = reqwest::Client::new();
+    let current = |forwarded: Option<&str>, password: &str| {
+        let mut request = client
+            .get(server.url("/api/v2.0/users/current"))
+            .basic_auth("admin", Some(password));
+        if let Some(forwarded) = forwarded {
+            request = request.header("x-forwarded-for", forwarded);
+        }
+        request.send()
+    };
+    for _ in 0..2 {
+        let res = current(Some("192.0.2.1"), "wrong").await.unwrap();
+        assert_eq!(res.status(), reqwest::StatusCode::UNAUTHORIZED);
+    }
+    let res = current(Some("192.0.2.1"), ADMIN_PASSWORD).await.unwrap();
+    assert_eq!(res.status(), reqwest::StatusCode::TOO_MANY_REQUESTS);
+    assert!(res.headers().get("retry-after").is_some());
+    let res = current(Some("192.0.2.2"), ADMIN_PASSWORD).await.unwrap();
+    assert_eq!(
+        res.status(),
+        reqwest::StatusCode::OK,
+        "another client behind the proxy"
+    );
+    // Without the header the client is the peer itself, which has not failed.
+    let res = current(None, ADMIN_PASSWORD).await.unwrap();
+    assert_eq!(res.status(), reqwest::StatusCode::OK);
+    server.stop();
+}
+
+mod served_server_throttles_by_peer_and_forwarded_for {
+    use super::*;
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn sqlite() {
+        served_throttle(Backend::Sqlite).await;
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn postgres() {
+        served_throttle(Backend::Postgres).await;
+    }
+}
