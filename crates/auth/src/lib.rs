@@ -15,4 +15,4 @@ pub mod token;
 pub use cache::{CredentialCache, TimedCache};
 pub use registry_token::RegistryTokenKeys;
 pub use sealing::SecretBox;
-pub use token::{TokenError, TokenKeys};
+pub use token::{TokenError, TokenKeys, VerifiedUserToken};

@@ -3,7 +3,21 @@
 //! New hashes are argon2id; verification also accepts bcrypt (`$2a$`, `$2b$`,
 //! `$2y$`) so that generator-rest databases can be imported as they are.
 
+use std::sync::LazyLock;
+
 use argon2::{Argon2, PasswordHasher, PasswordVerifier};
+
+/// A hash of a random password with the parameters of every new hash.
+static DUMMY_HASH: LazyLock<String> =
+    LazyLock::new(|| hash_password(&crate::secret::random_alphanumeric(24)));
+
+/// A hash made as [`hash_password`] makes them, of a password nobody knows.
+/// Verifying against it costs what verifying against a real hash costs, so a
+/// sign-in for a user who does not exist (or has no local password) takes as
+/// long as one with a wrong password. The first call hashes once.
+pub fn dummy_hash() -> &'static str {
+    &DUMMY_HASH
+}
 
 /// Hashes a password with argon2id and a random salt. Slow on purpose: call it
 /// off the async workers (`spawn_blocking`).

@@ -23,6 +23,15 @@ pub struct UserClaims {
     pub exp: Option<i64>,
 }
 
+/// What a valid user token says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct VerifiedUserToken {
+    /// The user's id.
+    pub id: i64,
+    /// When the token was issued, unix seconds.
+    pub iat: i64,
+}
+
 /// The HMAC keys tokens are signed and checked with.
 #[derive(Clone)]
 pub struct TokenKeys {
@@ -65,11 +74,14 @@ impl TokenKeys {
             .expect("HS256 signing of plain claims cannot fail")
     }
 
-    /// Verifies a user token and returns the user id it names.
-    pub fn verify_user(&self, token: &str) -> Result<i64, TokenError> {
+    /// Verifies a user token and returns the user id it names and when it was issued.
+    pub fn verify_user(&self, token: &str) -> Result<VerifiedUserToken, TokenError> {
         let data = jsonwebtoken::decode::<UserClaims>(token, &self.decoding, &self.validation)
             .map_err(|_| TokenError::Invalid)?;
-        data.claims.id.parse().map_err(|_| TokenError::Invalid)
+        Ok(VerifiedUserToken {
+            id: data.claims.id.parse().map_err(|_| TokenError::Invalid)?,
+            iat: data.claims.iat,
+        })
     }
 }
 
@@ -83,7 +95,7 @@ mod tests {
         let now = 1_900_000_000;
         let token = keys.sign_user(42, now);
         // exp in the future relative to the real clock: 1.9e9 is in 2030.
-        assert_eq!(keys.verify_user(&token).unwrap(), 42);
+        assert_eq!(keys.verify_user(&token).unwrap().id, 42);
         assert!(TokenKeys::new(b"other", 3600).verify_user(&token).is_err());
         assert!(keys.verify_user("garbage").is_err());
     }
@@ -99,6 +111,12 @@ mod tests {
     fn tokens_without_expiry_are_accepted() {
         let keys = TokenKeys::new(b"secret", 0);
         let token = keys.sign_user(7, 1_000_000);
-        assert_eq!(keys.verify_user(&token).unwrap(), 7);
+        assert_eq!(
+            keys.verify_user(&token).unwrap(),
+            VerifiedUserToken {
+                id: 7,
+                iat: 1_000_000
+            }
+        );
     }
 }

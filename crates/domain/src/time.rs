@@ -21,6 +21,11 @@ pub fn now() -> String {
     format_timestamp(OffsetDateTime::now_utc())
 }
 
+/// The current time in unix seconds (JWT `iat`/`exp` form).
+pub fn unix_now() -> i64 {
+    OffsetDateTime::now_utc().unix_timestamp()
+}
+
 /// The instant `seconds` from now (negative for the past), in the store's form.
 pub fn now_plus_seconds(seconds: i64) -> String {
     format_timestamp(OffsetDateTime::now_utc() + time::Duration::seconds(seconds))

@@ -14,6 +14,7 @@ use berth_store::Store;
 use crate::config::Settings;
 use crate::rest::{RestConfig, RestServices};
 use crate::secrets;
+use crate::signin::{SignInGuard, SignInSettings};
 use crate::state::{AppState, Inner};
 
 /// How long a verified Basic credential is trusted before it is hashed again,
@@ -77,6 +78,7 @@ pub async fn open(settings: &Settings) -> anyhow::Result<AppState> {
         blob_dir,
         settings.external_url(),
         rest,
+        settings.signin(),
     ))
 }
 
@@ -127,6 +129,10 @@ async fn ensure_admin_password(store: &Store) -> anyhow::Result<()> {
 }
 
 /// Assembles the application state from its parts (also used by the tests).
+#[expect(
+    clippy::too_many_arguments,
+    reason = "one argument per part of the state, each from its own source"
+)]
 pub fn build_state(
     store: Store,
     master_key: SecretKey,
@@ -135,7 +141,10 @@ pub fn build_state(
     blob_dir: PathBuf,
     external_url: String,
     rest: RestServices,
+    signin: SignInSettings,
 ) -> AppState {
+    // Built now so that the first sign-in of an unknown user costs one hash, as every later one does.
+    password::dummy_hash();
     AppState::new(Inner {
         store,
         tokens: TokenKeys::new(jwt_secret, jwt_expires_in),
@@ -145,6 +154,7 @@ pub fn build_state(
             CREDENTIAL_CAPACITY,
         ),
         users: TimedCache::new(USER_TIMES, USER_CAPACITY),
+        signin: SignInGuard::new(signin),
         master_key,
         registry: crate::registry::RegistryState::new(blob_dir.clone(), jwt_secret),
         blob_dir,

@@ -6,6 +6,8 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 
+use crate::signin::{SignInSettings, ThrottleLimits, TrustedProxies};
+
 /// Berth: one binary serving Harbor's management API, the OCI distribution API
 /// and a generator-rest users/auth/articles API over one user store.
 #[derive(Debug, Parser)]
@@ -165,9 +167,30 @@ pub struct Settings {
     /// Origins CORS allows on the generator-rest routes: `*`, a comma-separated list, or `none`.
     #[arg(long, env = "CORS_ORIGINS", default_value = "*", global = true)]
     pub cors_origins: String,
+    /// Throttle of failed sign-ins: `off`, or `key=value` pairs over the defaults
+    /// `account-address=5,address=20,account=100,window=15m`.
+    #[arg(
+        long,
+        env = "BERTH_SIGNIN_THROTTLE",
+        default_value = "account-address=5,address=20,account=100,window=15m",
+        global = true
+    )]
+    pub signin_throttle: ThrottleLimits,
+    /// Reverse proxies whose `X-Forwarded-For` names the client: addresses and
+    /// CIDR blocks, comma-separated (`10.0.0.0/8,127.0.0.1`); empty trusts none.
+    #[arg(long, env = "BERTH_TRUSTED_PROXIES", default_value = "", global = true)]
+    pub trusted_proxies: TrustedProxies,
 }
 
 impl Settings {
+    /// The sign-in protection in effect.
+    pub fn signin(&self) -> SignInSettings {
+        SignInSettings {
+            limits: self.signin_throttle,
+            trusted_proxies: self.trusted_proxies.clone(),
+        }
+    }
+
     /// The database URL in effect.
     pub fn database_url(&self) -> String {
         match &self.database_url {

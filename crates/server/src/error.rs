@@ -41,6 +41,9 @@ pub enum ErrorKind {
     BadGateway,
     /// A feature needs configuration this instance does not have.
     Unavailable,
+    /// Too many failed sign-ins from this client or for this account (429,
+    /// with `Retry-After`).
+    TooManyRequests,
 }
 
 impl ErrorKind {
@@ -60,6 +63,7 @@ impl ErrorKind {
             Self::Internal => StatusCode::INTERNAL_SERVER_ERROR,
             Self::BadGateway => StatusCode::BAD_GATEWAY,
             Self::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
+            Self::TooManyRequests => StatusCode::TOO_MANY_REQUESTS,
         }
     }
 
@@ -76,6 +80,7 @@ impl ErrorKind {
             Self::UnsupportedMediaType => "UNSUPPORTED_MEDIA_TYPE",
             Self::PayloadTooLarge => "REQUEST_ENTITY_TOO_LARGE",
             Self::RangeNotSatisfiable => "REQUESTED_RANGE_NOT_SATISFIABLE",
+            Self::TooManyRequests => "TOO_MANY_REQUEST",
             Self::Internal | Self::BadGateway | Self::Unavailable => "UNKNOWN",
         }
     }
@@ -95,6 +100,10 @@ pub struct ApiError {
     /// A surface-specific JSON body, already serialized (so its key order is
     /// kept), that replaces the rendered message (generator-rest's rich-param errors).
     pub detail: Option<String>,
+    /// Seconds the client should wait before trying again (`Retry-After`, on
+    /// every surface). 16 bits keep every error small; a longer wait is sent as
+    /// 65535 s and the next refusal names the rest.
+    pub retry_after: Option<u16>,
 }
 
 impl ApiError {
@@ -106,6 +115,19 @@ impl ApiError {
             field: None,
             code: None,
             detail: None,
+            retry_after: None,
+        }
+    }
+
+    /// 429: too many failed sign-ins; try again after `retry_after` seconds.
+    pub fn too_many_requests(retry_after: u32) -> Self {
+        let retry_after = u16::try_from(retry_after).unwrap_or(u16::MAX);
+        Self {
+            retry_after: Some(retry_after),
+            ..Self::new(
+                ErrorKind::TooManyRequests,
+                "too many failed sign-in attempts; try again later",
+            )
         }
     }
 
@@ -199,8 +221,18 @@ impl IntoResponse for HarborError {
             header::CONTENT_TYPE,
             HeaderValue::from_static("application/json; charset=utf-8"),
         );
-        response
+        with_retry_after(response, err.retry_after)
     }
+}
+
+/// Adds `Retry-After` (seconds) when the error names a wait.
+fn with_retry_after(mut response: Response, retry_after: Option<u16>) -> Response {
+    if let Some(seconds) = retry_after {
+        response
+            .headers_mut()
+            .insert(header::RETRY_AFTER, HeaderValue::from(seconds));
+    }
+    response
 }
 
 /// The result of a Harbor handler.
@@ -231,6 +263,13 @@ impl<E: Into<ApiError>> From<E> for RestError {
 
 impl IntoResponse for RestError {
     fn into_response(self) -> Response {
+        let retry_after = self.0.retry_after;
+        with_retry_after(self.render(), retry_after)
+    }
+}
+
+impl RestError {
+    fn render(self) -> Response {
         let err = self.0;
         let status = err.status();
         let text = |body: &'static str| {
@@ -341,6 +380,7 @@ impl ErrorKind {
             Self::Forbidden | Self::Precondition | Self::Conflict => Some("DENIED"),
             Self::NotFound => Some("NAME_UNKNOWN"),
             Self::RangeNotSatisfiable => Some("BLOB_UPLOAD_INVALID"),
+            Self::TooManyRequests => Some("TOOMANYREQUESTS"),
             Self::Internal | Self::BadGateway | Self::Unavailable => None,
         }
     }
@@ -389,7 +429,7 @@ impl IntoResponse for OciError {
             header::CONTENT_TYPE,
             HeaderValue::from_static("application/json; charset=utf-8"),
         );
-        response
+        with_retry_after(response, err.retry_after)
     }
 }
 
@@ -397,7 +437,7 @@ impl IntoResponse for OciError {
 mod tests {
     use super::*;
 
-    const KINDS: [ErrorKind; 13] = [
+    const KINDS: [ErrorKind; 14] = [
         ErrorKind::BadRequest,
         ErrorKind::Unauthorized,
         ErrorKind::Forbidden,
@@ -411,6 +451,7 @@ mod tests {
         ErrorKind::Internal,
         ErrorKind::BadGateway,
         ErrorKind::Unavailable,
+        ErrorKind::TooManyRequests,
     ];
 
     async fn oci_body(err: ApiError) -> serde_json::Value {

@@ -1,5 +1,6 @@
 //! Who is calling: credentials in, a stored user out. Shared by all three surfaces.
 
+use std::net::IpAddr;
 use std::sync::{Arc, LazyLock};
 
 use base64::Engine;
@@ -57,16 +58,63 @@ pub fn bearer_token(header_value: &str) -> Option<&str> {
         .filter(|t| !t.is_empty())
 }
 
-/// Verifies a login and password; `None` when they do not name a user with that
-/// password. A recent successful verification is answered from the credential
-/// cache, after checking that the user's `auth_version` has not moved.
+/// Verifies a login and password sent from `client` (every surface's
+/// password sign-in comes here); `None` when they do not name a user with that
+/// password, 429 when failed sign-ins of this client or account are throttled.
+///
+/// The throttle is asked first, before the credential cache (so a throttled
+/// client cannot learn that a password is right from a cached answer) and
+/// before any hash. A recent successful verification is answered from the
+/// credential cache, after checking that the user's `auth_version` has not
+/// moved; anything else is verified slowly, one attempt per (account,
+/// address) at a time, counted as a failure unless it succeeds.
 pub async fn verify_password(
+    state: &AppState,
+    client: IpAddr,
+    login: &str,
+    password: &str,
+) -> Result<Option<Arc<User>>, ApiError> {
+    let throttle = &state.signin.throttle;
+    throttle
+        .check(client, login)
+        .map_err(ApiError::too_many_requests)?;
+    if let Some(user) = cached(state, login, password).await? {
+        return Ok(Some(user));
+    }
+    let _turn = throttle.turn(client, login).await;
+    // A concurrent sign-in with the same credentials may just have verified them.
+    if let Some(user) = cached(state, login, password).await? {
+        return Ok(Some(user));
+    }
+    let attempt = throttle
+        .begin(client, login)
+        .map_err(ApiError::too_many_requests)?;
+    let verified = match verify_uncached(state, login, password).await {
+        Ok(verified) => verified,
+        Err(err) => {
+            throttle.settle(attempt, false);
+            return Err(err);
+        }
+    };
+    match &verified {
+        Some(user) => {
+            throttle.settle(attempt, true);
+            state.credentials.put(login, password, user.clone());
+        }
+        None => tracing::info!(%client, "failed sign-in"),
+    }
+    Ok(verified)
+}
+
+/// The user these credentials verified as recently, if the credential cache
+/// has them and the user's `auth_version` has not moved since.
+async fn cached(
     state: &AppState,
     login: &str,
     password: &str,
 ) -> Result<Option<Arc<User>>, ApiError> {
     match state.credentials.get(login, password) {
-        Lookup::Fresh(user) => return Ok(Some(user)),
+        Lookup::Fresh(user) => Ok(Some(user)),
         Lookup::Stale(cached) => {
             if let Some(user) = state.store.users().find_by_id(cached.id).await?
                 && user.auth_version == cached.auth_version
@@ -76,14 +124,10 @@ pub async fn verify_password(
                 return Ok(Some(user));
             }
             state.credentials.remove(login, password);
+            Ok(None)
         }
-        Lookup::Miss => {}
+        Lookup::Miss => Ok(None),
     }
-    let verified = verify_uncached(state, login, password).await?;
-    if let Some(user) = &verified {
-        state.credentials.put(login, password, user.clone());
-    }
-    Ok(verified)
 }
 
 /// The slow path of [`verify_password`]: a password hash, or the directory in
@@ -100,10 +144,14 @@ async fn verify_uncached(
             return directory::sign_in(state, &config, login, password).await;
         }
     }
+    // An unknown user, or one without a local password, costs a hash too, so
+    // that the answer's timing does not tell which logins exist.
     let Some(user) = found else {
+        check_password(password, password::dummy_hash()).await?;
         return Ok(None);
     };
     let Some(stored) = user.password_hash.clone() else {
+        check_password(password, password::dummy_hash()).await?;
         return Ok(None);
     };
     let matches = check_password(password, &stored).await?;
@@ -115,6 +163,12 @@ async fn verify_uncached(
 /// each other's memory from the caches, so every sign-in waits longer.
 static HASH_SLOTS: LazyLock<Semaphore> =
     LazyLock::new(|| Semaphore::new(std::thread::available_parallelism().map_or(2, |n| n.get())));
+
+/// The slots every password hash of this process waits for. Holding them all
+/// stops every hash, which is how tests show that a refusal computes none.
+pub fn hash_slots() -> &'static Semaphore {
+    &HASH_SLOTS
+}
 
 /// Runs a password hash on the blocking pool, once a hash slot is free.
 async fn hashing<T: Send + 'static>(
@@ -138,15 +192,28 @@ pub async fn check_password(password: &str, stored: &str) -> Result<bool, ApiErr
     hashing(move || password::verify_password(&password, &stored)).await
 }
 
-/// The user a user token names, if the token is valid and the user still exists.
+/// The user a user token names, if the token is valid, the user still exists
+/// and the token was issued after the user's last password, role or deletion
+/// change (its `iat` is later than the user's `tokens_valid_after`).
 pub async fn verify_user_token(
     state: &AppState,
     token: &str,
 ) -> Result<Option<Arc<User>>, ApiError> {
-    let Ok(id) = state.tokens.verify_user(token) else {
+    let Ok(claims) = state.tokens.verify_user(token) else {
         return Ok(None);
     };
-    user_by_id(state, id).await
+    let user = user_by_id(state, claims.id).await?;
+    Ok(user.filter(|user| claims.iat > user.tokens_valid_after))
+}
+
+/// Signs a user token for `user`. Its `iat` is now, or the second after the
+/// user's `tokens_valid_after` when that is not yet past (a token issued in
+/// the second of a password change must outlive it, while one issued before
+/// the change in that same second must not).
+pub fn issue_user_token(state: &AppState, user: &User) -> String {
+    let now = time::OffsetDateTime::now_utc().unix_timestamp();
+    let iat = now.max(user.tokens_valid_after.saturating_add(1));
+    state.tokens.sign_user(user.id, iat)
 }
 
 /// The user with this id, from the user cache when it was read within the

@@ -17,4 +17,5 @@ pub mod page_cache;
 pub mod registry;
 pub mod rest;
 pub mod secrets;
+pub mod signin;
 pub mod state;

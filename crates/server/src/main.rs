@@ -64,8 +64,9 @@ async fn serve(settings: &Settings) -> anyhow::Result<()> {
         .await
         .with_context(|| format!("listening on {addr}"))?;
     tracing::info!(%addr, backend = ?state.store.backend(), "berth is listening");
-    let service =
-        axum::ServiceExt::<axum::extract::Request>::into_make_service(app::build(state.clone()));
+    let service = axum::ServiceExt::<axum::extract::Request>::into_make_service_with_connect_info::<
+        SocketAddr,
+    >(app::build(state.clone()));
     axum::serve(listener, service)
         .with_graceful_shutdown(shutdown_signal())
         .await

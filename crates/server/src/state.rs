@@ -24,6 +24,8 @@ pub struct Inner {
     pub credentials: CredentialCache<Arc<User>>,
     /// Users recently read by id, for token-authenticated requests.
     pub users: TimedCache<i64, Arc<User>>,
+    /// The throttle of failed sign-ins and the trusted proxies.
+    pub signin: crate::signin::SignInGuard,
     /// The generator-rest master key.
     pub master_key: SecretKey,
     /// Where blobs live.

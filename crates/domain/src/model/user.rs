@@ -47,6 +47,10 @@ pub struct User {
     pub password_hash: Option<String>,
     /// Bumped on every password, admin-flag or delete change.
     pub auth_version: i64,
+    /// User tokens issued (`iat`, unix seconds) at or before this second are
+    /// refused. Moved on with every `auth_version` bump, to now or, if that is
+    /// not later, one second past its old value, so it always moves.
+    pub tokens_valid_after: i64,
     /// Harbor system administrator, generator-rest `role=admin`.
     pub sysadmin: bool,
     /// Where the password is verified.

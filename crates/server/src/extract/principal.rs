@@ -67,7 +67,8 @@ impl FromRequestParts<AppState> for Principal {
         };
         let value = value.to_str().map_err(|_| ApiError::unauthorized())?;
         let user = if let Some(creds) = BasicCredentials::parse(value) {
-            identity::verify_password(state, &creds.login, &creds.password).await?
+            let client = state.signin.client(&parts.extensions, &parts.headers);
+            identity::verify_password(state, client, &creds.login, &creds.password).await?
         } else if let Some(token) = identity::bearer_token(value) {
             identity::verify_user_token(state, token).await?
         } else {

@@ -1,12 +1,13 @@
 //! Who may push and pull: Basic credentials or registry tokens on `/v2/`, and
 //! the token service (`GET /service/token`) that docker-style clients ask.
 
+use std::net::IpAddr;
 use std::sync::Arc;
 
 use axum::Json;
 use axum::extract::{RawQuery, State};
-use axum::http::HeaderMap;
 use axum::http::header::AUTHORIZATION;
+use axum::http::{Extensions, HeaderMap};
 use axum::response::{IntoResponse, Response};
 use berth_auth::registry_token::{Access, RegistryClaims};
 use berth_domain::model::{Project, ProjectRef, User};
@@ -35,9 +36,11 @@ pub enum Caller {
 }
 
 impl Caller {
-    /// Reads the caller from the `Authorization` header; wrong credentials are a 401.
+    /// Reads the caller from the `Authorization` header of a request from
+    /// `client`; wrong credentials are a 401.
     pub async fn from_headers(
         state: &AppState,
+        client: IpAddr,
         headers: &HeaderMap,
     ) -> Result<Self, RegistryError> {
         let Some(value) = headers.get(AUTHORIZATION) else {
@@ -47,7 +50,9 @@ impl Caller {
             .to_str()
             .map_err(|_| unauthorized("invalid authorization header"))?;
         if let Some(creds) = BasicCredentials::parse(value) {
-            return match identity::verify_password(state, &creds.login, &creds.password).await? {
+            return match identity::verify_password(state, client, &creds.login, &creds.password)
+                .await?
+            {
                 Some(user) => Ok(Self::User(user)),
                 None => Err(unauthorized("invalid username or password")),
             };
@@ -198,9 +203,11 @@ pub async fn authorize_found(
 /// caller holds (docker's token protocol; Harbor's `harbor-registry` service).
 pub async fn get_token(
     State(state): State<AppState>,
+    extensions: Extensions,
     headers: HeaderMap,
     RawQuery(query): RawQuery,
 ) -> Result<Response, RegistryError> {
+    let client = state.signin.client(&extensions, &headers);
     let pairs: Vec<(String, String)> =
         serde_urlencoded::from_str(query.as_deref().unwrap_or(""))
             .map_err(|_| RegistryError::from(ApiError::bad_request("invalid query string")))?;
@@ -213,7 +220,7 @@ pub async fn get_token(
             let creds = BasicCredentials::parse(value)
                 .ok_or_else(|| unauthorized("the token service takes Basic credentials"))?;
             Some(
-                identity::verify_password(&state, &creds.login, &creds.password)
+                identity::verify_password(&state, client, &creds.login, &creds.password)
                     .await?
                     .ok_or_else(|| unauthorized("invalid username or password"))?,
             )

@@ -116,7 +116,8 @@ async fn registry_headers(State(state): State<AppState>, request: Request, next:
 
 /// `GET /v2/`: 200 for authenticated callers, else the challenge.
 async fn get_base(State(state): State<AppState>, request: Request) -> RegistryResult<Response> {
-    let caller = Caller::from_headers(&state, request.headers()).await?;
+    let client = state.signin.client(request.extensions(), request.headers());
+    let caller = Caller::from_headers(&state, client, request.headers()).await?;
     if !caller.is_authenticated() {
         return Err(auth::unauthorized("authentication required"));
     }
@@ -167,7 +168,8 @@ async fn route(state: AppState, request: Request) -> RegistryResult<Response> {
         )
         .into());
     }
-    let caller = Caller::from_headers(&state, request.headers()).await?;
+    let client = state.signin.client(request.extensions(), request.headers());
+    let caller = Caller::from_headers(&state, client, request.headers()).await?;
     let method = request.method().clone();
     let (parts, body) = request.into_parts();
     let ctx = Ctx {

@@ -22,9 +22,8 @@ pub(super) fn router() -> Router<AppState> {
 
 /// A signed token for `user` and the full view: the body of every sign-in.
 pub(super) fn auth_view(state: &AppState, user: &User) -> AuthView {
-    let now = time::OffsetDateTime::now_utc().unix_timestamp();
     AuthView {
-        token: state.tokens.sign_user(user.id, now),
+        token: crate::identity::issue_user_token(state, user),
         user: UserView::full(user),
     }
 }

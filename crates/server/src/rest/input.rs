@@ -5,10 +5,12 @@
 //! Bodies are parsed on every method (DELETE included), as JSON or as form
 //! fields, exactly once per request.
 
+use std::net::SocketAddr;
 use std::sync::Arc;
 
 use axum::extract::rejection::PathRejection;
 use axum::extract::{FromRequest, FromRequestParts, Path, Request};
+use axum::http::HeaderMap;
 use axum::http::header::{AUTHORIZATION, CONTENT_TYPE};
 use axum::http::request::Parts;
 use berth_domain::model::User;
@@ -20,6 +22,7 @@ use crate::error::{
     ApiError, ErrorKind, REST_BEARER_INVALID, REST_BEARER_MISSING, REST_PLAIN, RestError,
 };
 use crate::identity::{self, BasicCredentials};
+use crate::signin;
 use crate::state::AppState;
 
 /// The JSON body parser's limit (body-parser's default, 100 kB).
@@ -33,6 +36,9 @@ pub struct RestInput {
     /// Body fields from JSON or a form; empty for other media types.
     pub body: Map<String, Value>,
     authorization: Option<String>,
+    /// The socket peer and the `X-Forwarded-For` headers: who the client is.
+    peer: Option<SocketAddr>,
+    forwarded: HeaderMap,
 }
 
 impl std::fmt::Debug for RestInput {
@@ -62,6 +68,11 @@ impl<S: Send + Sync> FromRequest<S> for RestInput {
             .headers
             .get(AUTHORIZATION)
             .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
+        let peer = signin::peer(&parts.extensions);
+        let mut forwarded = HeaderMap::new();
+        for value in parts.headers.get_all(signin::X_FORWARDED_FOR) {
+            forwarded.append(signin::X_FORWARDED_FOR, value.clone());
+        }
         let media = parts
             .headers
             .get(CONTENT_TYPE)
@@ -111,6 +122,8 @@ impl<S: Send + Sync> FromRequest<S> for RestInput {
             query,
             body: fields,
             authorization,
+            peer,
+            forwarded,
         })
     }
 }
@@ -338,7 +351,9 @@ impl RestInput {
             .and_then(BasicCredentials::parse)
             .filter(|c| !c.login.trim().is_empty() && !c.password.is_empty())
             .ok_or_else(ApiError::unauthorized)?;
-        identity::verify_password(state, creds.login.trim(), &creds.password)
+        let client =
+            signin::client_address(&state.signin.trusted_proxies, self.peer, &self.forwarded);
+        identity::verify_password(state, client, creds.login.trim(), &creds.password)
             .await?
             .ok_or_else(ApiError::unauthorized)
     }
@@ -355,7 +370,9 @@ impl RestInput {
             .ok_or_else(ApiError::unauthorized)?;
         let email = rest_query::validate_email("email", Some(&creds.login)).map_err(rule_error)?;
         rest_query::validate_password("password", Some(&creds.password)).map_err(rule_error)?;
-        identity::verify_password(state, &email, &creds.password)
+        let client =
+            signin::client_address(&state.signin.trusted_proxies, self.peer, &self.forwarded);
+        identity::verify_password(state, client, &email, &creds.password)
             .await?
             .ok_or_else(ApiError::unauthorized)
     }

@@ -70,12 +70,13 @@ impl PasswordResets<'_> {
             return Ok(None);
         };
         let updated = sqlx::query(
-            "UPDATE users SET password_hash = $1, auth_version = auth_version + 1, updated_at = $2 \
-             WHERE id = $3 AND deleted = 0",
+            "UPDATE users SET password_hash = $1, auth_version = auth_version + 1, updated_at = $2, \
+             tokens_valid_after = CASE WHEN tokens_valid_after >= $4 THEN tokens_valid_after + 1 ELSE $4 END WHERE id = $3 AND deleted = 0",
         )
         .bind(password_hash)
         .bind(&now)
         .bind(user_id)
+        .bind(time::unix_now())
         .execute(&mut *tx)
         .await?;
         if updated.rows_affected() != 1 {

@@ -10,7 +10,7 @@ use crate::error::{StoreResult, conflict_on_unique};
 use crate::repo::flag;
 
 const USER_COLUMNS: &str = "id, username, email, realname, picture, comment, password_hash, \
-    auth_version, sysadmin, origin, ldap_dn, created_at, updated_at";
+    auth_version, tokens_valid_after, sysadmin, origin, ldap_dn, created_at, updated_at";
 
 #[derive(sqlx::FromRow)]
 struct UserRow {
@@ -22,6 +22,7 @@ struct UserRow {
     comment: Option<String>,
     password_hash: Option<String>,
     auth_version: i64,
+    tokens_valid_after: i64,
     sysadmin: i64,
     origin: String,
     ldap_dn: Option<String>,
@@ -40,6 +41,7 @@ impl From<UserRow> for User {
             comment: row.comment,
             password_hash: row.password_hash,
             auth_version: row.auth_version,
+            tokens_valid_after: row.tokens_valid_after,
             sysadmin: flag(row.sysadmin),
             origin: UserOrigin::parse(&row.origin),
             ldap_dn: row.ldap_dn,
@@ -133,12 +135,13 @@ impl Users<'_> {
     /// every cached credential of the user on every instance.
     pub async fn set_password(&self, id: i64, password_hash: &str) -> StoreResult<bool> {
         let done = sqlx::query(
-            "UPDATE users SET password_hash = $1, auth_version = auth_version + 1, updated_at = $2 \
-             WHERE id = $3 AND deleted = 0",
+            "UPDATE users SET password_hash = $1, auth_version = auth_version + 1, updated_at = $2, \
+             tokens_valid_after = CASE WHEN tokens_valid_after >= $4 THEN tokens_valid_after + 1 ELSE $4 END WHERE id = $3 AND deleted = 0",
         )
         .bind(password_hash)
         .bind(time::now())
         .bind(id)
+        .bind(time::unix_now())
         .execute(&self.0.pool)
         .await?;
         Ok(done.rows_affected() == 1)
@@ -148,12 +151,13 @@ impl Users<'_> {
     /// Returns whether it was set.
     pub async fn set_password_if_unset(&self, id: i64, password_hash: &str) -> StoreResult<bool> {
         let done = sqlx::query(
-            "UPDATE users SET password_hash = $1, auth_version = auth_version + 1, updated_at = $2 \
-             WHERE id = $3 AND deleted = 0 AND password_hash IS NULL",
+            "UPDATE users SET password_hash = $1, auth_version = auth_version + 1, updated_at = $2, \
+             tokens_valid_after = CASE WHEN tokens_valid_after >= $4 THEN tokens_valid_after + 1 ELSE $4 END WHERE id = $3 AND deleted = 0 AND password_hash IS NULL",
         )
         .bind(password_hash)
         .bind(time::now())
         .bind(id)
+        .bind(time::unix_now())
         .execute(&self.0.pool)
         .await?;
         Ok(done.rows_affected() == 1)
@@ -246,11 +250,13 @@ impl Users<'_> {
         let mut tx = self.0.begin_write().await?;
         let done = sqlx::query(
             "UPDATE users SET deleted = 1, email = NULL, password_hash = NULL, picture = NULL, \
-             sysadmin = 0, keywords = '', auth_version = auth_version + 1, updated_at = $1 \
-             WHERE id = $2 AND deleted = 0",
+             sysadmin = 0, keywords = '', auth_version = auth_version + 1, updated_at = $1, \
+             tokens_valid_after = CASE WHEN tokens_valid_after >= $3 THEN tokens_valid_after + 1 \
+             ELSE $3 END WHERE id = $2 AND deleted = 0",
         )
         .bind(time::now())
         .bind(id)
+        .bind(time::unix_now())
         .execute(&mut *tx)
         .await?;
         if done.rows_affected() != 1 {
@@ -499,12 +505,13 @@ impl Users<'_> {
     /// Grants or revokes system administration; bumps `auth_version`. `false` if no such user.
     pub async fn set_sysadmin(&self, id: i64, sysadmin: bool) -> StoreResult<bool> {
         let done = sqlx::query(
-            "UPDATE users SET sysadmin = $1, auth_version = auth_version + 1, updated_at = $2 \
-             WHERE id = $3 AND deleted = 0",
+            "UPDATE users SET sysadmin = $1, auth_version = auth_version + 1, updated_at = $2, \
+             tokens_valid_after = CASE WHEN tokens_valid_after >= $4 THEN tokens_valid_after + 1 ELSE $4 END WHERE id = $3 AND deleted = 0",
         )
         .bind(i64::from(sysadmin))
         .bind(time::now())
         .bind(id)
+        .bind(time::unix_now())
         .execute(&self.0.pool)
         .await?;
         Ok(done.rows_affected() == 1)

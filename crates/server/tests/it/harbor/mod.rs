@@ -11,6 +11,7 @@ mod metadata;
 mod projects;
 mod registry_content;
 mod search_statistics;
+mod signin_security;
 mod system;
 mod users;
 mod users_api;

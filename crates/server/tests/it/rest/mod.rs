@@ -7,6 +7,7 @@ mod auth;
 mod bounds;
 mod ldap;
 mod password_resets;
+mod signin_security;
 mod social;
 mod users;
 

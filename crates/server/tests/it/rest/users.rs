@@ -351,12 +351,20 @@ backend_test!(
             .send()
             .await;
         assert_eq!(res.status, StatusCode::OK, "{}", res.text());
-        assert_eq!(app.get("/users").bearer(&a.token).send().await.status, StatusCode::OK);
+        // A role change ends the tokens issued before it; a new one has the new role.
+        assert_empty_401(&me(&a.token).await);
+        let res = app
+            .post(&format!("/auth?access_token={MASTER_KEY}"))
+            .basic("a@a.com", "123456")
+            .send()
+            .await;
+        let token = res.json()["token"].as_str().unwrap().to_string();
+        assert_eq!(app.get("/users").bearer(&token).send().await.status, StatusCode::OK);
 
         // Deleted: the token stops working.
         let res = app.delete(&format!("/users/{}", a.id)).bearer(&c.token).send().await;
         assert_eq!(res.status, StatusCode::NO_CONTENT);
-        assert_empty_401(&me(&a.token).await);
+        assert_empty_401(&me(&token).await);
     }
 );
 

@@ -60,3 +60,41 @@ backend_test!(
         assert!(!users.set_password(999, "$argon2id$x").await.unwrap());
     }
 );
+
+backend_test!(
+    /// Every change that bumps `auth_version` moves `tokens_valid_after`
+    /// strictly on, to at least now, even several times in one second.
+    async fn auth_changes_move_tokens_valid_after(app) {
+        let store = app.store();
+        let users = store.users();
+        let user = users.create(&new_user("gina", "gina@example.com")).await.unwrap();
+        assert_eq!(user.tokens_valid_after, 0, "a new user's tokens are all valid");
+        let started = berth_domain::time::unix_now();
+        let mut last = user.tokens_valid_after;
+        let mut moved = |now: i64, what: &str| {
+            assert!(now > last, "{what}: {now} after {last}");
+            assert!(now >= started, "{what}: {now} is not in the past");
+            last = now;
+        };
+        let valid_after = |id| async move {
+            let user = store.users().find_by_id(id).await.unwrap().unwrap();
+            user.tokens_valid_after
+        };
+        assert!(users.set_password(user.id, "$argon2id$a").await.unwrap());
+        moved(valid_after(user.id).await, "password");
+        assert!(users.set_password(user.id, "$argon2id$b").await.unwrap());
+        moved(valid_after(user.id).await, "password again");
+        assert!(users.set_sysadmin(user.id, true).await.unwrap());
+        moved(valid_after(user.id).await, "administrator flag");
+        store.password_resets().create("gina-reset", user.id, 3600).await.unwrap();
+        assert!(store.password_resets().redeem("gina-reset", "$argon2id$c").await.unwrap().is_some());
+        moved(valid_after(user.id).await, "password reset");
+        assert!(users.tombstone(user.id).await.unwrap());
+        let tomb = users.find_many_including_deleted(&[user.id]).await.unwrap();
+        moved(tomb[0].tokens_valid_after, "deletion");
+
+        let admin = users.find_by_id(1).await.unwrap().unwrap();
+        assert!(!users.set_password_if_unset(1, "$argon2id$x").await.unwrap());
+        assert_eq!(valid_after(1).await, admin.tokens_valid_after, "nothing changed");
+    }
+);

@@ -3,6 +3,7 @@
 use berth::app::App;
 use berth::bootstrap;
 use berth::rest::{RestConfig, RestServices};
+use berth::signin::SignInSettings;
 use berth::state::AppState;
 use berth_auth::secret::SecretKey;
 use berth_store::Store;
@@ -74,7 +75,7 @@ impl TestApp {
         std::fs::create_dir_all(&blob_dir).unwrap();
         let rest =
             RestServices::new(RestConfig::default()).expect("the default REST configuration");
-        let state = test_state(store, blob_dir, rest);
+        let state = test_state(store, blob_dir, rest, SignInSettings::default());
         Self {
             app: berth::app::build(state.clone()),
             state,
@@ -128,7 +129,30 @@ impl TestApp {
     /// configuration (mail server, identity providers, CORS).
     pub fn with_rest(self, config: RestConfig) -> Self {
         let rest = RestServices::new(config).expect("valid REST configuration");
-        let state = test_state(self.state.store.clone(), self.state.blob_dir.clone(), rest);
+        let state = test_state(
+            self.state.store.clone(),
+            self.state.blob_dir.clone(),
+            rest,
+            SignInSettings::default(),
+        );
+        Self {
+            app: berth::app::build(state.clone()),
+            state,
+            ..self
+        }
+    }
+
+    /// The same application and database with other sign-in protection
+    /// settings (throttle numbers, trusted proxies) and fresh counters.
+    pub fn with_signin(self, settings: SignInSettings) -> Self {
+        let rest =
+            RestServices::new(RestConfig::default()).expect("the default REST configuration");
+        let state = test_state(
+            self.state.store.clone(),
+            self.state.blob_dir.clone(),
+            rest,
+            settings,
+        );
         Self {
             app: berth::app::build(state.clone()),
             state,
@@ -138,7 +162,12 @@ impl TestApp {
 }
 
 /// The application state every test runs with: the test secrets, tokens valid for a week.
-fn test_state(store: Store, blob_dir: std::path::PathBuf, rest: RestServices) -> AppState {
+fn test_state(
+    store: Store,
+    blob_dir: std::path::PathBuf,
+    rest: RestServices,
+    signin: SignInSettings,
+) -> AppState {
     bootstrap::build_state(
         store,
         SecretKey::new(MASTER_KEY),
@@ -147,6 +176,7 @@ fn test_state(store: Store, blob_dir: std::path::PathBuf, rest: RestServices) ->
         blob_dir,
         "http://127.0.0.1:9000".into(),
         rest,
+        signin,
     )
 }
 
@@ -156,7 +186,12 @@ impl TestApp {
     pub fn restart(&self) -> RestartedApp<'_> {
         let rest =
             RestServices::new(RestConfig::default()).expect("the default REST configuration");
-        let state = test_state(self.state.store.clone(), self.state.blob_dir.clone(), rest);
+        let state = test_state(
+            self.state.store.clone(),
+            self.state.blob_dir.clone(),
+            rest,
+            SignInSettings::default(),
+        );
         RestartedApp {
             inner: TestApp {
                 app: berth::app::build(state.clone()),

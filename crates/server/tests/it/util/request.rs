@@ -95,6 +95,18 @@ impl RequestBuilder<'_> {
         self.basic("admin", super::ADMIN_PASSWORD)
     }
 
+    /// Sends the request as if over a connection from `peer` (an address,
+    /// `1.2.3.4`), as a server started with connect info sees it.
+    pub fn peer(mut self, peer: &str) -> Self {
+        let ip: std::net::IpAddr = peer.parse().expect("an IP address");
+        self.builder =
+            self.builder
+                .extension(axum::extract::ConnectInfo(std::net::SocketAddr::new(
+                    ip, 40_000,
+                )));
+        self
+    }
+
     /// Adds a bearer token.
     pub fn bearer(self, token: &str) -> Self {
         self.header("authorization", &format!("Bearer {token}"))
