@@ -70,7 +70,13 @@ enum Held {
 impl GcLock {
     /// Releases the lock now (on PostgreSQL, closes its connection cleanly).
     pub async fn release(self) {
-        if let Held::Postgres(conn) = self._held {
+        if let Held::Postgres(mut conn) = self._held {
+            // Unlocked before the connection closes: the server ends a closed
+            // session a little later.
+            let _ = sqlx::query("SELECT pg_advisory_unlock($1)")
+                .bind(ADVISORY_KEY)
+                .execute(&mut conn)
+                .await;
             let _ = conn.close().await;
         }
     }

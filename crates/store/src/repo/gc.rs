@@ -121,11 +121,26 @@ impl Store {
     /// while another collector holds the lock. A run still recorded as
     /// running is one whose collector died: it is recorded as failed.
     pub async fn start_gc_run(&self) -> StoreResult<RunningGc> {
-        let lock = self.try_gc_lock().await?.ok_or_else(|| {
-            crate::error::StoreError::from(berth_domain::DomainError::Conflict(
-                "a garbage collection is already running".into(),
-            ))
-        })?;
+        // The lock may also be held for a moment by a run that has just
+        // recorded its end, or by a push checking for a dead collector: only a
+        // run recorded as running makes this a conflict at once.
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        let lock = loop {
+            if let Some(lock) = self.try_gc_lock().await? {
+                break lock;
+            }
+            let running: Option<(i64,)> =
+                sqlx::query_as("SELECT id FROM gc_runs WHERE status = 'running' LIMIT 1")
+                    .fetch_optional(&self.pool)
+                    .await?;
+            if running.is_some() || std::time::Instant::now() > deadline {
+                return Err(berth_domain::DomainError::Conflict(
+                    "a garbage collection is already running".into(),
+                )
+                .into());
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        };
         let now = time::now();
         self.fail_dead_runs(&now).await?;
         let row: (i64,) = sqlx::query_as(
