@@ -9,6 +9,7 @@ pub mod changes;
 mod db;
 mod error;
 pub mod repo;
+mod wal;
 
 pub use blobs::{BlobError, BlobStore, UploadProgress};
 pub use changes::{Changes, Topic};
