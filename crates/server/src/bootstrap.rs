@@ -6,7 +6,7 @@ use std::time::Duration;
 use anyhow::Context;
 use berth_auth::cache::CacheTimes;
 use berth_auth::secret::{SecretKey, random_alphanumeric};
-use berth_auth::{CredentialCache, TimedCache, TokenKeys, password};
+use berth_auth::{CredentialCache, TimedCache, TokenKeys};
 use berth_domain::model::ADMIN_USER_ID;
 use berth_store::Store;
 
@@ -83,10 +83,9 @@ async fn ensure_admin_password(store: &Store) -> anyhow::Result<()> {
         .ok()
         .filter(|p| !p.is_empty());
     let chosen = given.clone().unwrap_or_else(|| random_alphanumeric(16));
-    let hash = {
-        let chosen = chosen.clone();
-        tokio::task::spawn_blocking(move || password::hash_password(&chosen)).await?
-    };
+    let hash = crate::identity::hash_password(&chosen)
+        .await
+        .map_err(|_| anyhow::anyhow!("hashing the admin password failed"))?;
     if store
         .users()
         .set_password_if_unset(ADMIN_USER_ID, &hash)
