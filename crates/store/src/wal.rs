@@ -18,7 +18,7 @@
 //! checkpoint that gives up (a long reader) is retried later, less often each
 //! time it gives up again. A PASSIVE checkpoint first would sync most of the
 //! log without holding writers off, but they keep writing meanwhile: the log
-//! then reached 62 MiB instead of 24.
+//! then reached up to 59 MiB instead of 24.
 //!
 //! SQLite's own checkpoints would get in the way: a checkpoint that finds
 //! another one running gives up at once, without waiting, and once the log is
