@@ -113,10 +113,9 @@ async fn ensure_admin_password(store: &Store) -> anyhow::Result<()> {
         .ok()
         .filter(|p| !p.is_empty());
     let chosen = given.clone().unwrap_or_else(|| random_alphanumeric(16));
-    let hash = {
-        let chosen = chosen.clone();
-        tokio::task::spawn_blocking(move || password::hash_password(&chosen)).await?
-    };
+    let hash = crate::identity::hash_password(&chosen)
+        .await
+        .map_err(|_| anyhow::anyhow!("hashing the admin password failed"))?;
     if store
         .users()
         .set_password_if_unset(ADMIN_USER_ID, &hash)

@@ -1,14 +1,14 @@
 //! Who is calling: credentials in, a stored user out. Shared by all three surfaces.
 
 use std::net::IpAddr;
-use std::sync::{Arc, LazyLock};
+use std::sync::{Arc, LazyLock, Mutex, mpsc};
 
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use berth_auth::cache::Lookup;
 use berth_auth::password;
 use berth_domain::model::{ADMIN_USER_ID, User};
-use tokio::sync::Semaphore;
+use tokio::sync::{Semaphore, oneshot};
 
 use crate::directory;
 use crate::error::ApiError;
@@ -161,8 +161,7 @@ async fn verify_uncached(
 /// Password hashes computed at once: one per core. An argon2id hash walks
 /// 19 MiB of memory; running more at once than there are cores only evicts
 /// each other's memory from the caches, so every sign-in waits longer.
-static HASH_SLOTS: LazyLock<Semaphore> =
-    LazyLock::new(|| Semaphore::new(std::thread::available_parallelism().map_or(2, |n| n.get())));
+static HASH_SLOTS: LazyLock<Semaphore> = LazyLock::new(|| Semaphore::new(hash_threads()));
 
 /// The slots every password hash of this process waits for. Holding them all
 /// stops every hash, which is how tests show that a refusal computes none.
@@ -170,14 +169,52 @@ pub fn hash_slots() -> &'static Semaphore {
     &HASH_SLOTS
 }
 
-/// Runs a password hash on the blocking pool, once a hash slot is free.
+fn hash_threads() -> usize {
+    std::thread::available_parallelism().map_or(2, |n| n.get())
+}
+
+/// A hash to run, and where its result goes.
+type HashJob = Box<dyn FnOnce() + Send>;
+
+/// The threads that compute password hashes, one per hash slot: always the
+/// same ones, because each keeps an argon2id hash's 19 MiB of working memory
+/// for its next hash (`berth_auth::password`). On tokio's blocking pool every
+/// thread that ever hashed would keep its own.
+static HASHERS: LazyLock<mpsc::Sender<HashJob>> = LazyLock::new(|| {
+    let (jobs, queue) = mpsc::channel::<HashJob>();
+    let queue = Arc::new(Mutex::new(queue));
+    for i in 0..hash_threads() {
+        let queue = queue.clone();
+        let spawned = std::thread::Builder::new()
+            .name(format!("berth-hash-{i}"))
+            .spawn(move || {
+                loop {
+                    let job = queue.lock().unwrap_or_else(|e| e.into_inner()).recv();
+                    let Ok(job) = job else { return };
+                    // A panicking hash drops its result sender (the caller
+                    // answers 500); the thread lives on for the next one.
+                    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(job));
+                }
+            });
+        if let Err(err) = spawned {
+            tracing::error!(%err, "cannot start a password hashing thread");
+        }
+    }
+    jobs
+});
+
+/// Runs a password hash on the hashing threads, once a hash slot is free.
 async fn hashing<T: Send + 'static>(
     work: impl FnOnce() -> T + Send + 'static,
 ) -> Result<T, ApiError> {
     let _slot = HASH_SLOTS.acquire().await.map_err(ApiError::internal)?;
-    tokio::task::spawn_blocking(work)
-        .await
-        .map_err(ApiError::internal)
+    let (done, result) = oneshot::channel();
+    HASHERS
+        .send(Box::new(move || {
+            let _ = done.send(work());
+        }))
+        .map_err(ApiError::internal)?;
+    result.await.map_err(ApiError::internal)
 }
 
 /// Hashes a password off the async workers.

@@ -10,6 +10,7 @@ use sqlx::{AnyPool, Executor};
 use crate::changes::Changes;
 use crate::error::StoreResult;
 use crate::gc_lock::LockSite;
+use crate::wal::{AUTOCHECKPOINT_PAGES, Checkpointer, WAL_LIMIT};
 
 /// Which database the pool talks to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -43,6 +44,8 @@ pub struct Store {
     /// Seals secrets kept in rows (configuration passwords); `None` until the
     /// server gives it its key, and then secrets can be neither written nor read.
     pub(crate) sealer: Option<Arc<dyn Sealer>>,
+    /// Keeps the SQLite log short; `None` on PostgreSQL.
+    pub(crate) checkpointer: Option<Arc<Checkpointer>>,
 }
 
 impl Store {
@@ -71,9 +74,15 @@ impl Store {
                         // read. With SQLite's default of 2 MiB, a member's listProjects
                         // over 10,000 projects x 100 members read about 890 pages per
                         // request from the OS, one pread each; with 8 MiB, next to none.
+                        // The log's size limits go with the checkpoint task (`wal.rs`).
                         Backend::Sqlite => {
-                            conn.execute("PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON; PRAGMA busy_timeout = 5000; PRAGMA cache_size = -8192;")
-                                .await?;
+                            conn.execute(sqlx::AssertSqlSafe(format!(
+                                "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; \
+                                 PRAGMA foreign_keys = ON; PRAGMA busy_timeout = 5000; \
+                                 PRAGMA cache_size = -8192; PRAGMA journal_size_limit = {WAL_LIMIT}; \
+                                 PRAGMA wal_autocheckpoint = {AUTOCHECKPOINT_PAGES};"
+                            )))
+                            .await?;
                         }
                         // Every query here is short; PostgreSQL's JIT only adds its
                         // compile time (17 ms measured on a member's listProjects).
@@ -84,8 +93,12 @@ impl Store {
                     Ok(())
                 })
             })
-            .connect_with(options)
+            .connect_with(options.clone())
             .await?;
+        let checkpointer = match backend {
+            Backend::Sqlite => Checkpointer::start(&options).await?.map(Arc::new),
+            Backend::Postgres => None,
+        };
         let changes = Arc::new(match backend {
             Backend::Sqlite => Changes::local(),
             Backend::Postgres => Changes::listening(url.to_string()),
@@ -96,6 +109,7 @@ impl Store {
             changes,
             lock_site: LockSite::for_url(backend, url),
             sealer: None,
+            checkpointer,
         })
     }
 
@@ -148,9 +162,13 @@ impl Store {
         Ok(())
     }
 
-    /// Closes every connection; later calls fail.
+    /// Closes every connection and stops the store's background tasks; later
+    /// calls fail.
     pub async fn close(&self) {
         self.changes.stop();
+        if let Some(checkpointer) = &self.checkpointer {
+            checkpointer.stop().await;
+        }
         self.pool.close().await;
     }
 

@@ -12,6 +12,7 @@ mod error;
 mod gc_lock;
 pub mod repo;
 mod sealed;
+mod wal;
 
 pub use blobs::{BlobError, BlobStore, Hasher, Staged, WrittenPart};
 pub use changes::{Changes, Topic};

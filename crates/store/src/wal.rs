@@ -1,0 +1,282 @@
+//! Keeping SQLite's write-ahead log short.
+//!
+//! SQLite checkpoints the log by itself after a commit that leaves it over
+//! 1,000 pages, but that checkpoint is PASSIVE: it copies back only the frames
+//! no open read transaction still needs, and the log starts over from its
+//! beginning only when no reader uses it at all. Under steady concurrent load
+//! some connection always holds a snapshot, so the log was never reset: 20 s of
+//! 64 connections writing articles left a 2.4 GB `-wal` file, and every read
+//! after that searched its index (1.6 s for the first page of articles).
+//!
+//! So each SQLite store runs a task that looks at the size of the `-wal` file
+//! and, once it is over [`WAL_LIMIT`], runs `PRAGMA wal_checkpoint(TRUNCATE)`
+//! on a connection of its own. That holds off new writers, waits for the
+//! readers of older snapshots to finish (new readers read the database file),
+//! copies the log back and truncates it to nothing: 21 ms in the median, 67 ms
+//! at most, under 64 connections writing articles (mostly syncing the 16 MiB
+//! of log, then freeing it). Its waits are bounded by a short busy timeout; a
+//! checkpoint that gives up (a long reader) is retried later, less often each
+//! time it gives up again. A PASSIVE checkpoint first would sync most of the
+//! log without holding writers off, but they keep writing meanwhile: the log
+//! then reached up to 59 MiB instead of 24.
+//!
+//! SQLite's own checkpoints would get in the way: a checkpoint that finds
+//! another one running gives up at once, without waiting, and once the log is
+//! past `wal_autocheckpoint` pages every commit runs one (and syncs the
+//! database file). So connections checkpoint by themselves only past
+//! [`AUTOCHECKPOINT_PAGES`], twice the limit: a fallback for when this task
+//! cannot keep up.
+
+use std::path::PathBuf;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use sqlx::any::AnyConnectOptions;
+use sqlx::{AnyConnection, Connection, Executor};
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+use crate::error::StoreResult;
+
+/// The size of the `-wal` file past which it is checkpointed and truncated.
+/// Also the connections' `journal_size_limit`: the size the file is cut back
+/// to when SQLite restarts the log by itself.
+pub(crate) const WAL_LIMIT: u64 = 16 << 20;
+/// The connections' `wal_autocheckpoint`: twice [`WAL_LIMIT`] in pages of
+/// 4 KiB (SQLite's default page size).
+pub(crate) const AUTOCHECKPOINT_PAGES: u64 = 2 * WAL_LIMIT / 4096;
+/// How often the size of the file is looked at while it grows: 64 connections
+/// writing articles add about 130 MB a second.
+const CHECK_GROWING: Duration = Duration::from_millis(25);
+/// How often it is looked at while it stays the same size.
+const CHECK_IDLE: Duration = Duration::from_millis(100);
+/// The longest pause between attempts after checkpoints that gave up.
+const MAX_BACKOFF: Duration = Duration::from_secs(2);
+/// How long a checkpoint waits for the writer lock, and then for readers of
+/// older snapshots, before it gives up (milliseconds). Writers wait while it
+/// holds the lock.
+const BUSY_TIMEOUT_MS: u32 = 250;
+
+/// The task that keeps one SQLite database's log short; it ends when this is
+/// stopped or dropped.
+#[derive(Debug)]
+pub(crate) struct Checkpointer {
+    stop: watch::Sender<bool>,
+    task: Mutex<Option<JoinHandle<()>>>,
+}
+
+impl Checkpointer {
+    /// Starts watching the log of the SQLite database that `options` open;
+    /// `None` for a database without a file (in memory).
+    pub(crate) async fn start(options: &AnyConnectOptions) -> StoreResult<Option<Self>> {
+        let mut conn = AnyConnection::connect_with(options).await?;
+        let file: String =
+            sqlx::query_scalar("SELECT file FROM pragma_database_list WHERE name = 'main'")
+                .fetch_one(&mut conn)
+                .await?;
+        if file.is_empty() {
+            conn.close().await?;
+            return Ok(None);
+        }
+        conn.execute(sqlx::AssertSqlSafe(format!(
+            "PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}"
+        )))
+        .await?;
+        let (stop, stopped) = watch::channel(false);
+        let task = tokio::spawn(keep_short(conn, PathBuf::from(file + "-wal"), stopped));
+        Ok(Some(Self {
+            stop,
+            task: Mutex::new(Some(task)),
+        }))
+    }
+
+    /// Stops the task and waits until its connection is closed.
+    pub(crate) async fn stop(&self) {
+        self.stop.send_replace(true);
+        let task = self.task.lock().unwrap_or_else(|e| e.into_inner()).take();
+        if let Some(task) = task {
+            let _ = task.await;
+        }
+    }
+}
+
+/// Checkpoints and truncates the log at `wal` whenever it is over the limit,
+/// until told to stop (or the sender is gone); then closes `conn`.
+async fn keep_short(mut conn: AnyConnection, wal: PathBuf, mut stopped: watch::Receiver<bool>) {
+    let mut pause = CHECK_IDLE;
+    let mut last_size = 0;
+    loop {
+        tokio::select! {
+            _ = stopped.changed() => break,
+            () = tokio::time::sleep(pause) => {}
+        }
+        // A stat is one short system call; not worth a trip to the blocking pool.
+        let size = std::fs::metadata(&wal).map_or(0, |m| m.len());
+        if size <= WAL_LIMIT {
+            pause = if size == last_size {
+                CHECK_IDLE
+            } else {
+                CHECK_GROWING
+            };
+            last_size = size;
+            continue;
+        }
+        let started = std::time::Instant::now();
+        let outcome = checkpoint(&mut conn).await;
+        let took = started.elapsed();
+        match outcome {
+            Ok(true) => {
+                tracing::debug!(size, ?took, "checkpointed and truncated the SQLite log");
+                pause = CHECK_GROWING;
+            }
+            Ok(false) => {
+                tracing::debug!(
+                    size,
+                    ?took,
+                    "the SQLite log checkpoint gave up on a busy lock"
+                );
+                pause = (pause * 2).min(MAX_BACKOFF);
+            }
+            Err(err) => {
+                tracing::warn!(%err, size, "checkpointing the SQLite log failed");
+                pause = (pause * 2).min(MAX_BACKOFF);
+            }
+        }
+        last_size = 0;
+    }
+    let _ = conn.close().await;
+}
+
+/// One TRUNCATE checkpoint; whether it got through (copied the whole log back
+/// and emptied it) rather than giving up on a busy lock.
+async fn checkpoint(conn: &mut AnyConnection) -> StoreResult<bool> {
+    let (busy, _frames, _copied): (i64, i64, i64) =
+        sqlx::query_as("PRAGMA wal_checkpoint(TRUNCATE)")
+            .fetch_one(conn)
+            .await?;
+    Ok(busy == 0)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::time::Instant;
+
+    use sqlx::pool::PoolConnection;
+    use sqlx::{Any, AnyPool};
+
+    use super::*;
+    use crate::Store;
+
+    async fn store(dir: &Path) -> Store {
+        let url = format!("sqlite://{}?mode=rwc", dir.join("berth.db").display());
+        let store = Store::connect(&url).await.unwrap();
+        store.migrate().await.unwrap();
+        store
+    }
+
+    fn wal_size(dir: &Path) -> u64 {
+        std::fs::metadata(dir.join("berth.db-wal")).map_or(0, |m| m.len())
+    }
+
+    /// A pooled connection inside a read transaction: it holds a snapshot
+    /// until it commits.
+    async fn snapshot(pool: &AnyPool) -> PoolConnection<Any> {
+        let mut conn = pool.acquire().await.unwrap();
+        conn.execute("BEGIN").await.unwrap();
+        let _: i64 = sqlx::query_scalar("SELECT count(*) FROM articles")
+            .fetch_one(&mut *conn)
+            .await
+            .unwrap();
+        conn
+    }
+
+    /// Appends about `mib` MiB of articles, 1 MiB per transaction.
+    async fn burst(pool: &AnyPool, mib: u64) {
+        for _ in 0..mib {
+            sqlx::query(
+                "INSERT INTO articles (user_id, title, content, keywords, created_at, updated_at) \
+                 WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 128) \
+                 SELECT 1, 'burst', hex(randomblob(4096)), '', '2026-01-01T00:00:00.000Z', \
+                 '2026-01-01T00:00:00.000Z' FROM n",
+            )
+            .execute(pool)
+            .await
+            .unwrap();
+        }
+    }
+
+    /// Waits (at most 30 s) until `done` holds for the log's size; returns the last size seen.
+    async fn wait_for_log(dir: &Path, done: impl Fn(u64) -> bool) -> u64 {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let mut size = wal_size(dir);
+        while !done(size) && Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+            size = wal_size(dir);
+        }
+        size
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_log_is_truncated_while_readers_keep_overlapping_snapshots() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = store(dir.path()).await;
+        let pool = store.pool.clone();
+
+        // A reader's snapshot during a burst of writes: nothing can reset the log.
+        let held = snapshot(&pool).await;
+        burst(&pool, WAL_LIMIT / (1 << 20) + 8).await;
+        assert!(
+            wal_size(dir.path()) > WAL_LIMIT,
+            "the burst under a held snapshot grew the log past the limit"
+        );
+
+        // Then readers keep overlapping: a new snapshot begins before the last
+        // one ends, so one is always open. Without writes SQLite never restarts
+        // the log by itself, and never makes the file shorter.
+        let running = Arc::new(AtomicBool::new(true));
+        let readers = tokio::spawn({
+            let (pool, running) = (pool.clone(), running.clone());
+            async move {
+                let mut held = held;
+                while running.load(Ordering::Acquire) {
+                    let next = snapshot(&pool).await;
+                    held.execute("COMMIT").await.unwrap();
+                    held = next;
+                }
+                held.execute("COMMIT").await.unwrap();
+            }
+        });
+        let size = wait_for_log(dir.path(), |size| size == 0).await;
+        assert_eq!(size, 0, "the log was not truncated within 30 s");
+
+        // Writes while the readers go on: the log is brought back under the limit.
+        burst(&pool, 2 * WAL_LIMIT / (1 << 20)).await;
+        let size = wait_for_log(dir.path(), |size| size <= WAL_LIMIT).await;
+        running.store(false, Ordering::Release);
+        readers.await.unwrap();
+        assert!(
+            size <= WAL_LIMIT,
+            "the log was still {size} bytes 30 s after more writes"
+        );
+        store.close().await;
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn close_ends_the_checkpointer_and_its_connection() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = store(dir.path()).await;
+        burst(&store.pool, 1).await;
+        assert!(store.checkpointer.is_some());
+        assert!(wal_size(dir.path()) > 0);
+        store.close().await;
+        // SQLite removes the log when the last connection to the database
+        // closes: the checkpointer's own connection is closed too.
+        assert!(
+            !dir.path().join("berth.db-wal").exists(),
+            "a connection is still open after close"
+        );
+    }
+}
