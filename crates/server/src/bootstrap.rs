@@ -7,7 +7,7 @@ use std::time::Duration;
 use anyhow::Context;
 use berth_auth::cache::CacheTimes;
 use berth_auth::secret::{SecretKey, random_alphanumeric};
-use berth_auth::{CredentialCache, SecretBox, TimedCache, TokenKeys, password};
+use berth_auth::{CredentialCache, SecretBox, TimedCache, TokenKeys};
 use berth_domain::model::ADMIN_USER_ID;
 use berth_store::Store;
 
@@ -56,6 +56,9 @@ pub async fn open(settings: &Settings) -> anyhow::Result<AppState> {
     std::fs::create_dir_all(&blob_dir)
         .with_context(|| format!("creating blob directory {}", blob_dir.display()))?;
     ensure_admin_password(&store).await?;
+    crate::identity::prepare_dummy_hash()
+        .await
+        .map_err(|e| anyhow::anyhow!(e.message))?;
     // A collector that died (killed, or stopped with a server) leaves its run
     // and its claimed blobs: finish them now rather than at the next run.
     store
@@ -142,8 +145,6 @@ pub fn build_state(
     rest: RestServices,
     signin: SignInSettings,
 ) -> AppState {
-    // Built now so that the first sign-in of an unknown user costs one hash, as every later one does.
-    password::dummy_hash();
     AppState::new(Inner {
         store,
         tokens: TokenKeys::new(jwt_secret, jwt_expires_in),

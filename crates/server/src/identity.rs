@@ -147,11 +147,11 @@ async fn verify_uncached(
     // An unknown user, or one without a local password, costs a hash too, so
     // that the answer's timing does not tell which logins exist.
     let Some(user) = found else {
-        check_password(password, password::dummy_hash()).await?;
+        check_dummy_password(password).await?;
         return Ok(None);
     };
     let Some(stored) = user.password_hash.clone() else {
-        check_password(password, password::dummy_hash()).await?;
+        check_dummy_password(password).await?;
         return Ok(None);
     };
     let matches = check_password(password, &stored).await?;
@@ -227,6 +227,22 @@ pub async fn hash_password(password: &str) -> Result<String, ApiError> {
 pub async fn check_password(password: &str, stored: &str) -> Result<bool, ApiError> {
     let (password, stored) = (password.to_string(), stored.to_string());
     hashing(move || password::verify_password(&password, &stored)).await
+}
+
+/// [`check_password`] against [`password::dummy_hash`], which is made (the
+/// first time) on a hashing thread too, in the memory it keeps.
+async fn check_dummy_password(password: &str) -> Result<bool, ApiError> {
+    let password = password.to_string();
+    hashing(move || password::verify_password(&password, password::dummy_hash())).await
+}
+
+/// Makes the dummy hash ahead of the first sign-in of an unknown user, so
+/// that one costs one hash like every later one.
+pub async fn prepare_dummy_hash() -> Result<(), ApiError> {
+    hashing(|| {
+        password::dummy_hash();
+    })
+    .await
 }
 
 /// The user a user token names, if the token is valid, the user still exists
