@@ -52,7 +52,7 @@ pub async fn open(settings: &Settings) -> anyhow::Result<AppState> {
     let store = open_store(settings).await?;
     let secrets = secrets::load_or_create(&settings.data_dir)?;
     let store = seal_secrets(store, &secrets.config_secret_key).await?;
-    let blob_dir = blob_dir(&settings.data_dir);
+    let blob_dir = settings.blob_dir();
     std::fs::create_dir_all(&blob_dir)
         .with_context(|| format!("creating blob directory {}", blob_dir.display()))?;
     ensure_admin_password(&store).await?;
@@ -163,7 +163,7 @@ pub fn build_state(
     })
 }
 
-/// The default blob directory of a data directory.
+/// The default blob directory of a data directory (when `--blob-store` is unset).
 pub fn blob_dir(data_dir: &Path) -> PathBuf {
     data_dir.join("blobs")
 }

@@ -107,6 +107,10 @@ pub struct Settings {
     /// Directory for the SQLite database, blobs and generated secrets.
     #[arg(long, env = "BERTH_DATA_DIR", default_value = "data", global = true)]
     pub data_dir: PathBuf,
+    /// Where blobs are stored: `file:///absolute/path` (a directory, which several
+    /// instances may share); defaults to `<data-dir>/blobs`. S3 is not supported yet.
+    #[arg(long, env = "BLOB_STORE", value_name = "URL", value_parser = parse_blob_store, global = true)]
+    pub blob_store: Option<PathBuf>,
     /// `sqlite://...` or `postgres://...`; defaults to `<data-dir>/berth.db`.
     #[arg(long, env = "DATABASE_URL", global = true)]
     pub database_url: Option<String>,
@@ -202,6 +206,13 @@ impl Settings {
         }
     }
 
+    /// The blob directory in effect: the `--blob-store` one, else `<data-dir>/blobs`.
+    pub fn blob_dir(&self) -> PathBuf {
+        self.blob_store
+            .clone()
+            .unwrap_or_else(|| crate::bootstrap::blob_dir(&self.data_dir))
+    }
+
     /// The external URL in effect: the configured one, else this listener's address.
     pub fn external_url(&self) -> String {
         match &self.external_url {
@@ -219,6 +230,44 @@ impl Settings {
             }
         }
     }
+}
+
+/// Parses a `--blob-store` URL into the directory it names: only
+/// `file:///absolute/path` is supported for now.
+pub fn parse_blob_store(text: &str) -> Result<PathBuf, String> {
+    let text = text.trim();
+    let Some((scheme, rest)) = text.split_once("://") else {
+        return Err(format!(
+            "`{text}` is not a blob store URL: use file:///absolute/path (S3 is not supported yet)"
+        ));
+    };
+    match scheme.to_ascii_lowercase().as_str() {
+        "file" => {}
+        "s3" => {
+            return Err(format!(
+                "`{text}`: S3 blob storage is not supported yet; use file:///absolute/path \
+                 (a directory every instance shares)"
+            ));
+        }
+        _ => {
+            return Err(format!(
+                "`{text}`: unknown blob store scheme `{scheme}`; use file:///absolute/path \
+                 (S3 is not supported yet)"
+            ));
+        }
+    }
+    if !rest.starts_with('/') || rest.len() < 2 {
+        return Err(format!(
+            "`{text}` names no absolute path: use file:///absolute/path (three slashes)"
+        ));
+    }
+    if rest.contains(['?', '#', '%']) {
+        return Err(format!(
+            "`{text}`: a blob store path takes no query, fragment or percent-encoding \
+             (use file:///absolute/path)"
+        ));
+    }
+    Ok(PathBuf::from(rest))
 }
 
 /// Parses `3600`, `90s`, `30m`, `12h` or `7d` into seconds.
@@ -254,5 +303,25 @@ mod tests {
         assert_eq!(parse_duration_secs("30m"), Ok(1800));
         assert!(parse_duration_secs("7w").is_err());
         assert!(parse_duration_secs("").is_err());
+    }
+
+    #[test]
+    fn blob_store_urls() {
+        assert_eq!(
+            parse_blob_store("file:///srv/berth/blobs"),
+            Ok(PathBuf::from("/srv/berth/blobs"))
+        );
+        let s3 = parse_blob_store("s3://bucket/prefix").unwrap_err();
+        assert!(s3.contains("S3 blob storage is not supported yet"), "{s3}");
+        for bad in [
+            "/srv/blobs",
+            "file://relative/path",
+            "file://",
+            "file:///a?b",
+            "http://host/blobs",
+        ] {
+            let err = parse_blob_store(bad).unwrap_err();
+            assert!(err.contains("file:///absolute/path"), "{bad}: {err}");
+        }
     }
 }

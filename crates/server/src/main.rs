@@ -204,7 +204,7 @@ async fn user(settings: &Settings, command: UserCommand) -> anyhow::Result<()> {
 /// `berth gc`: one garbage collection over the data directory and database.
 async fn gc(settings: &Settings, grace: i64, upload_expiry: i64) -> anyhow::Result<()> {
     let store = bootstrap::open_store(settings).await?;
-    let blobs = berth_store::BlobStore::new(bootstrap::blob_dir(&settings.data_dir));
+    let blobs = berth_store::BlobStore::new(settings.blob_dir());
     let secs = |s: i64| std::time::Duration::from_secs(u64::try_from(s).unwrap_or(0));
     let options = berth_store::repo::gc::GcOptions {
         grace: secs(grace),
@@ -225,7 +225,7 @@ async fn gc(settings: &Settings, grace: i64, upload_expiry: i64) -> anyhow::Resu
 /// something is left wrong.
 async fn fsck(settings: &Settings, repair: bool) -> anyhow::Result<()> {
     let store = bootstrap::open_store(settings).await?;
-    let blobs = berth_store::BlobStore::new(bootstrap::blob_dir(&settings.data_dir));
+    let blobs = berth_store::BlobStore::new(settings.blob_dir());
     let report = berth_store::repo::fsck::check(&store, &blobs, repair).await?;
     println!(
         "checked {} blobs, {} blob files, {} upload sessions: {} problems",

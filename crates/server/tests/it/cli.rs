@@ -15,7 +15,8 @@ fn berth(data_dir: &Path, database_url: &str) -> Command {
         .env_remove("MASTER_KEY")
         .env_remove("JWT_SECRET")
         .env_remove("CONFIG_SECRET_KEY")
-        .env_remove("HARBOR_ADMIN_PASSWORD");
+        .env_remove("HARBOR_ADMIN_PASSWORD")
+        .env_remove("BLOB_STORE");
     command
 }
 
@@ -142,6 +143,42 @@ fn bad_flags_exit_with_2_and_a_message() {
         assert_eq!(out.status.code(), Some(2), "{args:?}");
         assert!(!out.stderr.is_empty());
     }
+}
+
+#[test]
+fn a_blob_store_other_than_a_directory_exits_with_2_and_says_why() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = |command: &mut Command| {
+        let out = command.current_dir(dir.path()).output().unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (code, stderr) = run(Command::new(BERTH_BIN).args(["--blob-store", "s3://bucket/blobs"]));
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(
+        stderr.contains("S3 blob storage is not supported yet"),
+        "{stderr}"
+    );
+    let (code, stderr) = run(Command::new(BERTH_BIN)
+        .args(["fsck"])
+        .env("BLOB_STORE", "s3://bucket/blobs"));
+    assert_eq!(code, Some(2), "from the environment too: {stderr}");
+    assert!(
+        stderr.contains("S3 blob storage is not supported yet"),
+        "{stderr}"
+    );
+    for bad in ["file://relative/blobs", "blobs", "gs://bucket"] {
+        let (code, stderr) = run(Command::new(BERTH_BIN).args(["gc", "--blob-store", bad]));
+        assert_eq!(code, Some(2), "{bad}: {stderr}");
+        assert!(stderr.contains("file:///absolute/path"), "{bad}: {stderr}");
+    }
+    assert_eq!(
+        std::fs::read_dir(dir.path()).unwrap().count(),
+        0,
+        "nothing was started or created"
+    );
 }
 
 #[test]
