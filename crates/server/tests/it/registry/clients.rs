@@ -16,7 +16,7 @@ const OCI_INDEX: &str = "application/vnd.oci.image.index.v1+json";
 const OCI_MANIFEST: &str = "application/vnd.oci.image.manifest.v1+json";
 
 /// Panics with a clear message when `tool` is missing (never a silent pass).
-fn require(tool: &str) {
+pub(super) fn require(tool: &str) {
     let found = Command::new("sh")
         .args(["-c", &format!("command -v {tool}")])
         .stdout(Stdio::null())
@@ -29,7 +29,8 @@ fn require(tool: &str) {
     );
 }
 
-fn run(command: &mut Command) -> String {
+/// Runs `command`, failing the test with its output unless it succeeds; its standard output.
+pub(super) fn run(command: &mut Command) -> String {
     let output = command.output().expect("spawn");
     assert!(
         output.status.success(),
@@ -56,7 +57,7 @@ async fn serve(data_dir: &Path, database_url: &str) -> ServedBerth {
 }
 
 /// Deterministic incompressible bytes.
-fn noise(len: usize, seed: u64) -> Vec<u8> {
+pub(super) fn noise(len: usize, seed: u64) -> Vec<u8> {
     let mut x = seed | 1;
     (0..len)
         .map(|_| {
@@ -70,13 +71,17 @@ fn noise(len: usize, seed: u64) -> Vec<u8> {
 
 /// An OCI layout with `v3` (three layers, one of them 3 MiB), `arm` (same
 /// layers, arm64 config) and `multi` (an index of both).
-struct Layout {
-    dir: PathBuf,
-    v3: String,
-    multi: String,
+pub(super) struct Layout {
+    /// The layout directory.
+    pub(super) dir: PathBuf,
+    /// The digest of the `v3` manifest.
+    pub(super) v3: String,
+    /// The digest of the `multi` index.
+    pub(super) multi: String,
 }
 
-fn layout_ref(dir: &Path, tag: &str) -> String {
+/// The manifest digest tagged `tag` in the OCI layout at `dir`.
+pub(super) fn layout_ref(dir: &Path, tag: &str) -> String {
     let index: Value =
         serde_json::from_slice(&std::fs::read(dir.join("index.json")).unwrap()).unwrap();
     index["manifests"]
@@ -88,11 +93,13 @@ fn layout_ref(dir: &Path, tag: &str) -> String {
         .unwrap_or_else(|| panic!("no {tag} in {}", dir.display()))
 }
 
-fn blob_of(dir: &Path, digest: &str) -> Vec<u8> {
+/// The bytes of blob `digest` in the OCI layout at `dir`.
+pub(super) fn blob_of(dir: &Path, digest: &str) -> Vec<u8> {
     std::fs::read(dir.join("blobs/sha256").join(&digest["sha256:".len()..])).unwrap()
 }
 
-fn build_layout(work: &Path) -> Layout {
+/// Builds the [`Layout`] under `work` with umoci.
+pub(super) fn build_layout(work: &Path) -> Layout {
     require("umoci");
     let dir = work.join("layout");
     let image = |tag: &str| format!("{}:{tag}", dir.display());
@@ -157,7 +164,8 @@ fn build_layout(work: &Path) -> Layout {
     Layout { dir, v3, multi }
 }
 
-fn skopeo() -> Command {
+/// `skopeo --insecure-policy`.
+pub(super) fn skopeo() -> Command {
     let mut command = Command::new("skopeo");
     command.arg("--insecure-policy");
     command

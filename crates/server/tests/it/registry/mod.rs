@@ -3,6 +3,7 @@
 mod clients;
 mod conformance_codes;
 mod gc;
+mod instances;
 mod integrity;
 mod protocol;
 
