@@ -13,6 +13,20 @@ use crate::state::AppState;
 /// The `auth_mode` value that makes the directory verify passwords.
 pub const LDAP_AUTH: &str = "ldap_auth";
 
+/// The configuration, when its auth mode lets local users be created
+/// (`db_auth`); otherwise the 403 Harbor's createUser answers: users then come
+/// from the directory (or another provider).
+pub async fn local_users_allowed(state: &AppState) -> Result<Configuration, ApiError> {
+    let config = state.store.configurations().load().await?;
+    let mode = config.string("auth_mode");
+    if mode != "db_auth" {
+        return Err(ApiError::forbidden(format!(
+            "creating local user is not allowed under auth mode: {mode}"
+        )));
+    }
+    Ok(config)
+}
+
 /// The directory settings held in the configuration.
 pub fn settings(config: &Configuration) -> LdapSettings {
     LdapSettings {

@@ -146,14 +146,7 @@ pub async fn create_user(
         text(&req.comment),
         text(&req.password),
     );
-    let config = state.store.configurations().load().await?;
-    let mode = config.string("auth_mode");
-    if mode != "db_auth" {
-        return Err(ApiError::forbidden(format!(
-            "creating local user is not allowed under auth mode: {mode}"
-        ))
-        .into());
-    }
+    let config = crate::directory::local_users_allowed(&state).await?;
     if !config.flag("self_registration") {
         principal.require_sysadmin()?;
     }

@@ -82,15 +82,7 @@ pub async fn create_user(
     input: RestInput,
 ) -> RestResult<(StatusCode, Json<UserView>)> {
     input.require_master(&state)?;
-    let config = state.store.configurations().load().await?;
-    let mode = config.string("auth_mode");
-    if mode != "db_auth" {
-        // As Harbor's createUser: users come from the directory (or other provider) then.
-        return Err(ApiError::forbidden(format!(
-            "creating local user is not allowed under auth mode: {mode}"
-        ))
-        .into());
-    }
+    crate::directory::local_users_allowed(&state).await?;
     let email =
         rest_query::validate_email("email", input.field("email").as_deref()).map_err(rule_error)?;
     let password = rest_query::validate_password("password", input.field("password").as_deref())
