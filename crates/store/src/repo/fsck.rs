@@ -48,6 +48,7 @@ impl FsckReport {
 
 #[derive(sqlx::FromRow)]
 struct BlobRow {
+    id: i64,
     digest: String,
     size: i64,
     deleting: i64,
@@ -55,75 +56,101 @@ struct BlobRow {
     in_use: i64,
 }
 
+/// Blob rows read at a time.
+const ROWS_PER_PAGE: i64 = 500;
+
+fn note(report: &mut FsckReport, subject: &str, problem: String, repaired: Option<String>) {
+    report.findings.push(Finding {
+        subject: subject.to_string(),
+        problem,
+        repaired,
+    });
+}
+
+/// What is wrong with the bytes of blob `row`, if anything (claimed rows are
+/// left to the collector); with `repair`, a corrupt file is moved aside.
+async fn check_row(blobs: &BlobStore, row: &BlobRow, repair: bool) -> StoreResult<Option<Finding>> {
+    let finding = |problem: String, repaired: Option<String>| {
+        Ok(Some(Finding {
+            subject: row.digest.clone(),
+            problem,
+            repaired,
+        }))
+    };
+    if row.deleting == 1 {
+        return Ok(None);
+    }
+    let Ok(digest) = Digest::parse(&row.digest) else {
+        return finding("the database names a malformed digest".into(), None);
+    };
+    if let Some(body) = &row.body {
+        if digest_of(digest.algorithm(), body) != digest {
+            return finding(
+                "the stored manifest body does not hash to its digest".into(),
+                None,
+            );
+        }
+        return Ok(None);
+    }
+    match blobs.rehash(&digest).await? {
+        None => finding(
+            format!(
+                "the blob file is missing{}; pushing the blob again restores it",
+                if row.in_use == 1 {
+                    " and a manifest uses it"
+                } else {
+                    ""
+                }
+            ),
+            None,
+        ),
+        Some((found, len)) if found != digest || i64::try_from(len) != Ok(row.size) => {
+            let repaired = if repair {
+                blobs.quarantine(&digest).await?;
+                Some("moved aside to quarantine/; pushing the blob again restores it".into())
+            } else {
+                None
+            };
+            finding(
+                format!("the blob file hashes to {found} ({len} bytes)"),
+                repaired,
+            )
+        }
+        Some(_) => Ok(None),
+    }
+}
+
 /// Checks the content of `store` and `blobs`; with `repair`, fixes what is safe to fix.
 pub async fn check(store: &Store, blobs: &BlobStore, repair: bool) -> StoreResult<FsckReport> {
     let mut report = FsckReport::default();
-    let mut note = |subject: &str, problem: String, repaired: Option<String>| {
-        report.findings.push(Finding {
-            subject: subject.to_string(),
-            problem,
-            repaired,
-        });
-    };
 
-    let rows: Vec<BlobRow> = sqlx::query_as(
-        "SELECT b.digest, b.size, b.deleting, mb.body, \
-         CAST(EXISTS (SELECT 1 FROM artifact_blobs ab WHERE ab.blob_id = b.id) AS INTEGER) AS in_use \
-         FROM blobs b LEFT JOIN manifest_bodies mb ON mb.blob_id = b.id ORDER BY b.id",
-    )
-    .fetch_all(&store.pool)
-    .await?;
+    // The rows in pages (keyset on id): manifest bodies come with them, and a
+    // registry has millions.
     let mut claimed = false;
-    for row in &rows {
-        if row.deleting == 1 {
-            claimed = true;
-            continue;
-        }
-        let Ok(digest) = Digest::parse(&row.digest) else {
-            note(
-                &row.digest,
-                "the database names a malformed digest".into(),
-                None,
-            );
-            continue;
+    let mut last_id = 0i64;
+    loop {
+        let rows: Vec<BlobRow> = sqlx::query_as(
+            "SELECT b.id, b.digest, b.size, b.deleting, mb.body, \
+             CAST(EXISTS (SELECT 1 FROM artifact_blobs ab WHERE ab.blob_id = b.id) AS INTEGER) AS in_use \
+             FROM blobs b LEFT JOIN manifest_bodies mb ON mb.blob_id = b.id \
+             WHERE b.id > $1 ORDER BY b.id LIMIT $2",
+        )
+        .bind(last_id)
+        .bind(ROWS_PER_PAGE)
+        .fetch_all(&store.pool)
+        .await?;
+        let Some(last) = rows.last() else {
+            break;
         };
-        if let Some(body) = &row.body {
-            if digest_of(digest.algorithm(), body) != digest {
-                note(
-                    &row.digest,
-                    "the stored manifest body does not hash to its digest".into(),
-                    None,
-                );
+        last_id = last.id;
+        report.blobs += rows.len() as u64;
+        for row in &rows {
+            claimed |= row.deleting == 1;
+            if let Some(finding) = check_row(blobs, row, repair).await? {
+                report.findings.push(finding);
             }
-            continue;
-        }
-        match blobs.rehash(&digest).await? {
-            None => note(
-                &row.digest,
-                format!(
-                    "the blob file is missing{}; pushing the blob again restores it",
-                    if row.in_use == 1 {
-                        " and a manifest uses it"
-                    } else {
-                        ""
-                    }
-                ),
-                None,
-            ),
-            Some((found, len)) if found != digest || i64::try_from(len) != Ok(row.size) => {
-                let problem = format!("the blob file hashes to {found} ({len} bytes)");
-                let repaired = if repair {
-                    blobs.quarantine(&digest).await?;
-                    Some("moved aside to quarantine/; pushing the blob again restores it".into())
-                } else {
-                    None
-                };
-                note(&row.digest, problem, repaired);
-            }
-            Some(_) => {}
         }
     }
-    report.blobs = rows.len() as u64;
     if claimed {
         let repaired = if repair {
             store
@@ -134,25 +161,16 @@ pub async fn check(store: &Store, blobs: &BlobStore, repair: bool) -> StoreResul
             None
         };
         note(
+            &mut report,
             "garbage collection",
             "blobs claimed by a collection that did not finish".into(),
             repaired,
         );
     }
 
-    let known: HashSet<&str> = rows.iter().map(|r| r.digest.as_str()).collect();
-    let files = blobs.committed_files().await?;
-    report.files = files.len() as u64;
-    for digest in files.iter().filter(|d| !known.contains(d.as_str())) {
-        // A push may be placing it right now: look again, then claim it as GC does.
-        if !store
-            .registry()
-            .known_digests(std::slice::from_ref(digest))
-            .await?
-            .is_empty()
-        {
-            continue;
-        }
+    let (files, stray) = super::gc::stray_files(store, blobs).await?;
+    report.files = files as u64;
+    for digest in &stray {
         let repaired = if repair {
             super::gc::remove_stray_file(store, blobs, digest)
                 .await?
@@ -161,6 +179,7 @@ pub async fn check(store: &Store, blobs: &BlobStore, repair: bool) -> StoreResul
             None
         };
         note(
+            &mut report,
             digest.as_str(),
             "a blob file the database does not know".into(),
             repaired,
@@ -192,6 +211,7 @@ pub async fn check(store: &Store, blobs: &BlobStore, repair: bool) -> StoreResul
             None
         };
         note(
+            &mut report,
             &upload,
             "an upload session whose part files are missing".into(),
             repaired,

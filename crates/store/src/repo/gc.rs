@@ -407,6 +407,22 @@ async fn sweep(
     // D. Blob files without a row (a commit that failed after placing its
     // file): each is claimed by inserting a claimed row for it, so a push of
     // the same digest waits, and then removed like any claimed blob.
+    let (_, stray) = stray_files(store, blobs).await?;
+    for digest in &stray {
+        if remove_stray_file(store, blobs, digest).await? {
+            stats.stray_files += 1;
+        }
+    }
+    Ok(stats)
+}
+
+/// How many blob files there are, and those of them without a blob row (the
+/// rows are read after the files are listed, so a file that a push placed and
+/// then recorded is not among them).
+pub(crate) async fn stray_files(
+    store: &Store,
+    blobs: &BlobStore,
+) -> StoreResult<(usize, Vec<Digest>)> {
     let files = blobs.committed_files().await?;
     let known: HashSet<String> = store
         .registry()
@@ -414,12 +430,12 @@ async fn sweep(
         .await?
         .into_iter()
         .collect();
-    for digest in files.iter().filter(|d| !known.contains(d.as_str())) {
-        if remove_stray_file(store, blobs, digest).await? {
-            stats.stray_files += 1;
-        }
-    }
-    Ok(stats)
+    let count = files.len();
+    let stray = files
+        .into_iter()
+        .filter(|d| !known.contains(d.as_str()))
+        .collect();
+    Ok((count, stray))
 }
 
 /// Removes the file of `digest`, which has no blob row, by claiming it with a
