@@ -87,18 +87,20 @@ impl Store {
     pub async fn try_gc_lock(&self) -> StoreResult<Option<GcLock>> {
         let held = match &self.lock_site {
             LockSite::Postgres => {
-                let mut conn = self.pool.acquire().await?.detach();
+                // A pooled connection goes back to the pool when the lock is
+                // taken (pushes waiting for a collector ask often); only the
+                // holder's leaves it, for as long as the lock is held.
+                let mut conn = self.pool.acquire().await?;
                 let (got,): (i64,) = sqlx::query_as(
                     "SELECT CAST(CASE WHEN pg_try_advisory_lock($1) THEN 1 ELSE 0 END AS BIGINT)",
                 )
                 .bind(ADVISORY_KEY)
-                .fetch_one(&mut conn)
+                .fetch_one(&mut *conn)
                 .await?;
                 if got == 0 {
-                    let _ = conn.close().await;
                     return Ok(None);
                 }
-                Held::Postgres(conn)
+                Held::Postgres(conn.detach())
             }
             LockSite::File(path) => {
                 let path = path.clone();
