@@ -91,18 +91,13 @@ pub(crate) async fn link_blob(
     pending_since: Option<&str>,
     now: &str,
 ) -> StoreResult<()> {
-    let inserted = sqlx::query(
-        "INSERT INTO project_blobs (project_id, blob_id, version, pending_since, created_at) \
-         VALUES ($1, $2, 1, $3, $4) ON CONFLICT (project_id, blob_id) DO NOTHING",
-    )
-    .bind(project_id)
-    .bind(blob_id)
-    .bind(pending_since)
-    .bind(now)
-    .execute(&mut **tx)
-    .await?;
-    if inserted.rows_affected() == 0 {
-        sqlx::query(
+    // The existing link is updated (and so locked until commit: a collector's
+    // version-guarded delete then fails), else a new one inserted. On
+    // PostgreSQL a link can be deleted, or inserted, between two statements of
+    // this transaction, so each statement's outcome decides the next.
+    let mut attempts = 0;
+    loop {
+        let renewed = sqlx::query(
             "UPDATE project_blobs SET version = version + 1, pending_since = $3 \
              WHERE project_id = $1 AND blob_id = $2",
         )
@@ -111,7 +106,29 @@ pub(crate) async fn link_blob(
         .bind(pending_since)
         .execute(&mut **tx)
         .await?;
-        return Ok(());
+        if renewed.rows_affected() == 1 {
+            return Ok(());
+        }
+        let inserted = sqlx::query(
+            "INSERT INTO project_blobs (project_id, blob_id, version, pending_since, created_at) \
+             VALUES ($1, $2, 1, $3, $4) ON CONFLICT (project_id, blob_id) DO NOTHING",
+        )
+        .bind(project_id)
+        .bind(blob_id)
+        .bind(pending_since)
+        .bind(now)
+        .execute(&mut **tx)
+        .await?;
+        if inserted.rows_affected() == 1 {
+            break;
+        }
+        attempts += 1;
+        if attempts == 3 {
+            return Err(berth_domain::DomainError::Conflict(
+                "the blob's link kept changing; try again".into(),
+            )
+            .into());
+        }
     }
     let charged = sqlx::query(
         "UPDATE project_quotas SET used = used + $2, updated_at = $3 \
