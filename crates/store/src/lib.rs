@@ -11,6 +11,7 @@ mod db;
 mod error;
 mod gc_lock;
 pub mod repo;
+pub mod s3;
 mod sealed;
 mod wal;
 

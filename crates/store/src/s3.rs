@@ -1,0 +1,720 @@
+//! A minimal S3 client for blob storage.
+//!
+//! Requests are signed with AWS Signature Version 4 (headers; bodies travel as
+//! `UNSIGNED-PAYLOAD` with a `Content-MD5` the server checks) and sent over the
+//! workspace's hyper-util client: pooled keep-alive connections, rustls with ring and the
+//! platform's roots. An S3-compatible endpoint is addressed path-style
+//! (`http://HOST:PORT/BUCKET/KEY`), AWS itself virtual-hosted style
+//! (`https://BUCKET.s3.REGION.amazonaws.com/KEY`). Keys are relative to the configured
+//! prefix. Object bodies are streamed, never buffered whole.
+
+mod config;
+mod sign;
+#[cfg(test)]
+mod tests;
+mod xml;
+
+pub use config::S3Config;
+
+use std::fmt;
+use std::io;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use base64::Engine as _;
+use bytes::Bytes;
+use futures_util::{Stream, StreamExt};
+use http_body_util::{BodyExt, Full, Limited};
+use hyper::body::Incoming;
+use hyper::{Method, Request, Response, StatusCode, header};
+use hyper_rustls::HttpsConnector;
+use hyper_util::client::legacy::Client;
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::rt::TokioExecutor;
+use md5::{Digest as _, Md5};
+
+use sign::{Canonical, EMPTY_SHA256, Signer, Stamp, UNSIGNED_PAYLOAD};
+
+/// How long establishing a connection (TCP and TLS) may take; bodies have no timeout.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long an idle pooled connection is kept (below the usual server-side limits).
+const IDLE_TIMEOUT: Duration = Duration::from_secs(15);
+/// The largest XML document (a listing page, an error) read into memory.
+const MAX_XML: usize = 16 << 20;
+/// Bodies at least this large are hashed on a blocking thread, off the runtime's workers.
+const HASH_INLINE_MAX: usize = 256 << 10;
+/// The longest a presigned URL may be valid (SigV4's limit: seven days).
+const MAX_PRESIGN: Duration = Duration::from_secs(7 * 24 * 3600);
+
+/// One object of a listing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ObjectEntry {
+    /// The key, relative to the configured prefix.
+    pub key: String,
+    /// Its size in bytes.
+    pub size: u64,
+    /// When it was last written.
+    pub last_modified: SystemTime,
+}
+
+/// The bytes of an object (or of a range of it), as they arrive.
+pub struct ObjectBody {
+    /// How many bytes this response carries.
+    pub len: u64,
+    /// The bytes; a body that ends short of `len` (or runs past it) ends with an error.
+    pub stream: Pin<Box<dyn Stream<Item = Result<Bytes, io::Error>> + Send>>,
+}
+
+impl fmt::Debug for ObjectBody {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ObjectBody")
+            .field("len", &self.len)
+            .finish()
+    }
+}
+
+/// Why an S3 call failed.
+#[derive(Debug, thiserror::Error)]
+pub enum S3Error {
+    /// The HTTP client could not be set up (TLS configuration).
+    #[error("S3 client setup failed: {0}")]
+    Setup(String),
+    /// The server could not be reached, the connection broke, or the request could not
+    /// be built.
+    #[error("S3 request failed: {0}")]
+    Transport(String),
+    /// The server refused the request: its HTTP status and S3 error code and message
+    /// (status 200 for errors S3 reports inside a successful CopyObject or
+    /// CompleteMultipartUpload response).
+    #[error("S3 answered {status} {code}: {message}")]
+    Status {
+        /// The HTTP status.
+        status: u16,
+        /// S3's error code (`NoSuchKey`, `SignatureDoesNotMatch`, ...); for answers
+        /// without an error document (HEAD), the status's reason phrase without spaces.
+        code: String,
+        /// S3's message.
+        message: String,
+    },
+    /// The answer is not one S3 gives (a missing header, unreadable XML).
+    #[error("unexpected S3 response: {0}")]
+    BadResponse(String),
+}
+
+impl S3Error {
+    /// True when the key (or multipart upload) does not exist; a missing bucket is not
+    /// "not found" but an error of the configuration.
+    pub fn is_not_found(&self) -> bool {
+        matches!(self, Self::Status { status: 404, code, .. } if code != "NoSuchBucket")
+    }
+}
+
+/// An S3 client for one bucket and prefix; cheap to clone (the connection pool is shared).
+#[derive(Clone)]
+pub struct S3Client(Arc<Inner>);
+
+struct Inner {
+    config: S3Config,
+    http: Client<HttpsConnector<HttpConnector>, Full<Bytes>>,
+    /// `http://127.0.0.1:9000` or `https://BUCKET.s3.REGION.amazonaws.com`.
+    origin: String,
+    /// The `Host` header (the origin's authority).
+    host: String,
+    /// The path of the bucket: `/BUCKET` (path-style) or empty (virtual-hosted).
+    bucket_path: String,
+}
+
+impl fmt::Debug for S3Client {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("S3Client").field(&self.describe()).finish()
+    }
+}
+
+/// One request to sign and send.
+struct Call<'a> {
+    method: Method,
+    /// The key relative to the prefix; `None` addresses the bucket.
+    key: Option<&'a str>,
+    query: &'a [(&'a str, &'a str)],
+    /// Extra headers (lowercase names), signed too.
+    headers: Vec<(&'static str, String)>,
+    body: Bytes,
+}
+
+impl<'a> Call<'a> {
+    fn new(method: Method, key: Option<&'a str>) -> Self {
+        Self {
+            method,
+            key,
+            query: &[],
+            headers: Vec::new(),
+            body: Bytes::new(),
+        }
+    }
+}
+
+impl S3Client {
+    /// A client for `config`'s bucket. Nothing is sent yet (see [`S3Client::head_bucket`]).
+    pub fn new(config: S3Config) -> Result<Self, S3Error> {
+        let mut connector = HttpConnector::new();
+        connector.enforce_http(false);
+        connector.set_connect_timeout(Some(CONNECT_TIMEOUT));
+        connector.set_nodelay(true);
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let https = hyper_rustls::HttpsConnectorBuilder::new()
+            .with_provider_and_platform_verifier(provider)
+            .map_err(|e| S3Error::Setup(e.to_string()))?
+            .https_or_http()
+            .enable_http1()
+            .wrap_connector(connector);
+        let http = Client::builder(TokioExecutor::new())
+            .pool_idle_timeout(IDLE_TIMEOUT)
+            .build(https);
+        let (origin, bucket_path) = match &config.endpoint {
+            Some(endpoint) => (
+                endpoint.clone(),
+                format!("/{}", sign::encode(&config.bucket)),
+            ),
+            None => (
+                format!(
+                    "https://{}.s3.{}.amazonaws.com",
+                    config.bucket, config.region
+                ),
+                String::new(),
+            ),
+        };
+        let host = origin
+            .split_once("://")
+            .map_or(origin.as_str(), |(_, authority)| authority)
+            .to_string();
+        Ok(Self(Arc::new(Inner {
+            config,
+            http,
+            origin,
+            host,
+            bucket_path,
+        })))
+    }
+
+    /// `s3://BUCKET/PREFIX at ORIGIN`, without secrets.
+    pub fn describe(&self) -> String {
+        let config = &self.0.config;
+        let mut out = format!("s3://{}", config.bucket);
+        if !config.prefix.is_empty() {
+            out.push('/');
+            out.push_str(&config.prefix);
+        }
+        format!("{out} at {}", self.0.origin)
+    }
+
+    /// Checks the bucket is reachable with these credentials.
+    pub async fn head_bucket(&self) -> Result<(), S3Error> {
+        let response = self.send_ok(Call::new(Method::HEAD, None)).await?;
+        drain(response).await
+    }
+
+    /// Writes `body` at `key` in one request (S3 takes up to 5 GiB this way).
+    pub async fn put_object(&self, key: &str, body: Bytes) -> Result<(), S3Error> {
+        let response = self
+            .send_ok(Call {
+                body,
+                ..Call::new(Method::PUT, Some(key))
+            })
+            .await?;
+        drain(response).await
+    }
+
+    /// Starts a multipart upload to `key`; returns its upload id.
+    pub async fn create_multipart(&self, key: &str) -> Result<String, S3Error> {
+        let response = self
+            .send_ok(Call {
+                query: &[("uploads", "")],
+                ..Call::new(Method::POST, Some(key))
+            })
+            .await?;
+        let document = read_xml(response).await?;
+        document
+            .text("UploadId")
+            .filter(|id| !id.is_empty())
+            .map(str::to_string)
+            .ok_or_else(|| S3Error::BadResponse("no UploadId in CreateMultipartUpload".into()))
+    }
+
+    /// Uploads part `number` (1 to 10000; every part but the last at least 5 MiB) of an
+    /// upload; returns its ETag as the server gave it, quotes included.
+    pub async fn upload_part(
+        &self,
+        key: &str,
+        upload_id: &str,
+        number: u32,
+        body: Bytes,
+    ) -> Result<String, S3Error> {
+        let number = number.to_string();
+        let response = self
+            .send_ok(Call {
+                query: &[("partNumber", &number), ("uploadId", upload_id)],
+                body,
+                ..Call::new(Method::PUT, Some(key))
+            })
+            .await?;
+        let etag = response
+            .headers()
+            .get(header::ETAG)
+            .and_then(|value| value.to_str().ok())
+            .map(str::to_string)
+            .ok_or_else(|| S3Error::BadResponse("no ETag on UploadPart".into()))?;
+        drain(response).await?;
+        Ok(etag)
+    }
+
+    /// Joins the uploaded `parts` (number, ETag), in ascending order, into the object.
+    pub async fn complete_multipart(
+        &self,
+        key: &str,
+        upload_id: &str,
+        parts: &[(u32, String)],
+    ) -> Result<(), S3Error> {
+        let response = self
+            .send_ok(Call {
+                query: &[("uploadId", upload_id)],
+                body: Bytes::from(xml::complete_body(parts)),
+                ..Call::new(Method::POST, Some(key))
+            })
+            .await?;
+        read_xml(response).await.map(drop)
+    }
+
+    /// Abandons a multipart upload and frees its parts; an upload that no longer exists
+    /// (404 `NoSuchUpload`, as S3 answers) is not an error.
+    pub async fn abort_multipart(&self, key: &str, upload_id: &str) -> Result<(), S3Error> {
+        let call = Call {
+            query: &[("uploadId", upload_id)],
+            ..Call::new(Method::DELETE, Some(key))
+        };
+        match self.send_ok(call).await {
+            Ok(response) => drain(response).await,
+            Err(e) if e.is_not_found() => Ok(()),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Copies `from` to `to` inside the bucket, server-side (up to 5 GiB).
+    pub async fn copy_object(&self, from: &str, to: &str) -> Result<(), S3Error> {
+        let source = format!(
+            "{}/{}",
+            self.0.config.bucket,
+            sign::encode_path(&self.0.full_key(from))
+        );
+        let response = self
+            .send_ok(Call {
+                headers: vec![("x-amz-copy-source", source)],
+                ..Call::new(Method::PUT, Some(to))
+            })
+            .await?;
+        read_xml(response).await.map(drop)
+    }
+
+    /// The size of `key`; `None` when there is no such key.
+    pub async fn head_object(&self, key: &str) -> Result<Option<u64>, S3Error> {
+        let response = match self.send_ok(Call::new(Method::HEAD, Some(key))).await {
+            Ok(response) => response,
+            Err(e) if e.is_not_found() => return Ok(None),
+            Err(e) => return Err(e),
+        };
+        let len = content_length(&response)?;
+        drain(response).await?;
+        Ok(Some(len))
+    }
+
+    /// `range`: (first byte, length); None = whole object. None when no such key.
+    ///
+    /// A range running past the end of the object is cut at the end (`len` says how many
+    /// bytes come); a range starting past it is an error (416 `InvalidRange`).
+    pub async fn get_object(
+        &self,
+        key: &str,
+        range: Option<(u64, u64)>,
+    ) -> Result<Option<ObjectBody>, S3Error> {
+        let mut call = Call::new(Method::GET, Some(key));
+        if let Some((first, len)) = range {
+            if len == 0 {
+                return Ok(self.head_object(key).await?.map(|_| ObjectBody {
+                    len: 0,
+                    stream: Box::pin(futures_util::stream::empty()),
+                }));
+            }
+            let last = first.saturating_add(len - 1);
+            call.headers
+                .push(("range", format!("bytes={first}-{last}")));
+        }
+        let response = match self.send_ok(call).await {
+            Ok(response) => response,
+            Err(e) if e.is_not_found() => return Ok(None),
+            Err(e) => return Err(e),
+        };
+        if range.is_some() && response.status() != StatusCode::PARTIAL_CONTENT {
+            return Err(S3Error::BadResponse(format!(
+                "a ranged GET answered {} instead of 206",
+                response.status()
+            )));
+        }
+        let len = content_length(&response)?;
+        Ok(Some(ObjectBody {
+            len,
+            stream: body_stream(response.into_body(), len),
+        }))
+    }
+
+    /// Deletes `key`; a key that does not exist is not an error.
+    pub async fn delete_object(&self, key: &str) -> Result<(), S3Error> {
+        match self.send_ok(Call::new(Method::DELETE, Some(key))).await {
+            Ok(response) => drain(response).await,
+            Err(e) if e.is_not_found() => Ok(()),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Every object under `prefix` (ListObjectsV2, following continuation tokens).
+    pub async fn list(&self, prefix: &str) -> Result<Vec<ObjectEntry>, S3Error> {
+        Ok(self.list_pages(prefix, None).await?.0)
+    }
+
+    /// [`S3Client::list`] with pages of at most `max_keys` keys; also says how many pages
+    /// it took.
+    async fn list_pages(
+        &self,
+        prefix: &str,
+        max_keys: Option<u32>,
+    ) -> Result<(Vec<ObjectEntry>, usize), S3Error> {
+        let own = &self.0.config.prefix;
+        let strip = if own.is_empty() { 0 } else { own.len() + 1 };
+        let full_prefix = self.0.full_key(prefix);
+        let max_keys = max_keys.map(|n| n.to_string());
+        let mut entries = Vec::new();
+        let mut token: Option<String> = None;
+        let mut pages = 0;
+        loop {
+            let mut query = vec![("list-type", "2"), ("prefix", full_prefix.as_str())];
+            if let Some(token) = &token {
+                query.push(("continuation-token", token));
+            }
+            if let Some(max_keys) = &max_keys {
+                query.push(("max-keys", max_keys));
+            }
+            let response = self
+                .send_ok(Call {
+                    query: &query,
+                    ..Call::new(Method::GET, None)
+                })
+                .await?;
+            let page = read_xml(response).await?;
+            pages += 1;
+            parse_entries(&page, &full_prefix, strip, &mut entries)?;
+            if page.text("IsTruncated") != Some("true") {
+                break;
+            }
+            match page.text("NextContinuationToken") {
+                Some(next) if !next.is_empty() && token.as_deref() != Some(next) => {
+                    token = Some(next.to_string());
+                }
+                _ => {
+                    return Err(S3Error::BadResponse(
+                        "a truncated listing without a new NextContinuationToken".into(),
+                    ));
+                }
+            }
+        }
+        Ok((entries, pages))
+    }
+
+    /// A presigned GET URL valid for `expires` (query-string SigV4, X-Amz-Expires; at
+    /// least one second, at most seven days).
+    pub fn presign_get(&self, key: &str, expires: Duration) -> String {
+        let inner = &*self.0;
+        let path = inner.object_path(key);
+        let seconds = expires.clamp(Duration::from_secs(1), MAX_PRESIGN).as_secs();
+        let query = inner.signer().presign_query(
+            &Stamp::now(),
+            &inner.host,
+            &path,
+            seconds,
+            inner.config.session_token.as_deref(),
+        );
+        format!("{}{path}?{query}", inner.origin)
+    }
+
+    /// Signs and sends `call`; an answer other than 2xx becomes [`S3Error::Status`].
+    async fn send_ok(&self, call: Call<'_>) -> Result<Response<Incoming>, S3Error> {
+        let inner = &*self.0;
+        let path = match call.key {
+            Some(key) => inner.object_path(key),
+            None if inner.bucket_path.is_empty() => "/".to_string(),
+            None => inner.bucket_path.clone(),
+        };
+        let query = sign::canonical_query(call.query);
+        let stamp = Stamp::now();
+        let mut headers = call.headers;
+        headers.push(("host", inner.host.clone()));
+        headers.push(("x-amz-date", stamp.time.clone()));
+        let payload = if call.body.is_empty() {
+            EMPTY_SHA256
+        } else {
+            headers.push(("content-md5", content_md5(call.body.clone()).await?));
+            UNSIGNED_PAYLOAD
+        };
+        headers.push(("x-amz-content-sha256", payload.to_string()));
+        if let Some(token) = &inner.config.session_token {
+            headers.push(("x-amz-security-token", token.clone()));
+        }
+        headers.sort_by_key(|(name, _)| *name);
+        let signed: Vec<(&str, &str)> = headers
+            .iter()
+            .map(|(name, value)| (*name, value.as_str()))
+            .collect();
+        let authorization = inner.signer().authorization(
+            &stamp,
+            &Canonical {
+                method: call.method.as_str(),
+                path: &path,
+                query: &query,
+                headers: &signed,
+                payload,
+            },
+        );
+        let uri = if query.is_empty() {
+            format!("{}{path}", inner.origin)
+        } else {
+            format!("{}{path}?{query}", inner.origin)
+        };
+        let mut request = Request::builder()
+            .method(call.method)
+            .uri(uri)
+            .header(header::AUTHORIZATION, authorization)
+            .header(
+                header::USER_AGENT,
+                concat!("berth/", env!("CARGO_PKG_VERSION")),
+            );
+        for (name, value) in headers {
+            request = request.header(name, value);
+        }
+        let request = request
+            .body(Full::new(call.body))
+            .map_err(|e| S3Error::Transport(format!("cannot build the request: {e}")))?;
+        let response = inner
+            .http
+            .request(request)
+            .await
+            .map_err(|e| S3Error::Transport(chain(&e)))?;
+        if response.status().is_success() {
+            Ok(response)
+        } else {
+            Err(status_error(response).await)
+        }
+    }
+}
+
+impl Inner {
+    fn signer(&self) -> Signer<'_> {
+        Signer {
+            access_key: &self.config.access_key,
+            secret_key: &self.config.secret_key,
+            region: &self.config.region,
+        }
+    }
+
+    /// `PREFIX/KEY`, or `KEY` without a prefix.
+    fn full_key(&self, key: &str) -> String {
+        if self.config.prefix.is_empty() {
+            key.to_string()
+        } else {
+            format!("{}/{key}", self.config.prefix)
+        }
+    }
+
+    /// The encoded request path of `key`.
+    fn object_path(&self, key: &str) -> String {
+        format!(
+            "{}/{}",
+            self.bucket_path,
+            sign::encode_path(&self.full_key(key))
+        )
+    }
+}
+
+/// Base64 of the MD5 of `body`, computed off the runtime's workers when it is large.
+async fn content_md5(body: Bytes) -> Result<String, S3Error> {
+    let small = body.len() < HASH_INLINE_MAX;
+    let digest = move || base64::engine::general_purpose::STANDARD.encode(Md5::digest(&body));
+    if small {
+        return Ok(digest());
+    }
+    tokio::task::spawn_blocking(digest)
+        .await
+        .map_err(|e| S3Error::Transport(format!("hashing the body failed: {e}")))
+}
+
+/// The `Content-Length` of a response.
+fn content_length(response: &Response<Incoming>) -> Result<u64, S3Error> {
+    response
+        .headers()
+        .get(header::CONTENT_LENGTH)
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| value.parse().ok())
+        .ok_or_else(|| S3Error::BadResponse("no valid Content-Length".into()))
+}
+
+/// Reads a small body to its end, so that the connection goes back to the pool.
+async fn drain(response: Response<Incoming>) -> Result<(), S3Error> {
+    read_body(response).await.map(drop)
+}
+
+async fn read_body(response: Response<Incoming>) -> Result<Bytes, S3Error> {
+    Limited::new(response.into_body(), MAX_XML)
+        .collect()
+        .await
+        .map(|body| body.to_bytes())
+        .map_err(|e| S3Error::Transport(format!("reading the answer: {}", chain(&*e))))
+}
+
+/// Reads and parses an XML answer; an `<Error>` document (which S3 may send with status
+/// 200) becomes [`S3Error::Status`].
+async fn read_xml(response: Response<Incoming>) -> Result<xml::Flat, S3Error> {
+    let status = response.status().as_u16();
+    let body = read_body(response).await?;
+    let document = xml::parse(&body).map_err(S3Error::BadResponse)?;
+    if document.root == "Error" {
+        return Err(S3Error::Status {
+            status,
+            code: document.text("Code").unwrap_or_default().to_string(),
+            message: document.text("Message").unwrap_or_default().to_string(),
+        });
+    }
+    Ok(document)
+}
+
+/// The [`S3Error::Status`] of an answer other than 2xx.
+async fn status_error(response: Response<Incoming>) -> S3Error {
+    let status = response.status();
+    let reason = || {
+        status
+            .canonical_reason()
+            .unwrap_or("Unknown")
+            .replace(' ', "")
+    };
+    let body = read_body(response).await.unwrap_or_default();
+    let (code, message) = match xml::parse(&body) {
+        Ok(document) if document.root == "Error" => (
+            document.text("Code").map_or_else(reason, str::to_string),
+            document.text("Message").unwrap_or_default().to_string(),
+        ),
+        _ if body.is_empty() => (reason(), "(no error document)".to_string()),
+        _ => (
+            reason(),
+            String::from_utf8_lossy(&body[..body.len().min(200)]).into_owned(),
+        ),
+    };
+    S3Error::Status {
+        status: status.as_u16(),
+        code,
+        message,
+    }
+}
+
+/// The body as a stream of chunks that fails unless exactly `len` bytes arrive.
+fn body_stream(
+    body: Incoming,
+    len: u64,
+) -> Pin<Box<dyn Stream<Item = Result<Bytes, io::Error>> + Send>> {
+    let chunks = body.into_data_stream();
+    Box::pin(futures_util::stream::unfold(
+        Some((chunks, 0u64)),
+        move |state| async move {
+            let (mut chunks, received) = state?;
+            match chunks.next().await {
+                Some(Ok(chunk)) => {
+                    let received = received + chunk.len() as u64;
+                    if received > len {
+                        let error = format!("the S3 body runs past its {len} bytes");
+                        Some((Err(io::Error::new(io::ErrorKind::InvalidData, error)), None))
+                    } else {
+                        Some((Ok(chunk), Some((chunks, received))))
+                    }
+                }
+                Some(Err(e)) => Some((Err(io::Error::other(chain(&e))), None)),
+                None if received < len => {
+                    let error = format!("the S3 body ended after {received} of {len} bytes");
+                    Some((
+                        Err(io::Error::new(io::ErrorKind::UnexpectedEof, error)),
+                        None,
+                    ))
+                }
+                None => None,
+            }
+        },
+    ))
+}
+
+/// An error and its sources, `: `-separated.
+fn chain(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut out = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        let text = cause.to_string();
+        if !out.contains(&text) {
+            out.push_str(": ");
+            out.push_str(&text);
+        }
+        source = cause.source();
+    }
+    out
+}
+
+/// Takes the objects of a listing page, keys made relative to the client's prefix.
+fn parse_entries(
+    page: &xml::Flat,
+    full_prefix: &str,
+    strip: usize,
+    entries: &mut Vec<ObjectEntry>,
+) -> Result<(), S3Error> {
+    let bad = |what: String| S3Error::BadResponse(format!("listing: {what}"));
+    let (mut key, mut size, mut modified) = (None, None, None);
+    for (path, text) in &page.items {
+        match (path.as_str(), text.as_deref()) {
+            ("Contents/Key", Some(text)) => key = Some(text.to_string()),
+            ("Contents/Size", Some(text)) => {
+                size = Some(
+                    text.parse::<u64>()
+                        .map_err(|_| bad(format!("size {text:?}")))?,
+                );
+            }
+            ("Contents/LastModified", Some(text)) => {
+                let when = time::OffsetDateTime::parse(
+                    text,
+                    &time::format_description::well_known::Rfc3339,
+                )
+                .map_err(|_| bad(format!("LastModified {text:?}")))?;
+                modified = Some(SystemTime::from(when));
+            }
+            ("Contents", None) => {
+                let key = key
+                    .take()
+                    .ok_or_else(|| bad("an entry without Key".into()))?;
+                if !key.starts_with(full_prefix) || key.len() < strip {
+                    return Err(bad(format!("{key:?} is not under {full_prefix:?}")));
+                }
+                entries.push(ObjectEntry {
+                    key: key[strip..].to_string(),
+                    size: size
+                        .take()
+                        .ok_or_else(|| bad(format!("{key:?} has no Size")))?,
+                    last_modified: modified
+                        .take()
+                        .ok_or_else(|| bad(format!("{key:?} has no LastModified")))?,
+                });
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
