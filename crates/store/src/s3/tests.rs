@@ -327,3 +327,60 @@ async fn a_short_body_ends_the_stream_with_an_error() {
     assert_eq!(received, 10, "{error}");
     server.await.unwrap();
 }
+
+/// The server checks the bytes against the signed `Content-MD5`.
+#[tokio::test]
+async fn the_server_checks_content_md5() {
+    let s3 = client();
+    let wrong = base64::engine::general_purpose::STANDARD.encode(Md5::digest(b"abc"));
+    let error = s3
+        .send_ok(Call {
+            headers: vec![("content-md5", wrong)],
+            ..Call::new(Method::PUT, Some("md5"))
+        })
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&error, S3Error::Status { status: 400, code, .. } if code == "BadDigest"),
+        "{error}"
+    );
+    // Only the answer is checked: s3s-fs 0.14.1 keeps the bytes it refused.
+}
+
+#[test]
+fn describe_and_addressing_without_a_server() {
+    let config = |endpoint: Option<&str>, prefix: &str| S3Config {
+        bucket: "bkt".into(),
+        prefix: prefix.into(),
+        endpoint: endpoint.map(str::to_string),
+        region: "eu-west-3".into(),
+        access_key: "AK".into(),
+        secret_key: "SECRET".into(),
+        session_token: Some("TOKEN".into()),
+    };
+    let path_style = S3Client::new(config(Some("http://127.0.0.1:9000"), "a/b")).unwrap();
+    assert_eq!(
+        path_style.describe(),
+        "s3://bkt/a/b at http://127.0.0.1:9000"
+    );
+    let url = path_style.presign_get("c d/e", Duration::from_secs(30));
+    assert!(
+        url.starts_with("http://127.0.0.1:9000/bkt/a/b/c%20d/e?X-Amz-Algorithm="),
+        "{url}"
+    );
+    assert!(url.contains("&X-Amz-Security-Token=TOKEN&"), "{url}");
+    assert!(!url.contains("SECRET"), "{url}");
+
+    let aws = S3Client::new(config(None, "")).unwrap();
+    assert_eq!(
+        aws.describe(),
+        "s3://bkt at https://bkt.s3.eu-west-3.amazonaws.com"
+    );
+    let url = aws.presign_get("k", Duration::from_secs(30 * 24 * 3600));
+    assert!(
+        url.starts_with("https://bkt.s3.eu-west-3.amazonaws.com/k?"),
+        "{url}"
+    );
+    assert!(url.contains("X-Amz-Expires=604800"), "{url}");
+    assert!(!format!("{aws:?}").contains("SECRET"));
+}
