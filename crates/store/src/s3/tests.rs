@@ -3,7 +3,7 @@
 //! random prefix.
 
 use super::*;
-use futures_util::TryStreamExt;
+use futures_util::{StreamExt, TryStreamExt};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 fn config() -> S3Config {
