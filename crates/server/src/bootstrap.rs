@@ -9,9 +9,10 @@ use berth_auth::cache::CacheTimes;
 use berth_auth::secret::{SecretKey, random_alphanumeric};
 use berth_auth::{CredentialCache, SecretBox, TimedCache, TokenKeys};
 use berth_domain::model::ADMIN_USER_ID;
-use berth_store::Store;
+use berth_store::s3::S3Client;
+use berth_store::{BlobStore, ObjectBlobs, Store};
 
-use crate::config::Settings;
+use crate::config::{BlobLocation, Settings};
 use crate::rest::{RestConfig, RestServices};
 use crate::secrets;
 use crate::signin::{SignInGuard, SignInSettings};
@@ -49,12 +50,10 @@ pub async fn open_store(settings: &Settings) -> anyhow::Result<Store> {
 
 /// Opens the data directory and the database, creating what a first start needs.
 pub async fn open(settings: &Settings) -> anyhow::Result<AppState> {
+    let blobs = open_blobs(settings).await?;
     let store = open_store(settings).await?;
     let secrets = secrets::load_or_create(&settings.data_dir)?;
     let store = seal_secrets(store, &secrets.config_secret_key).await?;
-    let blob_dir = settings.blob_dir();
-    std::fs::create_dir_all(&blob_dir)
-        .with_context(|| format!("creating blob directory {}", blob_dir.display()))?;
     ensure_admin_password(&store).await?;
     crate::identity::prepare_dummy_hash()
         .await
@@ -62,7 +61,7 @@ pub async fn open(settings: &Settings) -> anyhow::Result<AppState> {
     // A collector that died (killed, or stopped with a server) leaves its run
     // and its claimed blobs: finish them now rather than at the next run.
     store
-        .recover_gc(&berth_store::BlobStore::new(&blob_dir))
+        .recover_gc(&blobs)
         .await
         .context("recovering an interrupted garbage collection")?;
     if secrets.master_key_generated {
@@ -78,7 +77,8 @@ pub async fn open(settings: &Settings) -> anyhow::Result<AppState> {
         SecretKey::new(secrets.master_key),
         secrets.jwt_secret.as_bytes(),
         settings.jwt_expires_in,
-        blob_dir,
+        blobs,
+        settings.blob_redirect,
         settings.external_url(),
         rest,
         settings.signin(),
@@ -140,7 +140,8 @@ pub fn build_state(
     master_key: SecretKey,
     jwt_secret: &[u8],
     jwt_expires_in: i64,
-    blob_dir: PathBuf,
+    blobs: BlobStore,
+    redirect_downloads: bool,
     external_url: String,
     rest: RestServices,
     signin: SignInSettings,
@@ -156,11 +157,46 @@ pub fn build_state(
         users: TimedCache::new(USER_TIMES, USER_CAPACITY),
         signin: SignInGuard::new(signin),
         master_key,
-        registry: crate::registry::RegistryState::new(blob_dir.clone(), jwt_secret),
-        blob_dir,
+        registry: crate::registry::RegistryState::new(blobs, redirect_downloads, jwt_secret),
         external_url,
         rest,
     })
+}
+
+/// The blob store could not be opened (a missing directory that cannot be
+/// made, a bucket that does not answer): `berth` exits with 2.
+#[derive(Debug, thiserror::Error)]
+#[error("blob storage {where_}: {reason}")]
+pub struct StorageUnavailable {
+    /// Which store.
+    pub where_: String,
+    /// Why.
+    pub reason: String,
+}
+
+/// Opens the blob store the settings name and checks that it answers.
+pub async fn open_blobs(settings: &Settings) -> anyhow::Result<BlobStore> {
+    let blobs = match settings.blob_location() {
+        BlobLocation::Directory(dir) => {
+            std::fs::create_dir_all(&dir).map_err(|e| StorageUnavailable {
+                where_: format!("directory {}", dir.display()),
+                reason: format!("cannot be created: {e}"),
+            })?;
+            BlobStore::new(dir)
+        }
+        BlobLocation::S3(config) => {
+            let client = S3Client::new(config).map_err(|e| StorageUnavailable {
+                where_: "S3".into(),
+                reason: e.to_string(),
+            })?;
+            BlobStore::Objects(ObjectBlobs::new(client))
+        }
+    };
+    blobs.check().await.map_err(|reason| StorageUnavailable {
+        where_: blobs.describe(),
+        reason,
+    })?;
+    Ok(blobs)
 }
 
 /// The default blob directory of a data directory (when `--blob-store` is unset).

@@ -4,6 +4,7 @@
 use std::net::IpAddr;
 use std::path::PathBuf;
 
+use berth_store::s3::S3Config;
 use clap::{Args, Parser, Subcommand};
 
 use crate::signin::{SignInSettings, ThrottleLimits, TrustedProxies};
@@ -108,9 +109,15 @@ pub struct Settings {
     #[arg(long, env = "BERTH_DATA_DIR", default_value = "data", global = true)]
     pub data_dir: PathBuf,
     /// Where blobs are stored: `file:///absolute/path` (a directory, which several
-    /// instances may share); defaults to `<data-dir>/blobs`. S3 is not supported yet.
+    /// instances may share), or `s3://BUCKET[/PREFIX]?endpoint=http://HOST:PORT&region=REGION`
+    /// (credentials from AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY; no endpoint: AWS);
+    /// defaults to `<data-dir>/blobs`.
     #[arg(long, env = "BLOB_STORE", value_name = "URL", value_parser = parse_blob_store, global = true)]
-    pub blob_store: Option<PathBuf>,
+    pub blob_store: Option<BlobLocation>,
+    /// Answer blob downloads from an S3 store with a 307 redirect to a presigned URL
+    /// (clients then fetch the bytes from the bucket directly).
+    #[arg(long, env = "BLOB_REDIRECT", global = true)]
+    pub blob_redirect: bool,
     /// `sqlite://...` or `postgres://...`; defaults to `<data-dir>/berth.db`.
     #[arg(long, env = "DATABASE_URL", global = true)]
     pub database_url: Option<String>,
@@ -206,11 +213,11 @@ impl Settings {
         }
     }
 
-    /// The blob directory in effect: the `--blob-store` one, else `<data-dir>/blobs`.
-    pub fn blob_dir(&self) -> PathBuf {
+    /// The blob store in effect: the `--blob-store` one, else the directory `<data-dir>/blobs`.
+    pub fn blob_location(&self) -> BlobLocation {
         self.blob_store
             .clone()
-            .unwrap_or_else(|| crate::bootstrap::blob_dir(&self.data_dir))
+            .unwrap_or_else(|| BlobLocation::Directory(crate::bootstrap::blob_dir(&self.data_dir)))
     }
 
     /// The external URL in effect: the configured one, else this listener's address.
@@ -232,27 +239,42 @@ impl Settings {
     }
 }
 
-/// Parses a `--blob-store` URL into the directory it names: only
-/// `file:///absolute/path` is supported for now.
-pub fn parse_blob_store(text: &str) -> Result<PathBuf, String> {
+/// Where blobs are kept.
+#[derive(Clone, Debug)]
+pub enum BlobLocation {
+    /// A directory.
+    Directory(PathBuf),
+    /// An S3-compatible bucket (its `Debug` hides the secret key).
+    S3(S3Config),
+}
+
+/// Parses a `--blob-store` URL: `file:///absolute/path`, or
+/// `s3://BUCKET[/PREFIX]?endpoint=...&region=...` with credentials from the
+/// AWS environment variables.
+pub fn parse_blob_store(text: &str) -> Result<BlobLocation, String> {
+    parse_blob_store_with(text, |name| std::env::var(name).ok())
+}
+
+/// [`parse_blob_store`] with the environment read through `env`.
+pub fn parse_blob_store_with(
+    text: &str,
+    env: impl Fn(&str) -> Option<String>,
+) -> Result<BlobLocation, String> {
+    const USE: &str = "use file:///absolute/path or s3://BUCKET[/PREFIX]?endpoint=http://HOST:PORT";
     let text = text.trim();
     let Some((scheme, rest)) = text.split_once("://") else {
-        return Err(format!(
-            "`{text}` is not a blob store URL: use file:///absolute/path (S3 is not supported yet)"
-        ));
+        return Err(format!("`{text}` is not a blob store URL: {USE}"));
     };
     match scheme.to_ascii_lowercase().as_str() {
         "file" => {}
         "s3" => {
-            return Err(format!(
-                "`{text}`: S3 blob storage is not supported yet; use file:///absolute/path \
-                 (a directory every instance shares)"
-            ));
+            return S3Config::parse(text, env)
+                .map(BlobLocation::S3)
+                .map_err(|e| format!("`{text}`: {e}"));
         }
         _ => {
             return Err(format!(
-                "`{text}`: unknown blob store scheme `{scheme}`; use file:///absolute/path \
-                 (S3 is not supported yet)"
+                "`{text}`: unknown blob store scheme `{scheme}`; {USE}"
             ));
         }
     }
@@ -267,7 +289,7 @@ pub fn parse_blob_store(text: &str) -> Result<PathBuf, String> {
              (use file:///absolute/path)"
         ));
     }
-    Ok(PathBuf::from(rest))
+    Ok(BlobLocation::Directory(PathBuf::from(rest)))
 }
 
 /// Parses `3600`, `90s`, `30m`, `12h` or `7d` into seconds.
@@ -307,12 +329,37 @@ mod tests {
 
     #[test]
     fn blob_store_urls() {
-        assert_eq!(
+        assert!(matches!(
             parse_blob_store("file:///srv/berth/blobs"),
-            Ok(PathBuf::from("/srv/berth/blobs"))
+            Ok(BlobLocation::Directory(path)) if path == std::path::Path::new("/srv/berth/blobs")
+        ));
+        let env = |name: &str| match name {
+            "AWS_ACCESS_KEY_ID" => Some("AKID".to_string()),
+            "AWS_SECRET_ACCESS_KEY" => Some("very-secret".to_string()),
+            _ => None,
+        };
+        let Ok(BlobLocation::S3(s3)) = parse_blob_store_with(
+            "s3://bucket/some/prefix?endpoint=http://127.0.0.1:9000&region=eu-west-1",
+            env,
+        ) else {
+            panic!("an S3 URL with credentials parses");
+        };
+        assert_eq!(
+            (s3.bucket.as_str(), s3.prefix.as_str(), s3.region.as_str()),
+            ("bucket", "some/prefix", "eu-west-1")
         );
-        let s3 = parse_blob_store("s3://bucket/prefix").unwrap_err();
-        assert!(s3.contains("S3 blob storage is not supported yet"), "{s3}");
+        assert_eq!(s3.endpoint.as_deref(), Some("http://127.0.0.1:9000"));
+        let printed = format!("{:?}", BlobLocation::S3(s3));
+        assert!(!printed.contains("very-secret"), "{printed}");
+        let no_keys = parse_blob_store_with("s3://bucket", |_| None).unwrap_err();
+        assert!(no_keys.contains("AWS_ACCESS_KEY_ID"), "{no_keys}");
+        for bad in [
+            "s3://",
+            "s3://bucket?colour=blue",
+            "s3://bucket?endpoint=ftp://x",
+        ] {
+            assert!(parse_blob_store_with(bad, env).is_err(), "{bad}");
+        }
         for bad in [
             "/srv/blobs",
             "file://relative/path",

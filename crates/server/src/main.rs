@@ -39,7 +39,11 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => {
             eprintln!("berth: {err:#}");
-            ExitCode::FAILURE
+            if err.is::<bootstrap::StorageUnavailable>() {
+                ExitCode::from(2)
+            } else {
+                ExitCode::FAILURE
+            }
         }
     }
 }
@@ -203,8 +207,8 @@ async fn user(settings: &Settings, command: UserCommand) -> anyhow::Result<()> {
 
 /// `berth gc`: one garbage collection over the data directory and database.
 async fn gc(settings: &Settings, grace: i64, upload_expiry: i64) -> anyhow::Result<()> {
+    let blobs = bootstrap::open_blobs(settings).await?;
     let store = bootstrap::open_store(settings).await?;
-    let blobs = berth_store::BlobStore::new(settings.blob_dir());
     let secs = |s: i64| std::time::Duration::from_secs(u64::try_from(s).unwrap_or(0));
     let options = berth_store::repo::gc::GcOptions {
         grace: secs(grace),
@@ -224,8 +228,8 @@ async fn gc(settings: &Settings, grace: i64, upload_expiry: i64) -> anyhow::Resu
 /// `berth fsck`: checks (and with `repair`, fixes) stored content; an error when
 /// something is left wrong.
 async fn fsck(settings: &Settings, repair: bool) -> anyhow::Result<()> {
+    let blobs = bootstrap::open_blobs(settings).await?;
     let store = bootstrap::open_store(settings).await?;
-    let blobs = berth_store::BlobStore::new(settings.blob_dir());
     let report = berth_store::repo::fsck::check(&store, &blobs, repair).await?;
     println!(
         "checked {} blobs, {} blob files, {} upload sessions: {} problems",

@@ -1,7 +1,6 @@
 //! What every handler shares.
 
 use std::ops::Deref;
-use std::path::PathBuf;
 use std::sync::Arc;
 
 use berth_auth::secret::SecretKey;
@@ -28,8 +27,6 @@ pub struct Inner {
     pub signin: crate::signin::SignInGuard,
     /// The generator-rest master key.
     pub master_key: SecretKey,
-    /// Where blobs live.
-    pub blob_dir: PathBuf,
     /// The URL clients reach this server at, without a trailing slash.
     pub external_url: String,
     /// What the generator-rest API talks to: mail server, identity providers, CORS.

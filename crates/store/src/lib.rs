@@ -15,7 +15,9 @@ pub mod s3;
 mod sealed;
 mod wal;
 
-pub use blobs::{BlobError, BlobStore, Hasher, Staged, WrittenPart};
+pub use blobs::{
+    BlobError, BlobStore, ByteStream, FileBlobs, Hasher, ObjectBlobs, Staged, WrittenPart,
+};
 pub use changes::{Changes, Topic};
 pub use db::{Backend, Store};
 pub use error::StoreError;

@@ -59,10 +59,13 @@ async fn check_database(state: &AppState) -> Result<(), String> {
 }
 
 async fn check_storage(state: &AppState) -> Result<(), String> {
-    match tokio::fs::metadata(&state.blob_dir).await {
-        Ok(meta) if meta.is_dir() && !meta.permissions().readonly() => Ok(()),
-        Ok(_) => Err("blob storage is not a writable directory".into()),
-        Err(_) => Err("blob storage directory is missing".into()),
+    match tokio::time::timeout(CHECK_TIMEOUT, state.registry.blobs.check()).await {
+        Ok(Ok(())) => Ok(()),
+        Ok(Err(err)) => {
+            tracing::warn!(error = %err, "blob storage health check failed");
+            Err(err)
+        }
+        Err(_) => Err("failed to check the health status: timeout".into()),
     }
 }
 

@@ -1,8 +1,6 @@
 //! Blobs and blob uploads: `GET/HEAD/DELETE /v2/<name>/blobs/<digest>` and
 //! `POST /v2/<name>/blobs/uploads/`, `PATCH/PUT/GET/DELETE .../uploads/<id>`.
 
-use std::io;
-
 use axum::body::Body;
 use axum::http::header::{
     ACCEPT_RANGES, CACHE_CONTROL, CONTENT_LENGTH, CONTENT_RANGE, CONTENT_TYPE, ETAG, LOCATION,
@@ -16,10 +14,6 @@ use berth_domain::oci::{
 use berth_store::content::UploadStep;
 use berth_store::repo::gc::RENEW_THROTTLE_SECS;
 use berth_store::repo::registry::Upload;
-use bytes::Bytes;
-use std::io::Read;
-use tokio::io::AsyncSeekExt;
-use tokio::task::JoinHandle;
 
 use super::{Caller, Ctx, RegistryError, RegistryResult, RepoAction, oci};
 use crate::error::{ApiError, ErrorKind, OciError};
@@ -28,8 +22,6 @@ use crate::error::{ApiError, ErrorKind, OciError};
 pub const DOCKER_CONTENT_DIGEST: HeaderName = HeaderName::from_static("docker-content-digest");
 /// `Docker-Upload-UUID`.
 const DOCKER_UPLOAD_UUID: HeaderName = HeaderName::from_static("docker-upload-uuid");
-/// Size of the pieces a blob download is streamed in.
-const READ_CHUNK: u64 = 1 << 20;
 
 /// Parses a digest from a path or query; `DIGEST_INVALID` otherwise.
 pub fn parse_digest(text: &str) -> RegistryResult<Digest> {
@@ -163,19 +155,26 @@ pub async fn get_blob(
             header(format!("bytes {start}-{}/{size}", start + len - 1)),
         ));
     }
+    let blobs = &ctx.state.registry.blobs;
+    if with_body
+        && ctx.state.registry.redirect_downloads
+        && let Some(url) = blobs.direct_url(&digest)
+        && registry.manifest_body(blob.id).await?.is_none()
+    {
+        // The client fetches the bytes (and any range) from the bucket itself.
+        let mut response = StatusCode::TEMPORARY_REDIRECT.into_response();
+        response.headers_mut().insert(LOCATION, header(url));
+        response
+            .headers_mut()
+            .insert(DOCKER_CONTENT_DIGEST, header(digest.as_str()));
+        return Ok(response);
+    }
     let body = if !with_body {
         Body::empty()
     } else {
-        match ctx.state.registry.blobs.open(&digest).await {
-            Ok(mut file) => {
-                if start > 0 {
-                    file.seek(io::SeekFrom::Start(start))
-                        .await
-                        .map_err(ApiError::internal)?;
-                }
-                Body::from_stream(file_stream(file.into_std().await, len))
-            }
-            Err(err) if err.kind() == io::ErrorKind::NotFound => {
+        match blobs.read(&digest, start, len).await {
+            Ok(Some(stream)) => Body::from_stream(stream),
+            Ok(None) => {
                 // A manifest is a blob too, kept in the database rather than in a file.
                 let body = registry
                     .manifest_body(blob.id)
@@ -205,40 +204,6 @@ async fn may_push(ctx: &Ctx, name: &str) -> bool {
         Caller::Token(claims) => claims.allows("repository", name, "push"),
         Caller::User(_) => ctx.authorize(name, RepoAction::Push).await.is_ok(),
     }
-}
-
-/// Streams `len` bytes of `file` from its current position. Each piece is
-/// read on the blocking pool into a fresh, unzeroed buffer, and the next
-/// piece is read while the current one is being sent. A file shorter than
-/// `len` ends the stream with `UnexpectedEof`.
-fn file_stream(
-    file: std::fs::File,
-    len: u64,
-) -> impl futures_util::Stream<Item = Result<Bytes, io::Error>> + Send {
-    type Piece = JoinHandle<io::Result<(std::fs::File, Bytes)>>;
-    fn read_piece(mut file: std::fs::File, want: u64) -> Piece {
-        tokio::task::spawn_blocking(move || {
-            let mut buf = Vec::with_capacity(usize::try_from(want).unwrap_or(0));
-            (&mut file).take(want).read_to_end(&mut buf)?;
-            if buf.len() as u64 != want {
-                return Err(io::ErrorKind::UnexpectedEof.into());
-            }
-            Ok((file, Bytes::from(buf)))
-        })
-    }
-    let first = (len > 0).then(|| read_piece(file, len.min(READ_CHUNK)));
-    let after_first = len.saturating_sub(READ_CHUNK);
-    futures_util::stream::try_unfold(
-        (first, after_first),
-        |(reading, remaining): (Option<Piece>, u64)| async move {
-            let Some(reading) = reading else {
-                return Ok(None);
-            };
-            let (file, piece) = reading.await.map_err(io::Error::other)??;
-            let next = (remaining > 0).then(|| read_piece(file, remaining.min(READ_CHUNK)));
-            Ok(Some((piece, (next, remaining.saturating_sub(READ_CHUNK)))))
-        },
-    )
 }
 
 /// `DELETE /v2/<name>/blobs/<digest>`: drops the project's link to the blob

@@ -10,9 +10,9 @@ use berth_domain::oci::{Digest, Manifest, Reference, media_type};
 use berth_store::repo::manifests::{
     DeleteManifest, NewManifest, NewReference, Pull, PutManifest, StoredManifest,
 };
+use futures_util::StreamExt;
 use serde_json::{Value, json};
 use sha2::{Digest as _, Sha256, Sha512};
-use tokio::io::AsyncReadExt;
 
 use super::blobs::{DOCKER_CONTENT_DIGEST, empty, parse_digest};
 use super::{Ctx, RegistryError, RegistryResult, RepoAction, oci};
@@ -285,12 +285,19 @@ pub(crate) async fn read_config(state: &AppState, config: &Descriptor) -> Option
     if declared > MAX_CONFIG_BYTES {
         return None;
     }
-    let file = state.registry.blobs.open(&config.digest).await.ok()?;
-    let mut bytes = Vec::with_capacity(usize::try_from(declared).ok()?);
-    file.take(MAX_CONFIG_BYTES + 1)
-        .read_to_end(&mut bytes)
+    let mut stream = state
+        .registry
+        .blobs
+        .read(&config.digest, 0, declared)
         .await
-        .ok()?;
+        .ok()??;
+    let mut bytes = Vec::with_capacity(usize::try_from(declared).ok()?);
+    while let Some(piece) = stream.next().await {
+        bytes.extend_from_slice(&piece.ok()?);
+        if bytes.len() as u64 > MAX_CONFIG_BYTES {
+            return None;
+        }
+    }
     (u64::try_from(bytes.len()).ok()? <= MAX_CONFIG_BYTES).then_some(bytes)
 }
 

@@ -2,7 +2,6 @@
 //! the registry token keys and batched pull bookkeeping.
 
 use std::collections::HashMap;
-use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -18,8 +17,10 @@ type PullBatch = Arc<Mutex<HashMap<Pull, i64>>>;
 /// The distribution surface's part of the application state.
 #[derive(Debug)]
 pub struct RegistryState {
-    /// Blob files and staged uploads.
+    /// Blobs and staged uploads.
     pub blobs: BlobStore,
+    /// Whether blob downloads are redirected to the store's own URLs.
+    pub redirect_downloads: bool,
     /// Signs and verifies `/service/token` tokens.
     pub tokens: RegistryTokenKeys,
     /// Pulls not yet written.
@@ -27,10 +28,11 @@ pub struct RegistryState {
 }
 
 impl RegistryState {
-    /// The registry state over `blob_dir`, with token keys derived from `secret`.
-    pub fn new(blob_dir: PathBuf, secret: &[u8]) -> Self {
+    /// The registry state over `blobs`, with token keys derived from `secret`.
+    pub fn new(blobs: BlobStore, redirect_downloads: bool, secret: &[u8]) -> Self {
         Self {
-            blobs: BlobStore::new(blob_dir),
+            blobs,
+            redirect_downloads,
             tokens: RegistryTokenKeys::new(secret),
             pulls: PullBatch::default(),
         }

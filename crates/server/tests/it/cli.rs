@@ -155,20 +155,32 @@ fn a_blob_store_other_than_a_directory_exits_with_2_and_says_why() {
             String::from_utf8_lossy(&out.stderr).into_owned(),
         )
     };
-    let (code, stderr) = run(Command::new(BERTH_BIN).args(["--blob-store", "s3://bucket/blobs"]));
+    let (code, stderr) = run(Command::new(BERTH_BIN)
+        .args(["--blob-store", "s3://bucket/blobs"])
+        .env_remove("AWS_ACCESS_KEY_ID")
+        .env_remove("AWS_SECRET_ACCESS_KEY"));
     assert_eq!(code, Some(2), "{stderr}");
-    assert!(
-        stderr.contains("S3 blob storage is not supported yet"),
-        "{stderr}"
-    );
+    assert!(stderr.contains("AWS_ACCESS_KEY_ID"), "{stderr}");
     let (code, stderr) = run(Command::new(BERTH_BIN)
         .args(["fsck"])
-        .env("BLOB_STORE", "s3://bucket/blobs"));
+        .env("BLOB_STORE", "s3://bucket/blobs?colour=blue"));
     assert_eq!(code, Some(2), "from the environment too: {stderr}");
-    assert!(
-        stderr.contains("S3 blob storage is not supported yet"),
-        "{stderr}"
+    assert!(stderr.contains("colour"), "{stderr}");
+    // A bucket nothing answers for: said at start, before anything is created.
+    let refused = RefusedPort::new();
+    let unreachable = format!(
+        "s3://bucket/blobs?endpoint=http://127.0.0.1:{}",
+        refused.port()
     );
+    for command in ["serve", "gc", "fsck"] {
+        let (code, stderr) = run(Command::new(BERTH_BIN)
+            .args([command, "--blob-store", &unreachable])
+            .env("AWS_ACCESS_KEY_ID", "id")
+            .env("AWS_SECRET_ACCESS_KEY", "not-logged-anywhere"));
+        assert_eq!(code, Some(2), "{command}: {stderr}");
+        assert!(stderr.contains("blob storage"), "{command}: {stderr}");
+        assert!(!stderr.contains("not-logged-anywhere"), "{stderr}");
+    }
     for bad in ["file://relative/blobs", "blobs", "gs://bucket"] {
         let (code, stderr) = run(Command::new(BERTH_BIN).args(["gc", "--blob-store", bad]));
         assert_eq!(code, Some(2), "{bad}: {stderr}");

@@ -194,9 +194,7 @@ pub async fn check(store: &Store, blobs: &BlobStore, repair: bool) -> StoreResul
     let mut sessions = HashSet::new();
     for (upload, name) in &parts {
         sessions.insert(upload.as_str());
-        let exists = tokio::fs::try_exists(blobs.upload_dir(upload).join(name))
-            .await
-            .unwrap_or(false);
+        let exists = blobs.part_exists(upload, name).await?;
         if !exists && !broken.contains(upload) {
             broken.push(upload.clone());
         }

@@ -39,7 +39,7 @@ backend_test!(
 
 backend_test!(
     async fn health_shows_missing_storage_as_unhealthy(app) {
-        std::fs::remove_dir_all(&app.state.blob_dir).unwrap();
+        std::fs::remove_dir_all(berth::bootstrap::blob_dir(app.data_dir())).unwrap();
         let body = app.get("/api/v2.0/health").send().await.json();
         assert_eq!(body["status"], "unhealthy");
         assert_eq!(body["components"][2]["status"], "unhealthy");

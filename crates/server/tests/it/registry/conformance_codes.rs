@@ -5,7 +5,7 @@ use axum::http::{Method, StatusCode};
 use serde_json::{Value, json};
 
 use super::{digest_of, push_blob, push_image, put_manifest};
-use crate::backend_test;
+use crate::registry_test;
 use crate::util::TestResponse;
 
 const OCI_MANIFEST: &str = "application/vnd.oci.image.manifest.v1+json";
@@ -56,7 +56,7 @@ fn manifest_with_sizes(config: (&str, &str), layers: &[(&str, &str)]) -> Vec<u8>
     .into_bytes()
 }
 
-backend_test!(
+registry_test!(
     async fn v2_answers_only_with_spec_error_codes(app) {
         let name = "library/codes";
         push_image(&app, name, "v1", &[b"codes layer"]).await;
@@ -110,7 +110,7 @@ backend_test!(
     }
 );
 
-backend_test!(
+registry_test!(
     async fn malformed_references_on_get_and_head_are_manifest_unknown(app) {
         let name = "library/refs";
         push_image(&app, name, "v1", &[b"refs layer"]).await;
@@ -159,7 +159,7 @@ backend_test!(
     }
 );
 
-backend_test!(
+registry_test!(
     async fn manifest_sizes_that_overflow_or_are_negative_are_manifest_invalid(app) {
         let name = "library/sizes";
         let config = br#"{"architecture":"amd64","os":"linux"}"#;
@@ -233,7 +233,7 @@ async fn extra_attrs(app: &crate::util::TestApp, repository: &str, tag: &str) ->
     res.json()["extra_attrs"].clone()
 }
 
-backend_test!(
+registry_test!(
     async fn image_configs_are_read_only_up_to_the_limit(app) {
         const LIMIT: usize = 4 << 20;
         let name = "library/configs";
@@ -281,7 +281,7 @@ backend_test!(
     }
 );
 
-backend_test!(
+registry_test!(
     async fn server_errors_on_v2_carry_no_code_and_no_internal_text(app) {
         let name = "library/down";
         push_image(&app, name, "v1", &[b"down layer"]).await;

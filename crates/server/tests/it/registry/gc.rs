@@ -7,16 +7,15 @@ use berth_store::repo::gc::{GcOptions, collect_garbage};
 use serde_json::json;
 
 use super::{digest_of, error_code, push_blob, push_image};
-use crate::backend_test;
+use crate::registry_test;
 use crate::util::TestApp;
 
-fn blob_file_exists(app: &TestApp, digest: &str) -> bool {
-    let hex = &digest["sha256:".len()..];
-    berth::bootstrap::blob_dir(app.data_dir())
-        .join("sha256")
-        .join(&hex[..2])
-        .join(hex)
-        .exists()
+async fn blob_file_exists(app: &TestApp, digest: &str) -> bool {
+    app.state
+        .registry
+        .blobs
+        .exists(&berth_domain::oci::Digest::parse(digest).unwrap())
+        .await
 }
 
 async fn gc(app: &TestApp, grace: u64) -> berth_store::repo::gc::GcStats {
@@ -32,7 +31,7 @@ async fn gc(app: &TestApp, grace: u64) -> berth_store::repo::gc::GcStats {
     .unwrap()
 }
 
-backend_test!(
+registry_test!(
     async fn gc_removes_unreferenced_blobs_only(app) {
         let (_, kept) = push_image(&app, "library/kept", "v1", &[b"shared", b"kept-only"]).await;
         let (_, dropped) = push_image(&app, "library/dropped", "v1", &[b"shared", b"dropped-only"]).await;
@@ -49,20 +48,20 @@ backend_test!(
         assert_eq!(res.status, StatusCode::OK);
         let stats = gc(&app, 3600).await;
         assert_eq!(stats.blobs, 2, "the manifest and its own layer: {stats:?}");
-        assert!(!blob_file_exists(&app, &digest_of(b"dropped-only")));
-        assert!(blob_file_exists(&app, &loose));
+        assert!(!blob_file_exists(&app, &digest_of(b"dropped-only")).await);
+        assert!(blob_file_exists(&app, &loose).await);
         let res = app.request(Method::HEAD, &format!("/v2/library/kept/blobs/{loose}")).admin().send().await;
         assert_eq!(res.status, StatusCode::OK);
 
         // Past the grace period the loose blob goes too.
         let stats = gc(&app, 0).await;
         assert_eq!(stats.blobs, 1, "{stats:?}");
-        assert!(!blob_file_exists(&app, &loose));
+        assert!(!blob_file_exists(&app, &loose).await);
         let res = app.request(Method::HEAD, &format!("/v2/library/kept/blobs/{loose}")).admin().send().await;
         assert_eq!(res.status, StatusCode::NOT_FOUND);
         // The kept image is whole, including the layer it shared.
         for layer in [b"shared".as_slice(), b"kept-only"] {
-            assert!(blob_file_exists(&app, &digest_of(layer)));
+            assert!(blob_file_exists(&app, &digest_of(layer)).await);
             let res = app.get(&format!("/v2/library/kept/blobs/{}", digest_of(layer))).send().await;
             assert_eq!(res.body, layer);
         }
@@ -78,12 +77,12 @@ backend_test!(
         push_image(&app, "library/dropped", "v1", &[b"shared", b"dropped-only"]).await;
         let stats = gc(&app, 0).await;
         assert_eq!(stats.blobs, 1, "only the finished upload no manifest uses: {stats:?}");
-        assert!(!blob_file_exists(&app, &all));
-        assert!(blob_file_exists(&app, &digest_of(b"dropped-only")));
+        assert!(!blob_file_exists(&app, &all).await);
+        assert!(blob_file_exists(&app, &digest_of(b"dropped-only")).await);
     }
 );
 
-backend_test!(
+registry_test!(
     async fn gc_admin_endpoint(app) {
         let res = app.post("/api/v2.0/system/gc/schedule").json(&json!({"schedule": {"type": "Manual"}})).send().await;
         assert_eq!(res.status, StatusCode::UNAUTHORIZED);
@@ -117,7 +116,7 @@ backend_test!(
     }
 );
 
-backend_test!(
+registry_test!(
     async fn quota_counts_linked_blobs_once_and_limits_pushes(app) {
         let projects = app.store().projects();
         assert_eq!(projects.quota(1).await.unwrap(), Some((-1, 0)));

@@ -1,7 +1,7 @@
 //! Several instances, one registry: two `berth serve` processes with data
-//! directories of their own, one PostgreSQL database, one blob directory
-//! (`--blob-store file://...`, as a shared volume would be) and the same
-//! secrets, as behind a load balancer. A chunked upload moves between them, an
+//! directories of their own, one PostgreSQL database, one blob store (a
+//! directory, `--blob-store file://...`, as a shared volume would be, or an
+//! S3 bucket) and the same secrets, as behind a load balancer. A chunked upload moves between them, an
 //! image pushed to one is pulled from the other, and `berth gc` runs while one
 //! of them pushes.
 //!
@@ -16,9 +16,11 @@ use serde_json::json;
 
 use super::clients::{blob_of, build_layout, layout_ref, noise, require, run, skopeo};
 use super::digest_of;
+use berth_store::BlobStore;
+
 use crate::util::{
-    ADMIN_PASSWORD, BERTH_BIN, CONFIG_SECRET_KEY, JWT_SECRET, MASTER_KEY, ServedBerth,
-    postgres_database_url,
+    ADMIN_PASSWORD, BERTH_BIN, CONFIG_SECRET_KEY, JWT_SECRET, MASTER_KEY, ServedBerth, Storage,
+    postgres_database_url, s3_blob_store_url,
 };
 
 /// How many pushes instance B makes at most while the collection runs.
@@ -79,10 +81,31 @@ fn text(out: &Output) -> String {
     )
 }
 
-/// Where blob `digest` lives in the blob directory `root`.
-fn blob_path(root: &Path, digest: &str) -> std::path::PathBuf {
-    let hex = &digest["sha256:".len()..];
-    root.join("sha256").join(&hex[..2]).join(hex)
+/// The shared blob store as the test sees it, and its `--blob-store` URL.
+fn shared_store(work: &Path, storage: Storage) -> (BlobStore, String) {
+    match storage {
+        Storage::Files => {
+            let dir = work.join("shared-blobs");
+            (BlobStore::new(&dir), format!("file://{}", dir.display()))
+        }
+        Storage::S3 => {
+            let url = s3_blob_store_url();
+            let config = berth_store::s3::S3Config::parse(&url, |name| std::env::var(name).ok())
+                .expect("the test bucket URL parses");
+            let client = berth_store::s3::S3Client::new(config).expect("an S3 client");
+            (
+                BlobStore::Objects(berth_store::ObjectBlobs::new(client)),
+                url,
+            )
+        }
+    }
+}
+
+/// Whether the shared store holds the bytes of `digest`.
+async fn stored(blobs: &BlobStore, digest: &str) -> bool {
+    blobs
+        .exists(&berth_domain::oci::Digest::parse(digest).unwrap())
+        .await
 }
 
 /// An admin client of the instances.
@@ -187,11 +210,19 @@ async fn push_small_image(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_instances_share_one_database_and_blob_directory_postgres() {
+    two_instances_share_one_registry(Storage::Files).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_instances_share_one_database_and_bucket_postgres_s3() {
+    two_instances_share_one_registry(Storage::S3).await;
+}
+
+async fn two_instances_share_one_registry(storage: Storage) {
     require("skopeo");
     require("umoci");
     let work = tempfile::tempdir().unwrap();
-    let shared = work.path().join("shared-blobs");
-    let blob_store = format!("file://{}", shared.display());
+    let (shared, blob_store) = shared_store(work.path(), storage);
     let url = postgres_database_url().await;
     let a = instance(&work.path().join("a"), &url, &blob_store).await;
     let b = instance(&work.path().join("b"), &url, &blob_store).await;
@@ -214,8 +245,12 @@ async fn two_instances_share_one_database_and_blob_directory_postgres() {
     assert_eq!(res.status(), 202);
     let location = res.headers()["location"].to_str().unwrap().to_string();
     assert!(location.starts_with('/'), "{location}");
-    let blob = noise(3 << 20, 12);
-    let chunk = 512 << 10;
+    // On S3, chunks of 4 MiB (parts under S3's 5 MiB minimum) make a 20 MiB
+    // blob, assembled in several 8 MiB pieces.
+    let (blob, chunk) = match storage {
+        Storage::Files => (noise(3 << 20, 12), 512 << 10),
+        Storage::S3 => (noise(20 << 20, 12), 4 << 20),
+    };
     for (i, part) in blob.chunks(chunk).enumerate() {
         let server = if i % 2 == 0 { &a } else { &b };
         let start = i * chunk;
@@ -236,7 +271,7 @@ async fn two_instances_share_one_database_and_blob_directory_postgres() {
             format!("0-{}", start + part.len() - 1).as_str()
         );
         if i == 0 {
-            let sessions = std::fs::read_dir(shared.join("uploads")).unwrap().count();
+            let sessions = shared.upload_dirs().await.unwrap().len();
             assert_eq!(sessions, 1, "the parts are written to the shared store");
         }
     }
@@ -336,7 +371,7 @@ async fn two_instances_share_one_database_and_blob_directory_postgres() {
     );
     for digest in &loose {
         assert!(
-            !blob_path(&shared, digest).exists(),
+            !stored(&shared, digest).await,
             "loose blob {digest} was collected: {}",
             text(&gc_output)
         );
@@ -378,19 +413,28 @@ async fn two_instances_share_one_database_and_blob_directory_postgres() {
     );
     assert_eq!(fsck.status.code(), Some(0), "{}", text(&fsck));
 
-    // (d) Every session ended: nothing is left under the shared uploads directory.
-    let uploads = shared.join("uploads");
+    // (d) Every session ended: nothing is left under the shared uploads
+    // directory, and nothing of the blobs in the instances' own.
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
-        let left: Vec<_> = match std::fs::read_dir(&uploads) {
-            Ok(entries) => entries.map(|e| e.unwrap().file_name()).collect(),
-            Err(err) if err.kind() == std::io::ErrorKind::NotFound => Vec::new(),
-            Err(err) => panic!("{}: {err}", uploads.display()),
-        };
+        let left = shared.upload_dirs().await.unwrap();
         if left.is_empty() {
             break;
         }
         assert!(Instant::now() < deadline, "uploads left behind: {left:?}");
         tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    for instance in ["a", "b"] {
+        let dir = work.path().join(instance);
+        let mut kept: Vec<String> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        kept.sort();
+        assert_eq!(
+            kept,
+            ["secrets.json"],
+            "all instance {instance} keeps on disk"
+        );
     }
 }

@@ -10,7 +10,7 @@ use serde_json::json;
 use sha2::{Digest as _, Sha512};
 
 use super::{digest_of, error_code, image_manifest, push_blob, push_image, put_manifest};
-use crate::backend_test;
+use crate::registry_test;
 use crate::util::TestApp;
 
 const OCI_MANIFEST: &str = "application/vnd.oci.image.manifest.v1+json";
@@ -107,7 +107,7 @@ fn assert_same(found: Result<Vec<u8>, StatusCode>, expected: &[u8], context: &st
     }
 }
 
-backend_test!(
+registry_test!(
     async fn concurrent_chunks_of_one_upload_store_only_matching_bytes(app) {
         let name = "library/race-patch";
         const LEN: usize = 2 << 20;
@@ -138,7 +138,7 @@ backend_test!(
     }
 );
 
-backend_test!(
+registry_test!(
     async fn a_commit_racing_a_chunk_stores_exactly_what_it_names(app) {
         let name = "library/race-put";
         for round in 0..10 {
@@ -178,7 +178,7 @@ backend_test!(
     }
 );
 
-backend_test!(
+registry_test!(
     async fn gc_racing_pushes_of_the_same_blobs_loses_nothing(app) {
         let name = "library/race-gc";
         for round in 0..8 {
@@ -216,7 +216,7 @@ backend_test!(
     }
 );
 
-backend_test!(
+registry_test!(
     async fn a_dead_collector_blocks_nobody(app) {
         let name = "library/dead-gc";
         // A collector that stopped without finishing (its lock went with it).
@@ -257,7 +257,7 @@ backend_test!(
     }
 );
 
-backend_test!(
+registry_test!(
     async fn an_expired_session_ends_cleanly_between_chunks(app) {
         let name = "library/expiring";
         let location = start_upload(&app, name).await;
@@ -268,14 +268,13 @@ backend_test!(
         let res = patch(&app, &location, "5-10", b" world".to_vec()).await;
         assert_eq!(res.status, StatusCode::NOT_FOUND);
         assert_eq!(error_code(&res), "BLOB_UPLOAD_UNKNOWN");
-        let uploads = berth::bootstrap::blob_dir(app.data_dir()).join("uploads");
-        let left = std::fs::read_dir(&uploads).map(|d| d.count()).unwrap_or(0);
-        assert_eq!(left, 0, "nothing of the session is left");
+        let left = app.stored_uploads().await;
+        assert!(left.is_empty(), "nothing of the session is left: {left:?}");
         assert_consistent(&app).await;
     }
 );
 
-backend_test!(
+registry_test!(
     async fn pushes_deletes_and_collections_at_once_leave_consistent_content(app) {
         // Eight clients push images (one layer shared by all, one of their
         // own) into four repositories, delete some and push them again,
@@ -353,7 +352,7 @@ backend_test!(
     }
 );
 
-backend_test!(
+registry_test!(
     async fn blobs_are_visible_per_repository_and_mounts_link_them(app) {
         let digest = push_blob(&app, "library/vis-a", b"only in a").await;
         for other in ["library/vis-b", "library/never-pushed"] {
@@ -392,7 +391,7 @@ backend_test!(
     }
 );
 
-backend_test!(
+registry_test!(
     async fn sha512_content_end_to_end(app) {
         let name = "library/sha512";
         let sha512 = |bytes: &[u8]| {
@@ -447,7 +446,7 @@ backend_test!(
     }
 );
 
-backend_test!(
+registry_test!(
     async fn deleting_a_child_while_its_index_is_pushed_never_fails_the_server(app) {
         let name = "library/index-race";
         for round in 0..10 {
@@ -478,7 +477,7 @@ backend_test!(
     }
 );
 
-backend_test!(
+registry_test!(
     async fn a_chunk_must_have_the_length_its_range_names(app) {
         let name = "library/ranges";
         let location = start_upload(&app, name).await;
@@ -523,7 +522,7 @@ backend_test!(
     }
 );
 
-backend_test!(
+registry_test!(
     async fn a_manifest_is_served_as_a_blob_too(app) {
         let name = "library/manifest-blob";
         let (manifest, digest) = push_image(&app, name, "v1", &[b"some layer"]).await;

@@ -4,12 +4,12 @@ use axum::http::{Method, StatusCode};
 use serde_json::json;
 
 use super::{descriptor, digest_of, error_code, push_blob, push_image, put_manifest};
-use crate::backend_test;
+use crate::registry_test;
 
 const OCI_MANIFEST: &str = "application/vnd.oci.image.manifest.v1+json";
 const OCI_INDEX: &str = "application/vnd.oci.image.index.v1+json";
 
-backend_test!(
+registry_test!(
     async fn base_challenges_anonymous_callers_and_accepts_basic(app) {
         let res = app.get("/v2/").send().await;
         assert_eq!(res.status, StatusCode::UNAUTHORIZED);
@@ -31,7 +31,7 @@ backend_test!(
     }
 );
 
-backend_test!(
+registry_test!(
     async fn chunked_upload_with_status_out_of_order_and_range_reads(app) {
         let name = "library/chunked";
         let res = app.post(&format!("/v2/{name}/blobs/uploads/")).admin().send().await;
@@ -115,7 +115,7 @@ backend_test!(
     }
 );
 
-backend_test!(
+registry_test!(
     async fn digest_mismatch_stores_nothing_and_cancel_ends_a_session(app) {
         let name = "library/bad";
         let wrong = digest_of(b"something else");
@@ -131,7 +131,7 @@ backend_test!(
             let res = app.request(Method::HEAD, &format!("/v2/{name}/blobs/{digest}")).admin().send().await;
             assert_eq!(res.status, StatusCode::NOT_FOUND);
         }
-        let blob_files = walk(&app.data_dir().join("blobs/sha256"));
+        let blob_files = app.stored_blobs().await;
         assert!(blob_files.is_empty(), "{blob_files:?}");
 
         // A chunked session with a wrong digest at the end.
@@ -145,7 +145,7 @@ backend_test!(
             .await;
         assert_eq!(res.status, StatusCode::BAD_REQUEST);
         assert_eq!(error_code(&res), "DIGEST_INVALID");
-        assert!(walk(&app.data_dir().join("blobs/sha256")).is_empty());
+        assert!(app.stored_blobs().await.is_empty());
 
         let res = app.post(&format!("/v2/{name}/blobs/uploads/")).admin().send().await;
         let location = res.header("location").unwrap().to_string();
@@ -165,22 +165,7 @@ backend_test!(
     }
 );
 
-fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
-    let mut out = Vec::new();
-    if let Ok(entries) = std::fs::read_dir(dir) {
-        for entry in entries.flatten() {
-            let path = entry.path();
-            if path.is_dir() {
-                out.extend(walk(&path));
-            } else {
-                out.push(path);
-            }
-        }
-    }
-    out
-}
-
-backend_test!(
+registry_test!(
     async fn manifests_by_tag_and_digest_with_tags_list_and_catalog(app) {
         let name = "library/app";
         let (manifest, digest) = push_image(&app, name, "v1", &[b"layer one", b"layer two"]).await;
@@ -240,7 +225,7 @@ backend_test!(
     }
 );
 
-backend_test!(
+registry_test!(
     async fn manifest_errors(app) {
         let name = "library/err";
         let config = b"{}";
@@ -290,7 +275,7 @@ backend_test!(
     }
 );
 
-backend_test!(
+registry_test!(
     async fn push_and_pull_permissions_with_basic_and_tokens(app) {
         app.create_user("bob", "Bob12345").await;
         let name = "library/perm";
@@ -356,7 +341,7 @@ backend_test!(
     }
 );
 
-backend_test!(
+registry_test!(
     async fn index_referrers_mount_and_blob_delete(app) {
         let name = "library/multi";
         let (amd, amd_digest) = push_image(&app, name, &digest_of(&crate::registry::image_manifest(b"{\"architecture\":\"amd64\",\"os\":\"linux\",\"layers\":1}", &[b"amd"])), &[b"amd"]).await;
@@ -440,7 +425,7 @@ backend_test!(
     }
 );
 
-backend_test!(
+registry_test!(
     async fn an_upload_session_survives_a_restart(app) {
         let name = "library/resume";
         let res = app.post(&format!("/v2/{name}/blobs/uploads/")).admin().send().await;
@@ -472,7 +457,7 @@ backend_test!(
     }
 );
 
-backend_test!(
+registry_test!(
     async fn docker_schema2_manifest_and_manifest_list(app) {
         const DOCKER_MANIFEST: &str = "application/vnd.docker.distribution.manifest.v2+json";
         const DOCKER_LIST: &str = "application/vnd.docker.distribution.manifest.list.v2+json";
@@ -518,7 +503,7 @@ backend_test!(
     }
 );
 
-backend_test!(
+registry_test!(
     async fn concurrent_pushes_of_shared_layers(app) {
         // Sixteen images at once, all sharing one layer: every blob commit,
         // link and manifest transaction races the others.
@@ -576,7 +561,7 @@ backend_test!(
     }
 );
 
-backend_test!(
+registry_test!(
     async fn a_moved_tag_and_a_project_turned_private_are_seen_at_once(app) {
         let name = "library/moving";
         let (first, _) = push_image(&app, name, "v1", &[b"first"]).await;

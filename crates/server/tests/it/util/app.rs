@@ -6,7 +6,7 @@ use berth::rest::{RestConfig, RestServices};
 use berth::signin::SignInSettings;
 use berth::state::AppState;
 use berth_auth::secret::SecretKey;
-use berth_store::Store;
+use berth_store::{BlobStore, Store};
 use tempfile::TempDir;
 
 /// The password the built-in `admin` gets in tests.
@@ -27,6 +27,15 @@ pub enum Backend {
     Postgres,
 }
 
+/// Where a test keeps blobs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Storage {
+    /// The data directory's `blobs/`.
+    Files,
+    /// A fresh prefix in the bucket named by `BERTH_TEST_S3_URL`.
+    S3,
+}
+
 /// A running application (in process) with its own database and data directory.
 pub struct TestApp {
     /// The application service.
@@ -35,6 +44,8 @@ pub struct TestApp {
     pub state: AppState,
     /// Which backend it runs on.
     pub backend: Backend,
+    /// Where it keeps blobs.
+    pub storage: Storage,
     /// The URL of its database, for a second connection (another instance).
     pub database_url: String,
     dir: TempDir,
@@ -60,6 +71,11 @@ impl TestApp {
 
     /// A fresh application on `backend`, migrated, with `admin`'s password set to [`ADMIN_PASSWORD`].
     pub async fn new(backend: Backend) -> Self {
+        Self::with_storage(backend, Storage::Files).await
+    }
+
+    /// [`TestApp::new`] keeping blobs in `storage`.
+    pub async fn with_storage(backend: Backend, storage: Storage) -> Self {
         let dir = tempfile::tempdir().expect("temp dir");
         let url = database_url(backend, dir.path()).await;
         let store = Store::connect(&url)
@@ -71,15 +87,22 @@ impl TestApp {
             .expect("the test key seals");
         let hash = berth_auth::password::hash_password(ADMIN_PASSWORD);
         assert!(store.users().set_password_if_unset(1, &hash).await.unwrap());
-        let blob_dir = bootstrap::blob_dir(dir.path());
-        std::fs::create_dir_all(&blob_dir).unwrap();
+        let blobs = match storage {
+            Storage::Files => {
+                let blob_dir = bootstrap::blob_dir(dir.path());
+                std::fs::create_dir_all(&blob_dir).unwrap();
+                BlobStore::new(blob_dir)
+            }
+            Storage::S3 => s3_blob_store(),
+        };
         let rest =
             RestServices::new(RestConfig::default()).expect("the default REST configuration");
-        let state = test_state(store, blob_dir, rest, SignInSettings::default());
+        let state = test_state(store, blobs, rest, SignInSettings::default());
         Self {
             app: berth::app::build(state.clone()),
             state,
             backend,
+            storage,
             database_url: url,
             dir,
         }
@@ -88,6 +111,38 @@ impl TestApp {
     /// The store behind the application.
     pub fn store(&self) -> &Store {
         &self.state.store
+    }
+
+    /// The digests whose bytes the blob store holds.
+    pub async fn stored_blobs(&self) -> Vec<String> {
+        let mut found: Vec<String> = self
+            .state
+            .registry
+            .blobs
+            .committed_files()
+            .await
+            .expect("list the stored blobs")
+            .iter()
+            .map(|d| d.to_string())
+            .collect();
+        found.sort();
+        found
+    }
+
+    /// The upload directories (prefixes) the blob store holds.
+    pub async fn stored_uploads(&self) -> Vec<String> {
+        let mut found: Vec<String> = self
+            .state
+            .registry
+            .blobs
+            .upload_dirs()
+            .await
+            .expect("list the upload directories")
+            .into_iter()
+            .map(|(name, _)| name)
+            .collect();
+        found.sort();
+        found
     }
 
     /// The test's private data directory.
@@ -103,6 +158,33 @@ pub async fn database_url(backend: Backend, dir: &std::path::Path) -> String {
         Backend::Sqlite => format!("sqlite://{}?mode=rwc", dir.join("berth.db").display()),
         Backend::Postgres => postgres_database_url().await,
     }
+}
+
+/// The `--blob-store` URL of a fresh prefix in the test bucket
+/// (`BERTH_TEST_S3_URL`, credentials in the AWS environment variables).
+pub fn s3_blob_store_url() -> String {
+    let url = std::env::var("BERTH_TEST_S3_URL").expect(
+        "BERTH_TEST_S3_URL is not set: run the suite with `bash scripts/test`, which starts \
+         an S3 server (scripts/s3-fixture), or point it at a bucket \
+         (s3://bucket?endpoint=http://host:port with AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY)",
+    );
+    // Short: s3s-fs names a file after the whole key (base64), and a sha512
+    // key under a long prefix passes the 255-byte file name limit.
+    let prefix = format!("t{}", &uuid::Uuid::new_v4().simple().to_string()[..8]);
+    match url.split_once('?') {
+        Some((base, query)) => format!("{}/{prefix}?{query}", base.trim_end_matches('/')),
+        None => format!("{}/{prefix}", url.trim_end_matches('/')),
+    }
+}
+
+/// A blob store on a fresh prefix of the test bucket.
+fn s3_blob_store() -> BlobStore {
+    let config =
+        berth_store::s3::S3Config::parse(&s3_blob_store_url(), |name| std::env::var(name).ok())
+            .expect("BERTH_TEST_S3_URL is a valid s3:// URL");
+    BlobStore::Objects(berth_store::ObjectBlobs::new(
+        berth_store::s3::S3Client::new(config).expect("an S3 client for the test bucket"),
+    ))
 }
 
 /// Creates an empty database on the test PostgreSQL server and returns its URL.
@@ -131,7 +213,7 @@ impl TestApp {
         let rest = RestServices::new(config).expect("valid REST configuration");
         let state = test_state(
             self.state.store.clone(),
-            self.state.blob_dir.clone(),
+            self.state.registry.blobs.clone(),
             rest,
             SignInSettings::default(),
         );
@@ -149,7 +231,7 @@ impl TestApp {
             RestServices::new(RestConfig::default()).expect("the default REST configuration");
         let state = test_state(
             self.state.store.clone(),
-            self.state.blob_dir.clone(),
+            self.state.registry.blobs.clone(),
             rest,
             settings,
         );
@@ -164,7 +246,7 @@ impl TestApp {
 /// The application state every test runs with: the test secrets, tokens valid for a week.
 fn test_state(
     store: Store,
-    blob_dir: std::path::PathBuf,
+    blobs: BlobStore,
     rest: RestServices,
     signin: SignInSettings,
 ) -> AppState {
@@ -173,7 +255,8 @@ fn test_state(
         SecretKey::new(MASTER_KEY),
         JWT_SECRET.as_bytes(),
         7 * 86_400,
-        blob_dir,
+        blobs,
+        false,
         "http://127.0.0.1:9000".into(),
         rest,
         signin,
@@ -188,7 +271,7 @@ impl TestApp {
             RestServices::new(RestConfig::default()).expect("the default REST configuration");
         let state = test_state(
             self.state.store.clone(),
-            self.state.blob_dir.clone(),
+            self.state.registry.blobs.clone(),
             rest,
             SignInSettings::default(),
         );
@@ -197,6 +280,7 @@ impl TestApp {
                 app: berth::app::build(state.clone()),
                 state,
                 backend: self.backend,
+                storage: self.storage,
                 database_url: self.database_url.clone(),
                 dir: tempfile::tempdir().expect("temp dir"),
             },

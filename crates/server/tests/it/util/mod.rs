@@ -6,8 +6,8 @@ mod request;
 mod served;
 
 pub use app::{
-    ADMIN_PASSWORD, Backend, CONFIG_SECRET_KEY, JWT_SECRET, MASTER_KEY, TestApp, database_url,
-    postgres_database_url,
+    ADMIN_PASSWORD, Backend, CONFIG_SECRET_KEY, JWT_SECRET, MASTER_KEY, Storage, TestApp,
+    database_url, postgres_database_url, s3_blob_store_url,
 };
 pub use request::TestResponse;
 pub use served::{BERTH_BIN, RefusedPort, ServedBerth, free_port};
@@ -37,3 +37,39 @@ macro_rules! backend_test {
     };
 }
 pub use request::RequestBuilder;
+
+/// [`backend_test!`] for registry content: once on SQLite and once on
+/// PostgreSQL with blobs in a directory, and once on PostgreSQL with blobs in
+/// an S3 bucket (`name::s3`), the way several instances run.
+#[macro_export]
+macro_rules! registry_test {
+    ($(#[$meta:meta])* async fn $name:ident($app:ident) $body:block) => {
+        $(#[$meta])*
+        mod $name {
+            #[allow(unused_imports)]
+            use super::*;
+
+            async fn run($app: $crate::util::TestApp) $body
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn sqlite() {
+                run($crate::util::TestApp::new($crate::util::Backend::Sqlite).await).await
+            }
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn postgres() {
+                run($crate::util::TestApp::new($crate::util::Backend::Postgres).await).await
+            }
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn s3() {
+                run($crate::util::TestApp::with_storage(
+                    $crate::util::Backend::Postgres,
+                    $crate::util::Storage::S3,
+                )
+                .await)
+                .await
+            }
+        }
+    };
+}

@@ -1,18 +1,8 @@
-//! Content-addressed blob files and staged uploads.
+//! Blobs in a directory: parts and staged blobs are files, placing is a hard link.
 //!
-//! Layout under the blob directory: `<algorithm>/<2 hex>/<hex>` for committed
-//! blobs (`sha256/ab/ab12...`), and one directory `uploads/<id>/` per upload
-//! session or monolithic push.
-//!
-//! Every request that sends bytes writes them to a part file of its own,
-//! created for it and never opened for writing by anyone else; the part is
-//! hashed as it is written and fsynced before the database records it. A
-//! request that loses a race for the upload only ever removes its own part.
-//! A blob is committed by assembling its parts (a single part is used as it
-//! is) into a staged file whose digest is checked, then hard-linking that file
-//! to the blob path: a reader never sees a partial file, and nothing is stored
-//! under a digest its bytes do not hash to. The database decides when a blob
-//! exists (see `repo::registry::install_blob`); this module only moves files.
+//! Part files are created with `O_EXCL`, written in large buffers on the
+//! blocking pool and fsynced (with `fdatasync`s along the way) before they are
+//! recorded; the directory entries are synced too.
 
 use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
@@ -21,9 +11,9 @@ use std::sync::Arc;
 use berth_domain::oci::{Algorithm, Digest};
 use bytes::Bytes;
 use futures_util::{Stream, StreamExt};
-use sha2::digest::common::hazmat::{SerializableState, SerializedState};
-use sha2::{Digest as _, Sha256, Sha512};
 use tokio::task::JoinHandle;
+
+use super::{BlobError, ByteStream, Hasher, Staged, WrittenPart, digest_named};
 
 /// How many bytes are gathered before one write to a part file.
 const WRITE_BUFFER: usize = 1 << 20;
@@ -32,139 +22,16 @@ const WRITE_BUFFER: usize = 1 << 20;
 /// only (a single one at the end waited ~80 ms for 100 MB here).
 const SYNC_EVERY: u64 = 16 << 20;
 
-/// Why an upload operation failed.
-#[derive(Debug, thiserror::Error)]
-pub enum BlobError {
-    /// The request body failed while it was read.
-    #[error("reading the upload body failed: {0}")]
-    Body(String),
-    /// The bytes do not hash to the digest the client named.
-    #[error("the content does not match digest {expected}")]
-    DigestMismatch {
-        /// What the client said.
-        expected: Digest,
-    },
-    /// A chunk's length differs from the length its `Content-Range` names.
-    #[error("the chunk has {received} bytes where its Content-Range names {declared}")]
-    RangeMismatch {
-        /// Bytes the range names.
-        declared: u64,
-        /// Bytes the body had.
-        received: u64,
-    },
-    /// The saved hash state could not be restored.
-    #[error("the upload's hash state is corrupt")]
-    BadState,
-    /// The filesystem failed.
-    #[error("blob storage: {0}")]
-    Io(#[from] io::Error),
-}
-
-/// A running hash of one of the supported algorithms.
-#[derive(Clone)]
-pub enum Hasher {
-    /// SHA-256.
-    Sha256(Sha256),
-    /// SHA-512.
-    Sha512(Sha512),
-}
-
-impl Hasher {
-    /// A fresh hash of `algorithm`.
-    pub fn new(algorithm: Algorithm) -> Self {
-        match algorithm {
-            Algorithm::Sha256 => Self::Sha256(Sha256::new()),
-            Algorithm::Sha512 => Self::Sha512(Sha512::new()),
-        }
-    }
-
-    /// The hash of `algorithm` saved by [`Hasher::save`]; fresh for `None`.
-    pub fn restore(algorithm: Algorithm, state: Option<&[u8]>) -> Result<Self, BlobError> {
-        let Some(bytes) = state else {
-            return Ok(Self::new(algorithm));
-        };
-        match algorithm {
-            Algorithm::Sha256 => SerializedState::<Sha256>::try_from(bytes)
-                .ok()
-                .and_then(|s| Sha256::deserialize(&s).ok())
-                .map(Self::Sha256),
-            Algorithm::Sha512 => SerializedState::<Sha512>::try_from(bytes)
-                .ok()
-                .and_then(|s| Sha512::deserialize(&s).ok())
-                .map(Self::Sha512),
-        }
-        .ok_or(BlobError::BadState)
-    }
-
-    /// The algorithm.
-    pub fn algorithm(&self) -> Algorithm {
-        match self {
-            Self::Sha256(_) => Algorithm::Sha256,
-            Self::Sha512(_) => Algorithm::Sha512,
-        }
-    }
-
-    /// Hashes `bytes`.
-    pub fn update(&mut self, bytes: &[u8]) {
-        match self {
-            Self::Sha256(h) => h.update(bytes),
-            Self::Sha512(h) => h.update(bytes),
-        }
-    }
-
-    /// The serialized state, to resume from later.
-    pub fn save(&self) -> Vec<u8> {
-        match self {
-            Self::Sha256(h) => h.serialize().to_vec(),
-            Self::Sha512(h) => h.serialize().to_vec(),
-        }
-    }
-
-    /// The digest of everything hashed.
-    pub fn finish(self) -> Digest {
-        match self {
-            Self::Sha256(h) => Digest::from_hash(Algorithm::Sha256, &h.finalize()),
-            Self::Sha512(h) => Digest::from_hash(Algorithm::Sha512, &h.finalize()),
-        }
-    }
-}
-
-/// The digest of `bytes` by `algorithm`.
-pub fn digest_of(algorithm: Algorithm, bytes: &[u8]) -> Digest {
-    let mut hasher = Hasher::new(algorithm);
-    hasher.update(bytes);
-    hasher.finish()
-}
-
-/// A part file just written, not yet recorded.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct WrittenPart {
-    /// The file name inside the upload's directory.
-    pub name: String,
-    /// Bytes in the part.
-    pub len: u64,
-    /// The hash state after the upload's earlier parts and this one.
-    pub hash_state: Vec<u8>,
-}
-
-/// A complete blob file whose bytes hash to `digest`, ready to be placed.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Staged {
-    /// Where it is (inside an upload directory).
-    pub path: PathBuf,
-    /// What its bytes hash to.
-    pub digest: Digest,
-    /// Its size.
-    pub len: u64,
-}
+/// How many bytes one read of a blob file takes.
+const READ_CHUNK: u64 = 1 << 20;
 
 /// The blob directory.
 #[derive(Debug, Clone)]
-pub struct BlobStore {
+pub struct FileBlobs {
     root: PathBuf,
 }
 
-impl BlobStore {
+impl FileBlobs {
     /// A store rooted at `root` (created on first write).
     pub fn new(root: impl Into<PathBuf>) -> Self {
         Self { root: root.into() }
@@ -187,7 +54,7 @@ impl BlobStore {
     /// Writes `body` to a new part file of upload `id`, continuing `hasher`
     /// (the state after the upload's earlier parts). Every byte is durable
     /// when this returns. On an error the part is removed.
-    pub async fn write_part<S, E>(
+    pub(super) async fn write_part<S, E>(
         &self,
         id: &str,
         mut hasher: Hasher,
@@ -226,97 +93,48 @@ impl BlobStore {
     }
 
     /// Removes part `name` of upload `id` (a part that lost its race).
-    pub async fn discard_part(&self, id: &str, name: &str) {
+    pub(super) async fn discard_part(&self, id: &str, name: &str) {
         let _ = tokio::fs::remove_file(self.upload_dir(id).join(name)).await;
     }
 
-    /// Stages upload `id`'s blob from its `parts` (in order) for `expected`.
-    /// `hash_state` (of `algorithm`) covers all the parts: a single part whose
-    /// state is of `expected`'s algorithm is used as it is; otherwise the
-    /// parts are copied into one new file and hashed again as they are read.
-    pub async fn assemble(
+    /// The length of part `name` of upload `id`.
+    pub(super) async fn part_len(&self, id: &str, name: &str) -> io::Result<u64> {
+        Ok(tokio::fs::metadata(self.upload_dir(id).join(name))
+            .await?
+            .len())
+    }
+
+    /// Whether part `name` of upload `id` is stored.
+    pub(super) async fn part_exists(&self, id: &str, name: &str) -> io::Result<bool> {
+        tokio::fs::try_exists(self.upload_dir(id).join(name)).await
+    }
+
+    /// Copies `parts` of upload `id` in order into its new file `name`,
+    /// hashing with `algorithm`; the digest and length of what was read.
+    pub(super) async fn concatenate(
         &self,
         id: &str,
         parts: &[String],
+        name: &str,
         algorithm: Algorithm,
-        hash_state: Option<&[u8]>,
-        expected: &Digest,
-    ) -> Result<Staged, BlobError> {
+    ) -> io::Result<(Digest, u64)> {
         let dir = self.upload_dir(id);
-        if let [only] = parts
-            && algorithm == expected.algorithm()
-        {
-            let digest = Hasher::restore(algorithm, hash_state)?.finish();
-            if digest != *expected {
-                return Err(BlobError::DigestMismatch {
-                    expected: expected.clone(),
-                });
-            }
-            let path = dir.join(only);
-            let len = tokio::fs::metadata(&path).await?.len();
-            return Ok(Staged { path, digest, len });
-        }
         let sources: Vec<PathBuf> = parts.iter().map(|p| dir.join(p)).collect();
-        let target = dir.join(format!("blob-{}", uuid::Uuid::new_v4().simple()));
-        let algorithm = expected.algorithm();
-        let (digest, len) = joined(tokio::task::spawn_blocking({
-            let target = target.clone();
-            move || concatenate(&sources, &target, algorithm)
+        let target = dir.join(name);
+        joined(tokio::task::spawn_blocking(move || {
+            concatenate(&sources, &target, algorithm)
         }))
-        .await?;
-        if digest != *expected {
-            let _ = tokio::fs::remove_file(&target).await;
-            return Err(BlobError::DigestMismatch {
-                expected: expected.clone(),
-            });
-        }
-        Ok(Staged {
-            path: target,
-            digest,
-            len,
-        })
+        .await
     }
 
-    /// Streams a whole blob into a new staging directory `id` and checks it
-    /// against `expected` (a monolithic upload).
-    pub async fn stage<S, E>(
-        &self,
-        id: &str,
-        expected: &Digest,
-        body: S,
-    ) -> Result<Staged, BlobError>
-    where
-        S: Stream<Item = Result<Bytes, E>> + Send,
-        E: std::fmt::Display,
-    {
-        let part = self
-            .write_part(id, Hasher::new(expected.algorithm()), body)
-            .await?;
-        let staged = self
-            .assemble(
-                id,
-                std::slice::from_ref(&part.name),
-                expected.algorithm(),
-                Some(&part.hash_state),
-                expected,
-            )
-            .await;
-        if staged.is_err() {
-            self.discard_upload(id).await;
-        }
-        staged
-    }
-
-    /// Makes `staged` the file of its digest unless that file exists (same
-    /// digest, same bytes); `true` when it created the file. The staged file
-    /// stays until the upload is discarded, so this can be repeated.
-    pub async fn place(&self, staged: &Staged) -> io::Result<bool> {
+    /// [`super::BlobStore::place`]: a hard link.
+    pub(super) async fn place(&self, staged: &Staged) -> io::Result<bool> {
         let target = self.blob_path(&staged.digest);
         let parent = target
             .parent()
             .expect("blob paths have a parent")
             .to_path_buf();
-        let source = staged.path.clone();
+        let source = self.upload_dir(&staged.upload).join(&staged.name);
         joined(tokio::task::spawn_blocking(move || {
             std::fs::create_dir_all(&parent)?;
             match std::fs::hard_link(&source, &target) {
@@ -329,24 +147,53 @@ impl BlobStore {
     }
 
     /// Removes the directory of upload `id` with everything in it.
-    pub async fn discard_upload(&self, id: &str) {
+    pub(super) async fn discard_upload(&self, id: &str) {
         let _ = tokio::fs::remove_dir_all(self.upload_dir(id)).await;
     }
 
     /// Whether the bytes of `digest` are present.
-    pub async fn exists(&self, digest: &Digest) -> bool {
+    pub(super) async fn exists(&self, digest: &Digest) -> bool {
         tokio::fs::try_exists(self.blob_path(digest))
             .await
             .unwrap_or(false)
     }
 
-    /// Opens the bytes of `digest` for reading.
-    pub async fn open(&self, digest: &Digest) -> io::Result<tokio::fs::File> {
-        tokio::fs::File::open(self.blob_path(digest)).await
+    /// [`super::BlobStore::read`].
+    pub(super) async fn read(
+        &self,
+        digest: &Digest,
+        start: u64,
+        len: u64,
+    ) -> io::Result<Option<ByteStream>> {
+        let file = match tokio::fs::File::open(self.blob_path(digest)).await {
+            Ok(file) => file,
+            Err(err) if err.kind() == io::ErrorKind::NotFound => return Ok(None),
+            Err(err) => return Err(err),
+        };
+        let mut file = file.into_std().await;
+        if start > 0 {
+            use std::io::Seek;
+            file.seek(io::SeekFrom::Start(start))?;
+        }
+        Ok(Some(Box::pin(file_stream(file, len))))
+    }
+
+    /// Where the blobs are.
+    pub(super) fn describe(&self) -> String {
+        format!("directory {}", self.root.display())
+    }
+
+    /// [`super::BlobStore::check`]: the directory exists and is writable.
+    pub(super) async fn check(&self) -> Result<(), String> {
+        match tokio::fs::metadata(&self.root).await {
+            Ok(meta) if meta.is_dir() && !meta.permissions().readonly() => Ok(()),
+            Ok(_) => Err("blob storage is not a writable directory".into()),
+            Err(_) => Err("blob storage directory is missing".into()),
+        }
     }
 
     /// Hashes the stored bytes of `digest` again (`None`: no file).
-    pub async fn rehash(&self, digest: &Digest) -> io::Result<Option<(Digest, u64)>> {
+    pub(super) async fn rehash(&self, digest: &Digest) -> io::Result<Option<(Digest, u64)>> {
         let path = self.blob_path(digest);
         let algorithm = digest.algorithm();
         joined(tokio::task::spawn_blocking(move || {
@@ -361,7 +208,7 @@ impl BlobStore {
 
     /// Moves the file of `digest` aside to `quarantine/<algorithm>-<hex>`
     /// (its bytes do not hash to its name), so a push can place the right ones.
-    pub async fn quarantine(&self, digest: &Digest) -> io::Result<()> {
+    pub(super) async fn quarantine(&self, digest: &Digest) -> io::Result<()> {
         let dir = self.root.join("quarantine");
         tokio::fs::create_dir_all(&dir).await?;
         let target = dir.join(format!("{}-{}", digest.algorithm(), digest.hex()));
@@ -369,7 +216,7 @@ impl BlobStore {
     }
 
     /// Removes the bytes of `digest` (garbage collection).
-    pub async fn remove(&self, digest: &Digest) -> io::Result<()> {
+    pub(super) async fn remove(&self, digest: &Digest) -> io::Result<()> {
         match tokio::fs::remove_file(self.blob_path(digest)).await {
             Err(err) if err.kind() != io::ErrorKind::NotFound => Err(err),
             _ => Ok(()),
@@ -378,7 +225,7 @@ impl BlobStore {
 
     /// The upload directories, with the newest modification time of anything
     /// in them (the last sign of activity).
-    pub async fn upload_dirs(&self) -> io::Result<Vec<(String, std::time::SystemTime)>> {
+    pub(super) async fn upload_dirs(&self) -> io::Result<Vec<(String, std::time::SystemTime)>> {
         let root = self.root.join("uploads");
         joined(tokio::task::spawn_blocking(move || {
             let mut found = Vec::new();
@@ -416,8 +263,8 @@ impl BlobStore {
         .await
     }
 
-    /// Removes upload entry `name` found by [`BlobStore::upload_dirs`], file or directory.
-    pub async fn discard_upload_entry(&self, name: &str) {
+    /// Removes upload entry `name` found by [`FileBlobs::upload_dirs`], file or directory.
+    pub(super) async fn discard_upload_entry(&self, name: &str) {
         let path = self.root.join("uploads").join(name);
         if tokio::fs::remove_dir_all(&path).await.is_err() {
             let _ = tokio::fs::remove_file(&path).await;
@@ -425,7 +272,7 @@ impl BlobStore {
     }
 
     /// Every committed blob file.
-    pub async fn committed_files(&self) -> io::Result<Vec<Digest>> {
+    pub(super) async fn committed_files(&self) -> io::Result<Vec<Digest>> {
         let root = self.root.clone();
         joined(tokio::task::spawn_blocking(move || {
             let mut found = Vec::new();
@@ -442,9 +289,7 @@ impl BlobStore {
                     }
                     for file in std::fs::read_dir(prefix.path())? {
                         let name = file?.file_name().to_string_lossy().into_owned();
-                        if let Ok(digest) = Digest::parse(&format!("{algorithm}:{name}")) {
-                            found.push(digest);
-                        }
+                        found.extend(digest_named(algorithm, &name));
                     }
                 }
             }
@@ -621,9 +466,44 @@ async fn joined<T>(task: JoinHandle<io::Result<T>>) -> io::Result<T> {
     task.await.map_err(io::Error::other)?
 }
 
+/// Streams `len` bytes of `file` from its current position. Each piece is
+/// read on the blocking pool into a fresh, unzeroed buffer, and the next
+/// piece is read while the current one is being sent. A file shorter than
+/// `len` ends the stream with `UnexpectedEof`.
+fn file_stream(
+    file: std::fs::File,
+    len: u64,
+) -> impl Stream<Item = Result<Bytes, io::Error>> + Send {
+    type Piece = JoinHandle<io::Result<(std::fs::File, Bytes)>>;
+    fn read_piece(mut file: std::fs::File, want: u64) -> Piece {
+        tokio::task::spawn_blocking(move || {
+            let mut buf = Vec::with_capacity(usize::try_from(want).unwrap_or(0));
+            (&mut file).take(want).read_to_end(&mut buf)?;
+            if buf.len() as u64 != want {
+                return Err(io::ErrorKind::UnexpectedEof.into());
+            }
+            Ok((file, Bytes::from(buf)))
+        })
+    }
+    let first = (len > 0).then(|| read_piece(file, len.min(READ_CHUNK)));
+    let after_first = len.saturating_sub(READ_CHUNK);
+    futures_util::stream::try_unfold(
+        (first, after_first),
+        |(reading, remaining): (Option<Piece>, u64)| async move {
+            let Some(reading) = reading else {
+                return Ok(None);
+            };
+            let (file, piece) = reading.await.map_err(io::Error::other)??;
+            let next = (remaining > 0).then(|| read_piece(file, remaining.min(READ_CHUNK)));
+            Ok(Some((piece, (next, remaining.saturating_sub(READ_CHUNK)))))
+        },
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::blobs::{BlobStore, digest_of};
 
     fn stream(parts: &[&'static [u8]]) -> impl Stream<Item = Result<Bytes, io::Error>> + Send {
         futures_util::stream::iter(
@@ -634,6 +514,11 @@ mod tests {
         )
     }
 
+    fn stores(dir: &Path) -> (BlobStore, FileBlobs) {
+        let files = FileBlobs::new(dir);
+        (BlobStore::Files(files.clone()), files)
+    }
+
     fn sha256(bytes: &[u8]) -> Digest {
         digest_of(Algorithm::Sha256, bytes)
     }
@@ -641,7 +526,7 @@ mod tests {
     #[tokio::test]
     async fn parts_resume_from_saved_state_and_assemble() {
         let dir = tempfile::tempdir().unwrap();
-        let store = BlobStore::new(dir.path());
+        let (store, files) = stores(dir.path());
         let first = store
             .write_part(
                 "u1",
@@ -684,13 +569,13 @@ mod tests {
         assert_eq!(staged.len, 11);
         store.place(&staged).await.unwrap();
         assert_eq!(
-            std::fs::read(store.blob_path(&expected)).unwrap(),
+            std::fs::read(files.blob_path(&expected)).unwrap(),
             b"hello world"
         );
         store.discard_upload("u1").await;
-        assert!(!store.upload_dir("u1").exists());
+        assert!(!files.upload_dir("u1").exists());
         assert_eq!(
-            std::fs::read(store.blob_path(&expected)).unwrap(),
+            std::fs::read(files.blob_path(&expected)).unwrap(),
             b"hello world"
         );
     }
@@ -698,7 +583,7 @@ mod tests {
     #[tokio::test]
     async fn assembly_checks_the_bytes_stored_not_the_saved_state() {
         let dir = tempfile::tempdir().unwrap();
-        let store = BlobStore::new(dir.path());
+        let (store, files) = stores(dir.path());
         let a = store
             .write_part("u", Hasher::new(Algorithm::Sha256), stream(&[b"good "]))
             .await
@@ -712,7 +597,7 @@ mod tests {
             .await
             .unwrap();
         // The bytes on disk change behind the state's back.
-        std::fs::write(store.upload_dir("u").join(&b.name), b"BYTES").unwrap();
+        std::fs::write(files.upload_dir("u").join(&b.name), b"BYTES").unwrap();
         let claimed = sha256(b"good bytes");
         let err = store
             .assemble(
@@ -730,7 +615,7 @@ mod tests {
     #[tokio::test]
     async fn sha512_blobs_and_a_digest_of_another_algorithm_than_the_state() {
         let dir = tempfile::tempdir().unwrap();
-        let store = BlobStore::new(dir.path());
+        let (store, files) = stores(dir.path());
         let expected = digest_of(Algorithm::Sha512, b"data");
         let staged = store
             .stage("m", &expected, stream(&[b"da", b"ta"]))
@@ -738,7 +623,7 @@ mod tests {
             .unwrap();
         store.place(&staged).await.unwrap();
         assert!(
-            store
+            files
                 .blob_path(&expected)
                 .starts_with(dir.path().join("sha512"))
         );
@@ -769,7 +654,7 @@ mod tests {
     #[tokio::test]
     async fn mismatch_and_failing_bodies_store_nothing() {
         let dir = tempfile::tempdir().unwrap();
-        let store = BlobStore::new(dir.path());
+        let (store, files) = stores(dir.path());
         let claimed = sha256(b"other");
         let err = store
             .stage("u2", &claimed, stream(&[b"data"]))
@@ -777,7 +662,7 @@ mod tests {
             .unwrap_err();
         assert!(matches!(err, BlobError::DigestMismatch { .. }));
         assert!(!store.exists(&claimed).await);
-        assert!(!store.upload_dir("u2").exists());
+        assert!(!files.upload_dir("u2").exists());
         let failing = futures_util::stream::iter(vec![
             Ok(Bytes::from_static(b"partial")),
             Err(io::Error::other("connection reset")),
@@ -788,7 +673,7 @@ mod tests {
             .unwrap_err();
         assert!(matches!(err, BlobError::Body(_)));
         assert_eq!(
-            std::fs::read_dir(store.upload_dir("u4")).unwrap().count(),
+            std::fs::read_dir(files.upload_dir("u4")).unwrap().count(),
             0
         );
         assert!(matches!(
@@ -800,7 +685,7 @@ mod tests {
     #[tokio::test]
     async fn a_large_upload_goes_through_many_writes_and_syncs() {
         let dir = tempfile::tempdir().unwrap();
-        let store = BlobStore::new(dir.path());
+        let (store, files) = stores(dir.path());
         // Chunks of odd sizes, more bytes than one sync interval.
         let chunks: Vec<Bytes> = (0..1200u32)
             .map(|i| Bytes::from(vec![(i % 251) as u8; 15_000 + i as usize]))
@@ -812,6 +697,6 @@ mod tests {
         let staged = store.stage("big", &digest, body).await.unwrap();
         assert_eq!(staged.len, all.len() as u64);
         store.place(&staged).await.unwrap();
-        assert_eq!(std::fs::read(store.blob_path(&digest)).unwrap(), all);
+        assert_eq!(std::fs::read(files.blob_path(&digest)).unwrap(), all);
     }
 }
