@@ -127,8 +127,14 @@ impl Content<'_> {
             else {
                 return Ok(UploadStep::Gone);
             };
-            parts.push(part.name);
-            state = Some(part.hash_state);
+            if part.len == 0 {
+                // An empty body (no Content-Length): nothing to add, and a
+                // single earlier part stays usable as it is.
+                self.blobs.discard_part(&upload.id, &part.name).await;
+            } else {
+                parts.push(part.name);
+                state = Some(part.hash_state);
+            }
         }
         let staged = match self
             .blobs

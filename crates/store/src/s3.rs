@@ -42,6 +42,10 @@ use sign::{Canonical, EMPTY_SHA256, Signer, Stamp, UNSIGNED_PAYLOAD};
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long an idle pooled connection is kept (below the usual server-side limits).
 const IDLE_TIMEOUT: Duration = Duration::from_secs(15);
+/// How many times a request the server failed is sent at most.
+const ATTEMPTS: u32 = 3;
+/// The pause before the second try; doubled before each next one.
+const RETRY_PAUSE: Duration = Duration::from_millis(50);
 /// The largest XML document (a listing page, an error) read into memory.
 const MAX_XML: usize = 16 << 20;
 /// Bodies at least this large are hashed on a blocking thread, off the runtime's workers.
@@ -447,7 +451,29 @@ impl S3Client {
     }
 
     /// Signs and sends `call`; an answer other than 2xx becomes [`S3Error::Status`].
+    /// A request the server failed (500, 502, 503, 504), or an idempotent one
+    /// whose connection failed, is sent again, [`ATTEMPTS`] times in all, as S3
+    /// asks of its clients.
     async fn send_ok(&self, call: Call<'_>) -> Result<Response<Incoming>, S3Error> {
+        let idempotent = call.method != Method::POST;
+        let mut attempt = 1;
+        loop {
+            let result = self.send_once(&call).await;
+            let transient = match &result {
+                Err(S3Error::Status { status, .. }) => matches!(status, 500 | 502 | 503 | 504),
+                Err(S3Error::Transport(_)) => idempotent,
+                _ => false,
+            };
+            if !transient || attempt == ATTEMPTS {
+                return result;
+            }
+            tokio::time::sleep(RETRY_PAUSE * (1 << (attempt - 1))).await;
+            attempt += 1;
+        }
+    }
+
+    /// One try of [`S3Client::send_ok`].
+    async fn send_once(&self, call: &Call<'_>) -> Result<Response<Incoming>, S3Error> {
         let inner = &*self.0;
         let path = match call.key {
             Some(key) => inner.object_path(key),
@@ -456,7 +482,7 @@ impl S3Client {
         };
         let query = sign::canonical_query(call.query);
         let stamp = Stamp::now();
-        let mut headers = call.headers;
+        let mut headers = call.headers.clone();
         headers.push(("host", inner.host.clone()));
         headers.push(("x-amz-date", stamp.time.clone()));
         let payload = if call.body.is_empty() {
@@ -490,7 +516,7 @@ impl S3Client {
             format!("{}{path}?{query}", inner.origin)
         };
         let mut request = Request::builder()
-            .method(call.method)
+            .method(call.method.clone())
             .uri(uri)
             .header(header::AUTHORIZATION, authorization)
             .header(
@@ -501,7 +527,7 @@ impl S3Client {
             request = request.header(name, value);
         }
         let request = request
-            .body(Full::new(call.body))
+            .body(Full::new(call.body.clone()))
             .map_err(|e| S3Error::Transport(format!("cannot build the request: {e}")))?;
         let response = inner
             .http

@@ -4,7 +4,7 @@ use std::io::Write;
 use std::path::Path;
 use std::process::{Command, Stdio};
 
-use crate::util::{BERTH_BIN, Backend, RefusedPort, ServedBerth, database_url, free_port};
+use crate::util::{BERTH_BIN, Backend, RefusedPort, ServedBerth, Storage, database_url, free_port};
 
 fn berth(data_dir: &Path, database_url: &str) -> Command {
     let mut command = Command::new(BERTH_BIN);
@@ -208,6 +208,9 @@ fn healthcheck_fails_when_nothing_answers() {
 fn fsck(app: &crate::util::TestApp, repair: bool) -> (Option<i32>, String) {
     let mut command = berth(app.data_dir(), &app.database_url);
     command.arg("fsck");
+    if let Some(url) = &app.blob_store_url {
+        command.args(["--blob-store", url]);
+    }
     if repair {
         command.arg("--repair");
     }
@@ -220,27 +223,41 @@ fn fsck(app: &crate::util::TestApp, repair: bool) -> (Option<i32>, String) {
     (out.status.code(), text)
 }
 
-async fn fsck_finds_and_repairs(backend: Backend) {
+/// Stores `bytes` under `digest` behind the registry's back.
+async fn write_blob(app: &crate::util::TestApp, digest: &str, bytes: &[u8]) {
+    let hex = &digest["sha256:".len()..];
+    match &app.blob_store_url {
+        None => {
+            let path = berth::bootstrap::blob_dir(app.data_dir())
+                .join("sha256")
+                .join(&hex[..2])
+                .join(hex);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, bytes).unwrap();
+        }
+        Some(url) => crate::util::s3_client(url)
+            .put_object(
+                &format!("sha256/{}/{hex}", &hex[..2]),
+                bytes::Bytes::copy_from_slice(bytes),
+            )
+            .await
+            .unwrap(),
+    }
+}
+
+async fn fsck_finds_and_repairs(backend: Backend, storage: Storage) {
     use crate::registry::{digest_of, push_blob, push_image};
-    let app = crate::util::TestApp::new(backend).await;
+    let app = crate::util::TestApp::with_storage(backend, storage).await;
     push_image(&app, "library/checked", "v1", &[b"a good layer"]).await;
     let (code, text) = fsck(&app, false);
     assert_eq!(code, Some(0), "{text}");
     assert!(text.contains(": 0 problems"), "{text}");
 
-    // A layer whose bytes changed on disk, and a file the database does not know.
+    // A layer whose bytes changed in storage, and a file the database does not know.
     let layer = digest_of(b"a good layer");
-    let path = |digest: &str| {
-        let hex = &digest["sha256:".len()..];
-        berth::bootstrap::blob_dir(app.data_dir())
-            .join("sha256")
-            .join(&hex[..2])
-            .join(hex)
-    };
-    std::fs::write(path(&layer), b"a b4d layer").unwrap();
+    write_blob(&app, &layer, b"a b4d layer").await;
     let stray = digest_of(b"nobody pushed me");
-    std::fs::create_dir_all(path(&stray).parent().unwrap()).unwrap();
-    std::fs::write(path(&stray), b"nobody pushed me").unwrap();
+    write_blob(&app, &stray, b"nobody pushed me").await;
     let (code, text) = fsck(&app, false);
     assert_eq!(code, Some(1), "{text}");
     assert!(
@@ -256,7 +273,8 @@ async fn fsck_finds_and_repairs(backend: Backend) {
     // the layer then restores it.
     let (code, text) = fsck(&app, true);
     assert_eq!(code, Some(0), "{text}");
-    assert!(!path(&stray).exists());
+    let stray_digest = berth_domain::oci::Digest::parse(&stray).unwrap();
+    assert!(!app.state.registry.blobs.exists(&stray_digest).await);
     let res = app
         .get(&format!("/v2/library/checked/blobs/{layer}"))
         .send()
@@ -280,12 +298,17 @@ async fn fsck_finds_and_repairs(backend: Backend) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn fsck_finds_and_repairs_sqlite() {
-    fsck_finds_and_repairs(Backend::Sqlite).await;
+    fsck_finds_and_repairs(Backend::Sqlite, Storage::Files).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn fsck_finds_and_repairs_postgres() {
-    fsck_finds_and_repairs(Backend::Postgres).await;
+    fsck_finds_and_repairs(Backend::Postgres, Storage::Files).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fsck_finds_and_repairs_postgres_s3() {
+    fsck_finds_and_repairs(Backend::Postgres, Storage::S3).await;
 }
 
 /// Runs `command` to its end (at most 30 s); its exit code and standard error.

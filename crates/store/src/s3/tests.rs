@@ -364,3 +364,62 @@ fn describe_and_addressing_without_a_server() {
     assert!(url.contains("X-Amz-Expires=604800"), "{url}");
     assert!(!format!("{aws:?}").contains("SECRET"));
 }
+
+/// A server that answers each request with the next of `answers` (raw HTTP),
+/// on a connection of its own; the port and how many requests came.
+async fn scripted_server(answers: Vec<&'static [u8]>) -> (u16, tokio::task::JoinHandle<usize>) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let server = tokio::spawn(async move {
+        let mut served = 0;
+        for answer in answers {
+            let (mut socket, _) = listener.accept().await.unwrap();
+            let mut request = Vec::new();
+            let mut buf = [0u8; 4096];
+            while !request.windows(4).any(|w| w == b"\r\n\r\n") {
+                let n = socket.read(&mut buf).await.unwrap();
+                assert!(n > 0);
+                request.extend_from_slice(&buf[..n]);
+            }
+            socket.write_all(answer).await.unwrap();
+            served += 1;
+        }
+        served
+    });
+    (port, server)
+}
+
+/// A request the server failed is sent again; one it refused is not.
+#[tokio::test]
+async fn server_failures_are_retried_and_refusals_are_not() {
+    const BUSY: &[u8] = b"HTTP/1.1 503 Slow Down\r\nConnection: close\r\nContent-Length: 0\r\n\r\n";
+    const FOUND: &[u8] = b"HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 7\r\n\r\n";
+    const DENIED: &[u8] =
+        b"HTTP/1.1 403 Forbidden\r\nConnection: close\r\nContent-Length: 0\r\n\r\n";
+    let (port, server) = scripted_server(vec![BUSY, BUSY, FOUND]).await;
+    let mut config = config();
+    config.endpoint = Some(format!("http://127.0.0.1:{port}"));
+    let s3 = S3Client::new(config.clone()).unwrap();
+    assert_eq!(s3.head_object("busy").await.unwrap(), Some(7));
+    assert_eq!(server.await.unwrap(), 3);
+
+    let (port, server) = scripted_server(vec![BUSY, BUSY, BUSY]).await;
+    config.endpoint = Some(format!("http://127.0.0.1:{port}"));
+    let s3 = S3Client::new(config.clone()).unwrap();
+    let error = s3.head_object("busy").await.unwrap_err();
+    assert!(
+        matches!(error, S3Error::Status { status: 503, .. }),
+        "{error}"
+    );
+    assert_eq!(server.await.unwrap(), 3, "three tries, then the error");
+
+    let (port, server) = scripted_server(vec![DENIED]).await;
+    config.endpoint = Some(format!("http://127.0.0.1:{port}"));
+    let s3 = S3Client::new(config).unwrap();
+    let error = s3.head_object("denied").await.unwrap_err();
+    assert!(
+        matches!(error, S3Error::Status { status: 403, .. }),
+        "{error}"
+    );
+    assert_eq!(server.await.unwrap(), 1);
+}

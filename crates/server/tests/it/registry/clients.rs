@@ -10,7 +10,12 @@ use std::process::{Command, Stdio};
 use serde_json::{Value, json};
 
 use super::digest_of;
-use crate::util::{ADMIN_PASSWORD, BERTH_BIN, Backend, ServedBerth, database_url};
+use berth_store::BlobStore;
+
+use crate::util::{
+    ADMIN_PASSWORD, BERTH_BIN, Backend, ServedBerth, Storage, database_url, s3_blob_store,
+    s3_blob_store_url,
+};
 
 const OCI_INDEX: &str = "application/vnd.oci.image.index.v1+json";
 const OCI_MANIFEST: &str = "application/vnd.oci.image.manifest.v1+json";
@@ -41,8 +46,9 @@ pub(super) fn run(command: &mut Command) -> String {
     String::from_utf8_lossy(&output.stdout).into_owned()
 }
 
-/// `berth serve` over a data directory and database, on a loopback port of its own.
-async fn serve(data_dir: &Path, database_url: &str) -> ServedBerth {
+/// `berth serve` over a data directory and database, on a loopback port of
+/// its own, with blobs in `blob_store` (a `--blob-store` URL) or the data directory.
+async fn serve(data_dir: &Path, database_url: &str, blob_store: Option<&str>) -> ServedBerth {
     ServedBerth::start(|port| {
         let mut command = Command::new(BERTH_BIN);
         command
@@ -50,10 +56,23 @@ async fn serve(data_dir: &Path, database_url: &str) -> ServedBerth {
             .arg(data_dir)
             .env("DATABASE_URL", database_url)
             .env("HARBOR_ADMIN_PASSWORD", ADMIN_PASSWORD)
-            .env("EXTERNAL_URL", format!("http://127.0.0.1:{port}"));
+            .env("EXTERNAL_URL", format!("http://127.0.0.1:{port}"))
+            .env_remove("BLOB_STORE");
+        if let Some(store) = blob_store {
+            command.args(["--blob-store", store]);
+        }
         command
     })
     .await
+}
+
+/// The `--blob-store` URL of a test on `storage`: a fresh bucket prefix, or
+/// none (the data directory).
+fn blob_store(storage: Storage) -> Option<String> {
+    match storage {
+        Storage::Files => None,
+        Storage::S3 => Some(s3_blob_store_url()),
+    }
 }
 
 /// Deterministic incompressible bytes.
@@ -171,12 +190,18 @@ pub(super) fn skopeo() -> Command {
     command
 }
 
-async fn skopeo_round_trips(backend: Backend) {
+async fn skopeo_round_trips(backend: Backend, storage: Storage) {
     require("skopeo");
     let work = tempfile::tempdir().unwrap();
     let layout = build_layout(work.path());
     let data = work.path().join("data");
-    let server = serve(&data, &database_url(backend, work.path()).await).await;
+    let store = blob_store(storage);
+    let server = serve(
+        &data,
+        &database_url(backend, work.path()).await,
+        store.as_deref(),
+    )
+    .await;
     let creds = format!("admin:{ADMIN_PASSWORD}");
     let remote = |repo: &str| format!("docker://{}/library/{repo}", server.host());
 
@@ -276,20 +301,26 @@ async fn skopeo_round_trips(backend: Backend) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn skopeo_push_and_pull_round_trips_sqlite() {
-    skopeo_round_trips(Backend::Sqlite).await;
+    skopeo_round_trips(Backend::Sqlite, Storage::Files).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn skopeo_push_and_pull_round_trips_postgres() {
-    skopeo_round_trips(Backend::Postgres).await;
+    skopeo_round_trips(Backend::Postgres, Storage::Files).await;
 }
 
-async fn crash_during_chunked_upload(backend: Backend) {
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn skopeo_push_and_pull_round_trips_postgres_s3() {
+    skopeo_round_trips(Backend::Postgres, Storage::S3).await;
+}
+
+async fn crash_during_chunked_upload(backend: Backend, storage: Storage) {
     let work = tempfile::tempdir().unwrap();
     let data = work.path().join("data");
     let url = database_url(backend, work.path()).await;
     let client = reqwest::Client::new();
-    let server = serve(&data, &url).await;
+    let store = blob_store(storage);
+    let server = serve(&data, &url, store.as_deref()).await;
     let res = client
         .post(server.url("/v2/library/resumed/blobs/uploads/"))
         .basic_auth("admin", Some(ADMIN_PASSWORD))
@@ -311,7 +342,7 @@ async fn crash_during_chunked_upload(backend: Backend) {
     assert_eq!(res.status(), 202);
     server.crash();
 
-    let server = serve(&data, &url).await;
+    let server = serve(&data, &url, store.as_deref()).await;
     let res = client
         .get(server.url(&location))
         .basic_auth("admin", Some(ADMIN_PASSWORD))
@@ -355,13 +386,16 @@ async fn crash_during_chunked_upload(backend: Backend) {
     server.crash();
 
     // `berth gc` with no grace: the blob no manifest uses goes.
-    let output = Command::new(BERTH_BIN)
-        .args(["gc", "--grace", "0"])
+    let mut gc = Command::new(BERTH_BIN);
+    gc.args(["gc", "--grace", "0"])
         .arg("--data-dir")
         .arg(&data)
         .env("DATABASE_URL", &url)
-        .output()
-        .unwrap();
+        .env_remove("BLOB_STORE");
+    if let Some(store) = &store {
+        gc.args(["--blob-store", store]);
+    }
+    let output = gc.output().unwrap();
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(
         output.status.success(),
@@ -372,18 +406,29 @@ async fn crash_during_chunked_upload(backend: Backend) {
         stdout.contains(&format!("1 blobs ({} bytes) deleted", blob.len())),
         "{stdout}"
     );
-    let hex = &digest["sha256:".len()..];
-    assert!(!data.join("blobs/sha256").join(&hex[..2]).join(hex).exists());
+    let stored = match &store {
+        None => BlobStore::new(data.join("blobs")),
+        Some(url) => s3_blob_store(url),
+    };
+    let digest = berth_domain::oci::Digest::parse(&digest).unwrap();
+    assert!(!stored.exists(&digest).await, "the bytes went with the row");
+    assert!(stored.committed_files().await.unwrap().is_empty());
+    assert!(stored.upload_dirs().await.unwrap().is_empty());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn crash_in_the_middle_of_a_chunked_upload_then_resume_sqlite() {
-    crash_during_chunked_upload(Backend::Sqlite).await;
+    crash_during_chunked_upload(Backend::Sqlite, Storage::Files).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn crash_in_the_middle_of_a_chunked_upload_then_resume_postgres() {
-    crash_during_chunked_upload(Backend::Postgres).await;
+    crash_during_chunked_upload(Backend::Postgres, Storage::Files).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn crash_in_the_middle_of_a_chunked_upload_then_resume_postgres_s3() {
+    crash_during_chunked_upload(Backend::Postgres, Storage::S3).await;
 }
 
 /// `podman` with private storage under `dir` (vfs: no kernel overlay needed).
@@ -398,14 +443,16 @@ fn podman(dir: &Path) -> Command {
     command
 }
 
-async fn podman_round_trip(backend: Backend) {
+async fn podman_round_trip(backend: Backend, storage: Storage) {
     require("podman");
     require("skopeo");
     let work = tempfile::tempdir().unwrap();
     let layout = build_layout(work.path());
+    let store = blob_store(storage);
     let server = serve(
         &work.path().join("data"),
         &database_url(backend, work.path()).await,
+        store.as_deref(),
     )
     .await;
     let creds = format!("admin:{ADMIN_PASSWORD}");
@@ -469,10 +516,15 @@ async fn podman_round_trip(backend: Backend) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn podman_push_and_pull_round_trips_sqlite() {
-    podman_round_trip(Backend::Sqlite).await;
+    podman_round_trip(Backend::Sqlite, Storage::Files).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn podman_push_and_pull_round_trips_postgres() {
-    podman_round_trip(Backend::Postgres).await;
+    podman_round_trip(Backend::Postgres, Storage::Files).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn podman_push_and_pull_round_trips_postgres_s3() {
+    podman_round_trip(Backend::Postgres, Storage::S3).await;
 }

@@ -20,7 +20,7 @@ use berth_store::BlobStore;
 
 use crate::util::{
     ADMIN_PASSWORD, BERTH_BIN, CONFIG_SECRET_KEY, JWT_SECRET, MASTER_KEY, ServedBerth, Storage,
-    postgres_database_url, s3_blob_store_url,
+    postgres_database_url, s3_blob_store, s3_blob_store_url,
 };
 
 /// How many pushes instance B makes at most while the collection runs.
@@ -90,13 +90,7 @@ fn shared_store(work: &Path, storage: Storage) -> (BlobStore, String) {
         }
         Storage::S3 => {
             let url = s3_blob_store_url();
-            let config = berth_store::s3::S3Config::parse(&url, |name| std::env::var(name).ok())
-                .expect("the test bucket URL parses");
-            let client = berth_store::s3::S3Client::new(config).expect("an S3 client");
-            (
-                BlobStore::Objects(berth_store::ObjectBlobs::new(client)),
-                url,
-            )
+            (s3_blob_store(&url), url)
         }
     }
 }

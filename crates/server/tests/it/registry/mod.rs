@@ -5,6 +5,7 @@ mod conformance_codes;
 mod gc;
 mod instances;
 mod integrity;
+mod object_store;
 mod protocol;
 
 use axum::http::{Method, StatusCode};

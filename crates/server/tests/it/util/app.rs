@@ -46,6 +46,8 @@ pub struct TestApp {
     pub backend: Backend,
     /// Where it keeps blobs.
     pub storage: Storage,
+    /// The `--blob-store` URL of its bucket prefix (S3 only), for `berth` subcommands.
+    pub blob_store_url: Option<String>,
     /// The URL of its database, for a second connection (another instance).
     pub database_url: String,
     dir: TempDir,
@@ -87,13 +89,14 @@ impl TestApp {
             .expect("the test key seals");
         let hash = berth_auth::password::hash_password(ADMIN_PASSWORD);
         assert!(store.users().set_password_if_unset(1, &hash).await.unwrap());
-        let blobs = match storage {
-            Storage::Files => {
+        let blob_store_url = (storage == Storage::S3).then(s3_blob_store_url);
+        let blobs = match &blob_store_url {
+            None => {
                 let blob_dir = bootstrap::blob_dir(dir.path());
                 std::fs::create_dir_all(&blob_dir).unwrap();
                 BlobStore::new(blob_dir)
             }
-            Storage::S3 => s3_blob_store(),
+            Some(url) => s3_blob_store(url),
         };
         let rest =
             RestServices::new(RestConfig::default()).expect("the default REST configuration");
@@ -103,6 +106,7 @@ impl TestApp {
             state,
             backend,
             storage,
+            blob_store_url,
             database_url: url,
             dir,
         }
@@ -177,14 +181,16 @@ pub fn s3_blob_store_url() -> String {
     }
 }
 
-/// A blob store on a fresh prefix of the test bucket.
-fn s3_blob_store() -> BlobStore {
-    let config =
-        berth_store::s3::S3Config::parse(&s3_blob_store_url(), |name| std::env::var(name).ok())
-            .expect("BERTH_TEST_S3_URL is a valid s3:// URL");
-    BlobStore::Objects(berth_store::ObjectBlobs::new(
-        berth_store::s3::S3Client::new(config).expect("an S3 client for the test bucket"),
-    ))
+/// The S3 client of the `--blob-store` URL `url`, credentials from the environment.
+pub fn s3_client(url: &str) -> berth_store::s3::S3Client {
+    let config = berth_store::s3::S3Config::parse(url, |name| std::env::var(name).ok())
+        .expect("the test bucket URL parses");
+    berth_store::s3::S3Client::new(config).expect("an S3 client for the test bucket")
+}
+
+/// The blob store of the `--blob-store` URL `url`.
+pub fn s3_blob_store(url: &str) -> BlobStore {
+    BlobStore::Objects(berth_store::ObjectBlobs::new(s3_client(url)))
 }
 
 /// Creates an empty database on the test PostgreSQL server and returns its URL.
@@ -243,6 +249,41 @@ impl TestApp {
     }
 }
 
+impl TestApp {
+    /// The same application, database and blobs, answering blob downloads with
+    /// redirects to the store's presigned URLs (`--blob-redirect`).
+    pub fn with_blob_redirect(self) -> Self {
+        let blobs = self.state.registry.blobs.clone();
+        self.rebuilt(blobs, true)
+    }
+
+    /// The same application and database with blobs in `blobs`.
+    pub fn with_blobs(self, blobs: BlobStore) -> Self {
+        self.rebuilt(blobs, false)
+    }
+
+    fn rebuilt(self, blobs: BlobStore, redirect: bool) -> Self {
+        let rest =
+            RestServices::new(RestConfig::default()).expect("the default REST configuration");
+        let state = bootstrap::build_state(
+            self.state.store.clone(),
+            SecretKey::new(MASTER_KEY),
+            JWT_SECRET.as_bytes(),
+            7 * 86_400,
+            blobs,
+            redirect,
+            "http://127.0.0.1:9000".into(),
+            rest,
+            SignInSettings::default(),
+        );
+        Self {
+            app: berth::app::build(state.clone()),
+            state,
+            ..self
+        }
+    }
+}
+
 /// The application state every test runs with: the test secrets, tokens valid for a week.
 fn test_state(
     store: Store,
@@ -281,6 +322,7 @@ impl TestApp {
                 state,
                 backend: self.backend,
                 storage: self.storage,
+                blob_store_url: self.blob_store_url.clone(),
                 database_url: self.database_url.clone(),
                 dir: tempfile::tempdir().expect("temp dir"),
             },

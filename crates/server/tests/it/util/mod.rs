@@ -7,7 +7,7 @@ mod served;
 
 pub use app::{
     ADMIN_PASSWORD, Backend, CONFIG_SECRET_KEY, JWT_SECRET, MASTER_KEY, Storage, TestApp,
-    database_url, postgres_database_url, s3_blob_store_url,
+    database_url, postgres_database_url, s3_blob_store, s3_blob_store_url, s3_client,
 };
 pub use request::TestResponse;
 pub use served::{BERTH_BIN, RefusedPort, ServedBerth, free_port};
