@@ -5,8 +5,9 @@
 //! cut into [`PART_SIZE`] pieces sent as the parts of a multipart upload (at
 //! most [`PARTS_IN_FLIGHT`] at once, while the next piece fills), each with
 //! its `Content-MD5` so the server checks the bytes it keeps; a body that ends
-//! within the first piece is one `PutObject`. So an upload holds at most
-//! `(PARTS_IN_FLIGHT + 1) * PART_SIZE` bytes in memory, whatever its size.
+//! within the first piece is one `PutObject`. The buffers of pieces sent are
+//! filled again, so an upload allocates at most `(PARTS_IN_FLIGHT + 1) *
+//! PART_SIZE` bytes (24 MiB), whatever its size.
 //! Request parts are objects rather than parts of one multipart upload per
 //! session: they can have any size (a client's 1 KiB chunk included), and a
 //! request that loses a race never touches the winner's bytes. Several parts
@@ -137,16 +138,21 @@ impl ObjectBlobs {
                 let chunk = chunk?;
                 hasher.update(&chunk);
                 total += chunk.len() as u64;
-                buffer.extend_from_slice(&chunk);
-                while buffer.len() >= PART_SIZE {
-                    let piece = buffer.split_to(PART_SIZE).freeze();
+                let mut rest: &[u8] = &chunk;
+                while !rest.is_empty() {
+                    let (now, later) = rest.split_at(rest.len().min(PART_SIZE - buffer.len()));
+                    buffer.extend_from_slice(now);
+                    rest = later;
+                    if buffer.len() < PART_SIZE {
+                        continue;
+                    }
                     if multipart.is_none() {
                         let upload_id = self.client.create_multipart(key).await?;
                         multipart = Some(Multipart::new(self.client.clone(), key, upload_id));
                     }
                     let parts = multipart.as_mut().expect("started above");
-                    parts.send(piece).await?;
-                    buffer.reserve(PART_SIZE);
+                    parts.send(std::mem::take(&mut buffer).freeze()).await?;
+                    buffer = parts.spare_buffer();
                 }
             }
             match multipart.as_mut() {
@@ -411,13 +417,18 @@ fn into_io(err: BlobError) -> io::Error {
     }
 }
 
-/// An open multipart upload with its pieces in flight.
+/// A piece sent: its number, its ETag, and its bytes (to reuse the buffer).
+type SentPiece = (u32, String, Bytes);
+
+/// An open multipart upload with its pieces in flight. The buffers of pieces
+/// sent are filled again, so an upload allocates at most three.
 struct Multipart {
     client: S3Client,
     key: String,
     upload_id: String,
-    sending: VecDeque<JoinHandle<Result<(u32, String), S3Error>>>,
+    sending: VecDeque<JoinHandle<Result<SentPiece, S3Error>>>,
     sent: Vec<(u32, String)>,
+    spare: Vec<BytesMut>,
     next: u32,
 }
 
@@ -429,6 +440,7 @@ impl Multipart {
             upload_id,
             sending: VecDeque::new(),
             sent: Vec::new(),
+            spare: Vec::new(),
             next: 1,
         }
     }
@@ -452,17 +464,30 @@ impl Multipart {
         );
         self.next += 1;
         self.sending.push_back(tokio::spawn(async move {
-            let etag = client.upload_part(&key, &upload_id, number, piece).await?;
-            Ok((number, etag))
+            let etag = client
+                .upload_part(&key, &upload_id, number, piece.clone())
+                .await?;
+            Ok((number, etag, piece))
         }));
         Ok(())
     }
 
-    /// Waits for the oldest part on its way.
+    /// An empty buffer for the next piece: one whose piece was sent, or a new one.
+    fn spare_buffer(&mut self) -> BytesMut {
+        self.spare
+            .pop()
+            .unwrap_or_else(|| BytesMut::with_capacity(PART_SIZE))
+    }
+
+    /// Waits for the oldest part on its way and keeps its buffer.
     async fn finish_one(&mut self) -> Result<(), BlobError> {
         if let Some(sending) = self.sending.pop_front() {
-            let done = sending.await.map_err(io::Error::other)??;
-            self.sent.push(done);
+            let (number, etag, piece) = sending.await.map_err(io::Error::other)??;
+            self.sent.push((number, etag));
+            if let Ok(mut buffer) = piece.try_into_mut() {
+                buffer.clear();
+                self.spare.push(buffer);
+            }
         }
         Ok(())
     }
