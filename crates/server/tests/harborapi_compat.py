@@ -16,6 +16,8 @@ from harborapi.models import (
     Configurations,
     ProjectMetadata,
     ProjectReq,
+    QuotaUpdateReq,
+    ResourceList,
     UserCreationReq,
     UserProfile,
 )
@@ -148,6 +150,16 @@ async def main(base, password):
     expect(config.token_expiration.value == 45, "config int")
     await expect_error(Forbidden, alice_client.get_config())
     await expect_error(Forbidden, alice_client.create_project(ProjectReq(project_name="by-alice")))
+
+    # Quotas: one per project, read and limited by administrators.
+    project_id = (await admin.get_project("compat-proj")).project_id
+    quotas = await admin.get_quotas(reference="project", reference_id=str(project_id))
+    expect(len(quotas) == 1 and quotas[0].ref.root["name"] == "compat-proj", f"quotas {quotas}")
+    expect(quotas[0].hard.root["storage"] == -1 and quotas[0].used.root["storage"] == 0, f"{quotas[0]}")
+    await admin.update_quota(quotas[0].id, QuotaUpdateReq(hard=ResourceList({"storage": 1 << 30})))
+    expect((await admin.get_quota(quotas[0].id)).hard.root["storage"] == 1 << 30, "quota update")
+    expect(len(await admin.get_quotas()) == 2, "library and compat-proj")
+    await expect_error(Forbidden, alice_client.get_quotas())
 
     # Clean-up paths.
     await admin.delete_project("compat-proj")

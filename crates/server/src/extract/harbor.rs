@@ -138,6 +138,12 @@ pub struct HarborQuery {
     pub pairs: Vec<(String, String)>,
 }
 
+/// An int64 path parameter `name`; Harbor's 400 for anything else.
+pub fn path_int(name: &str, text: &str) -> Result<i64, ApiError> {
+    text.parse()
+        .map_err(|_| validation(format!("{name} in path must be of type int64: \"{text}\"")))
+}
+
 fn validation(message: String) -> ApiError {
     ApiError::bad_request(format!("validation failure list:\n{message}"))
 }

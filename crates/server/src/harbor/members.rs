@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::directory;
 use crate::error::{ApiError, ErrorKind, HarborResult};
-use crate::extract::harbor::{HarborJson, HarborQuery, paged};
+use crate::extract::harbor::{HarborJson, HarborQuery, paged, path_int};
 use crate::harbor::projects::ProjectCaller;
 use crate::state::AppState;
 
@@ -59,11 +59,7 @@ impl From<&Member> for ProjectMemberEntity {
 }
 
 fn parse_mid(text: &str) -> Result<i64, ApiError> {
-    text.parse().map_err(|_| {
-        ApiError::bad_request(format!(
-            "validation failure list:\nmid in path must be of type int64: \"{text}\""
-        ))
-    })
+    path_int("mid", text)
 }
 
 /// A page of the project's members, ordered by entity name.

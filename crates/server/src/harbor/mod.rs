@@ -15,6 +15,7 @@ mod members;
 mod metadata;
 mod ping;
 mod projects;
+mod quotas;
 mod search;
 mod statistics;
 
@@ -37,6 +38,7 @@ pub fn router() -> Router<AppState> {
         .merge(metadata::router())
         .merge(ping::router())
         .merge(projects::router())
+        .merge(quotas::router())
         .merge(search::router())
         .merge(statistics::router())
         .merge(repositories::router())

@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{ApiError, HarborResult};
 use crate::extract::Principal;
-use crate::extract::harbor::{HarborJson, HarborQuery, paged};
+use crate::extract::harbor::{HarborJson, HarborQuery, paged, path_int};
 use crate::identity;
 use crate::state::AppState;
 
@@ -74,11 +74,7 @@ fn harbor_users_router() -> Router<AppState> {
 }
 
 fn parse_user_id(text: &str) -> Result<i64, ApiError> {
-    text.parse().map_err(|_| {
-        ApiError::bad_request(format!(
-            "validation failure list:\nuser_id in path must be of type int64: \"{text}\""
-        ))
-    })
+    path_int("user_id", text)
 }
 
 fn user_not_found(id: i64) -> ApiError {

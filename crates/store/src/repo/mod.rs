@@ -20,6 +20,7 @@ pub mod manifests;
 pub mod members;
 pub mod metadata;
 pub mod password_resets;
+pub mod quotas;
 pub mod registry;
 pub mod repositories;
 mod rest_list;

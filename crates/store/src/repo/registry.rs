@@ -81,8 +81,8 @@ pub(crate) const UPSERT_BLOB: &str = "INSERT INTO blobs (digest, size, media_typ
      WHERE blobs.deleting = 0 RETURNING id";
 
 /// Links blob `blob_id` (of `size` bytes) to a project inside `tx`: a new link
-/// is charged to the project's quota (refused with `Precondition` beyond the
-/// hard limit), an existing one gets a new version and `pending_since`.
+/// is charged to the project's quota (refused with `Forbidden` beyond the
+/// hard limit, as Harbor's 403), an existing one gets a new version and `pending_since`.
 pub(crate) async fn link_blob(
     tx: &mut sqlx::Transaction<'_, sqlx::Any>,
     project_id: i64,
@@ -146,8 +146,11 @@ pub(crate) async fn link_blob(
                 .fetch_optional(&mut **tx)
                 .await?;
         if let Some((hard, used)) = quota {
-            return Err(berth_domain::DomainError::Precondition(format!(
-                "adding {size} bytes of storage to the current usage of {used} bytes would exceed the project's limit of {hard} bytes"
+            // Harbor's words and status (403 DENIED) for a push over quota.
+            return Err(berth_domain::DomainError::Forbidden(format!(
+                "Quota exceeded when processing the request of adding {size} bytes of storage \
+                 resource, which when updated to current usage of {used} bytes will exceed the \
+                 configured upper limit of {hard} bytes of the project's storage quota"
             ))
             .into());
         }

@@ -9,6 +9,7 @@ pub(crate) mod ldap;
 mod members;
 mod metadata;
 mod projects;
+mod quotas;
 mod registry_content;
 mod search_statistics;
 mod signin_security;

@@ -140,8 +140,9 @@ registry_test!(
             .raw("application/octet-stream", vec![1u8; 11])
             .send()
             .await;
-        assert_eq!(res.status, StatusCode::PRECONDITION_FAILED);
+        assert_eq!(res.status, StatusCode::FORBIDDEN);
         assert_eq!(error_code(&res), "DENIED");
+        assert!(res.text().contains("Quota exceeded"), "{}", res.text());
         assert_eq!(projects.quota(1).await.unwrap(), Some((expected + 10, expected)));
         push_blob(&app, "library/q1", &[2u8; 10]).await;
         assert_eq!(projects.quota(1).await.unwrap(), Some((expected + 10, expected + 10)));
