@@ -161,6 +161,17 @@ async def main(base, password):
     expect(len(await admin.get_quotas()) == 2, "library and compat-proj")
     await expect_error(Forbidden, alice_client.get_quotas())
 
+    # Artifacts: copy and accessories, over an image and a cosign-style signature
+    # pushed with plain /v2/ requests.
+    image_digest = push_signed_image(base, password, "library/compat-src", "v1")
+    copied = await admin.copy_artifact("library", "compat-copy", "library/compat-src:v1")
+    expect(copied.endswith(f"/artifacts/{image_digest}"), f"copy location {copied}")
+    artifact = await admin.get_artifact("library", "compat-copy", "v1")
+    expect(artifact.digest == image_digest, f"copied artifact {artifact}")
+    accessories = await admin.get_artifact_accessories("library", "compat-src", "v1")
+    expect([a.type for a in accessories] == ["signature.cosign"], f"accessories {accessories}")
+    expect(accessories[0].subject_artifact_digest == image_digest, f"{accessories[0]}")
+
     # Clean-up paths.
     await admin.delete_project("compat-proj")
     expect(not await admin.project_exists("compat-proj"), "project deleted")
@@ -169,6 +180,53 @@ async def main(base, password):
     await expect_error(Unauthorized, bad_alice.get_current_user())
     await expect_error(NotFound, admin.get_user(alice_id))
     print("harborapi compatibility: all checks passed")
+
+
+def push_signed_image(base, password, repository, tag):
+    """Pushes a one-layer image tagged `tag` and a signature of it; the image's digest."""
+    import base64
+    import hashlib
+    import json
+    import urllib.request
+
+    auth = "Basic " + base64.b64encode(f"admin:{password}".encode()).decode()
+
+    def send(method, path, body, content_type):
+        request = urllib.request.Request(
+            f"{base}{path}", data=body, method=method,
+            headers={"Authorization": auth, "Content-Type": content_type})
+        with urllib.request.urlopen(request) as response:
+            expect(response.status == 201, f"{method} {path}: {response.status}")
+
+    def blob(data):
+        digest = "sha256:" + hashlib.sha256(data).hexdigest()
+        send("POST", f"/v2/{repository}/blobs/uploads/?digest={digest}", data, "application/octet-stream")
+        return {"digest": digest, "size": len(data)}
+
+    def manifest(document, reference):
+        body = json.dumps(document).encode()
+        send("PUT", f"/v2/{repository}/manifests/{reference}", body, "application/vnd.oci.image.manifest.v1+json")
+        return "sha256:" + hashlib.sha256(body).hexdigest(), len(body)
+
+    config = blob(b'{"architecture":"amd64","os":"linux"}')
+    layer = blob(b"a layer harborapi copies")
+    image, size = manifest({
+        "schemaVersion": 2, "mediaType": "application/vnd.oci.image.manifest.v1+json",
+        "config": {"mediaType": "application/vnd.oci.image.config.v1+json", **config},
+        "layers": [{"mediaType": "application/vnd.oci.image.layer.v1.tar", **layer}],
+    }, tag)
+    empty = blob(b"{}")
+    payload = blob(b"a signature payload")
+    signature = {
+        "schemaVersion": 2, "mediaType": "application/vnd.oci.image.manifest.v1+json",
+        "artifactType": "application/vnd.dev.cosign.artifact.sig.v1+json",
+        "config": {"mediaType": "application/vnd.oci.empty.v1+json", **empty},
+        "layers": [{"mediaType": "application/vnd.dev.cosign.simplesigning.v1+json", **payload}],
+        "subject": {"mediaType": "application/vnd.oci.image.manifest.v1+json", "digest": image, "size": size},
+    }
+    body = json.dumps(signature).encode()
+    manifest(signature, "sha256:" + hashlib.sha256(body).hexdigest())
+    return image
 
 
 if __name__ == "__main__":

@@ -33,7 +33,10 @@ pub(super) const BASE: &str = "/projects/{project_name}/repositories/{repository
 
 pub(super) fn router() -> Router<AppState> {
     Router::new()
-        .route(BASE, get(list_artifacts))
+        .route(
+            BASE,
+            get(list_artifacts).post(super::artifact_copy::copy_artifact),
+        )
         .route(
             &format!("{BASE}/{{reference}}"),
             get(get_artifact).delete(delete_artifact),
@@ -41,6 +44,10 @@ pub(super) fn router() -> Router<AppState> {
         .route(
             &format!("{BASE}/{{reference}}/additions/{{addition}}"),
             get(get_addition),
+        )
+        .route(
+            &format!("{BASE}/{{reference}}/accessories"),
+            get(super::artifact_copy::list_accessories),
         )
 }
 

@@ -1,5 +1,6 @@
 //! Harbor's management API, mounted at `/api/v2.0`.
 
+mod artifact_copy;
 mod artifacts;
 mod gc;
 mod health;

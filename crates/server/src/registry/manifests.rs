@@ -183,10 +183,55 @@ pub async fn put_manifest(
     let manifest = Manifest::parse(&body, content_type.as_deref()).map_err(|err| {
         RegistryError::from(oci(ErrorKind::BadRequest, "MANIFEST_INVALID", &err.0))
     })?;
+    let tag = match &parsed {
+        Reference::Tag(tag) => Some(tag.clone()),
+        Reference::Digest(_) => None,
+    };
+    let new = manifest_record(&state, &manifest, project.id, name, &digest, &body, tag).await;
+    match state.store.registry().put_manifest(&new).await? {
+        PutManifest::Stored(_) => {}
+        PutManifest::MissingBlob(missing) => {
+            return Err(oci(
+                ErrorKind::BadRequest,
+                "MANIFEST_BLOB_UNKNOWN",
+                &format!("blob unknown to registry: {missing}"),
+            )
+            .into());
+        }
+        PutManifest::MissingChild(missing) => {
+            return Err(oci(
+                ErrorKind::BadRequest,
+                "MANIFEST_BLOB_UNKNOWN",
+                &format!("manifest unknown to the repository: {missing}"),
+            )
+            .into());
+        }
+    }
+    let mut headers = vec![
+        (LOCATION, header(format!("/v2/{name}/manifests/{digest}"))),
+        (DOCKER_CONTENT_DIGEST, header(digest.as_str())),
+    ];
+    if let Some(subject) = &manifest.subject {
+        headers.push((OCI_SUBJECT, header(subject.digest.as_str())));
+    }
+    Ok(empty(StatusCode::CREATED, headers))
+}
+
+/// What the store keeps of `manifest` (parsed from `body`, whose digest is
+/// `digest`) pushed to `repository` of project `project_id`, tagged `tag`.
+pub(crate) async fn manifest_record(
+    state: &AppState,
+    manifest: &Manifest,
+    project_id: i64,
+    repository: &str,
+    digest: &Digest,
+    body: &[u8],
+    tag: Option<String>,
+) -> NewManifest {
     let harbor_type = manifest.harbor_type();
     let extra_attrs = match &manifest.kind {
         berth_domain::oci::ManifestKind::Image { config, .. } if harbor_type == "IMAGE" => {
-            match read_config(&state, config).await {
+            match read_config(state, config).await {
                 Some(bytes) => image_extra_attrs(&bytes),
                 None => json!({}),
             }
@@ -194,9 +239,9 @@ pub async fn put_manifest(
         _ => json!({}),
     };
     let to_json = |v: &Option<Value>| v.as_ref().map(Value::to_string);
-    let new = NewManifest {
-        project_id: project.id,
-        repository: name.to_string(),
+    NewManifest {
+        project_id,
+        repository: repository.to_string(),
         digest: digest.to_string(),
         body: body.to_vec(),
         manifest_media_type: manifest.media_type.clone(),
@@ -229,38 +274,8 @@ pub async fn put_manifest(
                 annotations: to_json(&c.annotations),
             })
             .collect(),
-        tag: match &parsed {
-            Reference::Tag(tag) => Some(tag.clone()),
-            Reference::Digest(_) => None,
-        },
-    };
-    match state.store.registry().put_manifest(&new).await? {
-        PutManifest::Stored(_) => {}
-        PutManifest::MissingBlob(missing) => {
-            return Err(oci(
-                ErrorKind::BadRequest,
-                "MANIFEST_BLOB_UNKNOWN",
-                &format!("blob unknown to registry: {missing}"),
-            )
-            .into());
-        }
-        PutManifest::MissingChild(missing) => {
-            return Err(oci(
-                ErrorKind::BadRequest,
-                "MANIFEST_BLOB_UNKNOWN",
-                &format!("manifest unknown to the repository: {missing}"),
-            )
-            .into());
-        }
+        tag,
     }
-    let mut headers = vec![
-        (LOCATION, header(format!("/v2/{name}/manifests/{digest}"))),
-        (DOCKER_CONTENT_DIGEST, header(digest.as_str())),
-    ];
-    if let Some(subject) = &manifest.subject {
-        headers.push((OCI_SUBJECT, header(subject.digest.as_str())));
-    }
-    Ok(empty(StatusCode::CREATED, headers))
 }
 
 /// The digest of a manifest body: with SHA-512 when it is pushed by a `sha512:`

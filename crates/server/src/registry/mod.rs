@@ -22,7 +22,7 @@ use percent_encoding::percent_decode_str;
 use tower_http::catch_panic::CatchPanicLayer;
 
 pub use auth::{Caller, RepoAction};
-pub(crate) use manifests::read_config;
+pub(crate) use manifests::{manifest_record, read_config};
 pub use state::RegistryState;
 
 use crate::error::{ApiError, ErrorKind, OciError};

@@ -276,6 +276,33 @@ impl Artifacts<'_> {
         Ok(rows.pop().map(Artifact::from))
     }
 
+    /// One page of the accessories of artifact `subject` (signatures, SBOMs and
+    /// other artifacts whose `subject` names it, in its repository), oldest
+    /// push first, and how many there are.
+    pub async fn accessories_of(
+        &self,
+        subject: &Artifact,
+        paging: Paging,
+    ) -> StoreResult<(Vec<Artifact>, i64)> {
+        let filtered = |sql: &mut Sql| {
+            sql.push(" WHERE a.repository_id = ")
+                .int(subject.repository_id)
+                .push(" AND a.subject_digest = ")
+                .text(subject.digest.clone())
+                .push(" AND a.accessory_type IS NOT NULL");
+        };
+        let mut count = Sql::new("SELECT COUNT(*) FROM artifacts a");
+        filtered(&mut count);
+        let total = count.fetch_count(&self.0.pool).await?;
+        let mut page = Sql::new("SELECT ");
+        page.push(ARTIFACT_COLUMNS)
+            .push(" FROM artifacts a JOIN repositories r ON r.id = a.repository_id");
+        filtered(&mut page);
+        page.push(" ORDER BY a.push_time, a.id").paging(paging);
+        let rows: Vec<ArtifactRow> = page.fetch_all(&self.0.pool).await?;
+        Ok((rows.into_iter().map(Artifact::from).collect(), total))
+    }
+
     /// The tags of `artifact_ids`, newest push first.
     pub async fn tags_of(&self, artifact_ids: &[i64]) -> StoreResult<Vec<Tag>> {
         if artifact_ids.is_empty() {

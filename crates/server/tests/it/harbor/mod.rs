@@ -1,6 +1,7 @@
 //! Harbor management API (`/api/v2.0`).
 
 mod additions;
+mod artifact_copy;
 mod compat;
 mod configurations;
 pub mod fixtures;
