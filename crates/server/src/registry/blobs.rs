@@ -198,7 +198,7 @@ pub async fn get_blob(
 }
 
 /// Whether the caller may push to `name` (no extra query for token callers).
-async fn may_push(ctx: &Ctx, name: &str) -> bool {
+pub(super) async fn may_push(ctx: &Ctx, name: &str) -> bool {
     match &ctx.caller {
         Caller::Anonymous => false,
         Caller::Token(claims) => claims.allows("repository", name, "push"),

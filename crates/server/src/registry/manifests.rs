@@ -14,7 +14,7 @@ use futures_util::StreamExt;
 use serde_json::{Value, json};
 use sha2::{Digest as _, Sha256, Sha512};
 
-use super::blobs::{DOCKER_CONTENT_DIGEST, empty, parse_digest};
+use super::blobs::{DOCKER_CONTENT_DIGEST, empty, may_push, parse_digest};
 use super::{Ctx, RegistryError, RegistryResult, RepoAction, oci};
 use crate::error::ErrorKind;
 use crate::state::AppState;
@@ -103,9 +103,14 @@ pub async fn get_manifest(
         .registry()
         .manifest_lookup(project_of(name).unwrap_or(name), name, &parsed)
         .await?;
-    let (project, repository_id, manifest) = match lookup {
-        Some(found) => (Some(found.project), found.repository_id, found.manifest),
-        None => (None, None, None),
+    let (project, repository_id, manifest, cosign_required) = match lookup {
+        Some(found) => (
+            Some(found.project),
+            found.repository_id,
+            found.manifest,
+            found.cosign_required,
+        ),
+        None => (None, None, None, false),
     };
     ctx.authorize_found(name, RepoAction::Pull, project).await?;
     let Some(StoredManifest {
@@ -115,6 +120,7 @@ pub async fn get_manifest(
         digest,
         media_type,
         body,
+        cosign_signed,
     }) = manifest
     else {
         return Err(match repository_id {
@@ -122,6 +128,15 @@ pub async fn get_manifest(
             Some(_) => manifest_unknown(name, reference),
         });
     };
+    if with_body && cosign_required && !cosign_signed && !may_push(&ctx, name).await {
+        // Harbor's signed-only pulls; who may push (and so sign) still pulls.
+        return Err(oci(
+            ErrorKind::Precondition,
+            "DENIED",
+            "The image is not signed by cosign.",
+        )
+        .into());
+    }
     if with_body {
         ctx.state.registry.record_pull(
             &ctx.state.store,

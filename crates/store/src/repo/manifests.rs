@@ -88,6 +88,10 @@ pub struct StoredManifest {
     pub media_type: String,
     /// The exact bytes.
     pub body: Vec<u8>,
+    /// Whether it carries a cosign signature: it is one, a signature names it
+    /// as its subject, or it is a child of an index that one names. Only
+    /// computed when its project requires signatures (else `false`).
+    pub cosign_signed: bool,
 }
 
 /// What a manifest GET reads in one query (see [`Registry::manifest_lookup`]).
@@ -99,6 +103,9 @@ pub struct ManifestLookup {
     pub repository_id: Option<i64>,
     /// The manifest, if the reference resolves in the repository.
     pub manifest: Option<StoredManifest>,
+    /// Whether the project lets only artifacts signed with cosign be pulled
+    /// (metadata `enable_content_trust_cosign`).
+    pub cosign_required: bool,
 }
 
 /// The row behind a [`ManifestLookup`]: the project and outer-joined the rest.
@@ -112,7 +119,27 @@ struct LookupRow {
     digest: Option<String>,
     media_type: Option<String>,
     body: Option<Vec<u8>>,
+    cosign_required: i64,
+    cosign_signed: i64,
 }
+
+/// Whether project `p` requires cosign signatures (1) or not (0).
+const COSIGN_REQUIRED: &str = "CAST(CASE WHEN EXISTS (SELECT 1 FROM project_metadata pm \
+     WHERE pm.project_id = p.id AND pm.name = 'enable_content_trust_cosign' AND pm.value = 'true') \
+     THEN 1 ELSE 0 END AS BIGINT)";
+
+/// Whether artifact `a` is signed with cosign (1) or not (0), evaluated only
+/// when its project requires it.
+const COSIGN_SIGNED: &str = "CAST(CASE WHEN a.id IS NULL THEN 0 \
+     WHEN NOT EXISTS (SELECT 1 FROM project_metadata pm WHERE pm.project_id = p.id \
+       AND pm.name = 'enable_content_trust_cosign' AND pm.value = 'true') THEN 0 \
+     WHEN a.accessory_type = 'signature.cosign' THEN 1 \
+     WHEN EXISTS (SELECT 1 FROM artifacts s WHERE s.repository_id = a.repository_id \
+       AND s.subject_digest = a.digest AND s.accessory_type = 'signature.cosign') THEN 1 \
+     WHEN EXISTS (SELECT 1 FROM artifact_references ar JOIN artifacts pa ON pa.id = ar.parent_id \
+       JOIN artifacts s ON s.repository_id = pa.repository_id AND s.subject_digest = pa.digest \
+       AND s.accessory_type = 'signature.cosign' WHERE ar.child_id = a.id) THEN 1 \
+     ELSE 0 END AS BIGINT)";
 
 /// A referrer of a subject (referrers API).
 #[derive(Debug, Clone, sqlx::FromRow)]
@@ -379,7 +406,8 @@ impl Registry<'_> {
         };
         let row: Option<LookupRow> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
             "SELECT {PROJECT_COLUMNS}, r.id AS repository_id, a.id AS artifact_id, \
-             {tag_id} AS tag_id, a.digest, a.manifest_media_type AS media_type, mb.body \
+             {tag_id} AS tag_id, a.digest, a.manifest_media_type AS media_type, mb.body, \
+             {COSIGN_REQUIRED} AS cosign_required, {COSIGN_SIGNED} AS cosign_signed \
              FROM projects p \
              LEFT JOIN repositories r ON r.name = $2 AND r.project_id = p.id \
              {manifest_join} \
@@ -412,6 +440,7 @@ impl Registry<'_> {
                     digest,
                     media_type,
                     body,
+                    cosign_signed: row.cosign_signed == 1,
                 }),
                 _ => None,
             };
@@ -419,6 +448,7 @@ impl Registry<'_> {
                 project: row.project.into(),
                 repository_id: row.repository_id,
                 manifest,
+                cosign_required: row.cosign_required == 1,
             }
         }))
     }
