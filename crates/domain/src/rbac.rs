@@ -90,6 +90,8 @@ pub enum Resource {
     ArtifactAddition,
     /// Accessories (signatures, SBOMs).
     Accessory,
+    /// Immutable tag rules.
+    ImmutableTag,
 }
 
 /// What is done to the resource.
@@ -143,6 +145,7 @@ pub fn role_allows(role: Role, resource: Resource, action: Action) -> bool {
         (Quota, Read) => all,
         (ArtifactAddition, Read) => all,
         (Accessory, List) => all,
+        (ImmutableTag, List | Create | Update | Delete) => pa_m,
         _ => false,
     }
 }

@@ -3,6 +3,7 @@
 pub mod article;
 pub mod configuration;
 pub mod group;
+pub mod immutable;
 pub mod member;
 pub mod metadata;
 pub mod project;

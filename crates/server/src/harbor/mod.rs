@@ -4,6 +4,7 @@ mod artifact_copy;
 mod artifacts;
 mod gc;
 mod health;
+mod immutable;
 mod labels;
 mod ldap;
 mod repositories;
@@ -40,6 +41,7 @@ pub fn router() -> Router<AppState> {
         .merge(ping::router())
         .merge(projects::router())
         .merge(quotas::router())
+        .merge(immutable::router())
         .merge(search::router())
         .merge(statistics::router())
         .merge(repositories::router())

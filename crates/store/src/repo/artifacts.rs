@@ -8,6 +8,7 @@ use berth_domain::time;
 
 use crate::Store;
 use crate::error::{StoreResult, conflict_on_unique};
+use crate::repo::immutable::{check_artifact_mutable, check_mutable};
 use crate::repo::labels::LabelRow;
 use crate::repo::manifests::delete_artifact_tree;
 use crate::repo::sql::{Column, Kind, Sql, order_clause};
@@ -403,11 +404,23 @@ impl Artifacts<'_> {
 
     /// Removes tag `name` from an artifact; `false` when it has no such tag.
     pub async fn delete_tag(&self, artifact_id: i64, name: &str) -> StoreResult<bool> {
+        let mut tx = self.0.begin_write().await?;
+        let found: Option<(i64,)> =
+            sqlx::query_as("SELECT repository_id FROM tags WHERE artifact_id = $1 AND name = $2")
+                .bind(artifact_id)
+                .bind(name)
+                .fetch_optional(&mut *tx)
+                .await?;
+        let Some((repository_id,)) = found else {
+            return Ok(false);
+        };
+        check_mutable(&mut tx, repository_id, &[name.to_string()]).await?;
         let done = sqlx::query("DELETE FROM tags WHERE artifact_id = $1 AND name = $2")
             .bind(artifact_id)
             .bind(name)
-            .execute(&self.0.pool)
+            .execute(&mut *tx)
             .await?;
+        tx.commit().await?;
         Ok(done.rows_affected() > 0)
     }
 
@@ -434,6 +447,7 @@ impl Artifacts<'_> {
             )
             .into());
         }
+        check_artifact_mutable(&mut tx, artifact.id, artifact.repository_id).await?;
         delete_artifact_tree(
             &mut tx,
             artifact.id,

@@ -7,6 +7,7 @@ use berth_domain::time;
 
 use crate::db::Locking;
 use crate::error::StoreResult;
+use crate::repo::immutable::{check_artifact_mutable, check_mutable};
 use crate::repo::projects::{PROJECT_COLUMNS, ProjectRow};
 use crate::repo::registry::{
     Registry, UPSERT_BLOB, deleting, link_blob, link_repository, placeholders,
@@ -364,6 +365,17 @@ impl Registry<'_> {
         }
 
         if let Some(tag) = &m.tag {
+            let current: Option<(String,)> = sqlx::query_as(
+                "SELECT a.digest FROM tags t JOIN artifacts a ON a.id = t.artifact_id \
+                 WHERE t.repository_id = $1 AND t.name = $2",
+            )
+            .bind(repository_id)
+            .bind(tag)
+            .fetch_optional(&mut *tx)
+            .await?;
+            if current.is_some_and(|(digest,)| digest != m.digest) {
+                check_mutable(&mut tx, repository_id, std::slice::from_ref(tag)).await?;
+            }
             sqlx::query(
                 "INSERT INTO tags (repository_id, artifact_id, name, push_time, pull_time) \
                  VALUES ($1, $2, $3, $4, $5) \
@@ -462,15 +474,28 @@ impl Registry<'_> {
         Ok(row.map(|(id,)| id))
     }
 
-    /// Removes tag `tag` of `repository`; `false` when there was none.
+    /// Removes tag `tag` of `repository`; `false` when there was none,
+    /// `Precondition` when an immutable tag rule protects it.
     pub async fn delete_tag(&self, repository: &str, tag: &str) -> StoreResult<bool> {
-        let done = sqlx::query(
-            "DELETE FROM tags WHERE name = $2 AND repository_id = (SELECT id FROM repositories WHERE name = $1)",
+        let mut tx = self.0.begin_write().await?;
+        let found: Option<(i64,)> = sqlx::query_as(
+            "SELECT t.repository_id FROM tags t JOIN repositories r ON r.id = t.repository_id \
+             WHERE r.name = $1 AND t.name = $2",
         )
         .bind(repository)
         .bind(tag)
-        .execute(&self.0.pool)
+        .fetch_optional(&mut *tx)
         .await?;
+        let Some((repository_id,)) = found else {
+            return Ok(false);
+        };
+        check_mutable(&mut tx, repository_id, &[tag.to_string()]).await?;
+        let done = sqlx::query("DELETE FROM tags WHERE repository_id = $1 AND name = $2")
+            .bind(repository_id)
+            .bind(tag)
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await?;
         Ok(done.rows_affected() > 0)
     }
 
@@ -506,6 +531,7 @@ impl Registry<'_> {
         if referenced.is_some() {
             return Ok(DeleteManifest::Referenced);
         }
+        check_artifact_mutable(&mut tx, artifact_id, repository_id).await?;
         delete_artifact_tree(&mut tx, artifact_id, repository_id, digest).await?;
         tx.commit().await?;
         Ok(DeleteManifest::Deleted)

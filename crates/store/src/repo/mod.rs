@@ -15,6 +15,7 @@ pub mod artifacts;
 pub mod fsck;
 pub mod gc;
 pub mod identities;
+pub mod immutable;
 pub mod labels;
 pub mod manifests;
 pub mod members;

@@ -5,6 +5,7 @@ mod artifact_copy;
 mod compat;
 mod configurations;
 pub mod fixtures;
+mod immutable;
 mod input_edges;
 pub(crate) mod ldap;
 mod members;
