@@ -158,6 +158,7 @@ pub fn build_state(
         signin: SignInGuard::new(signin),
         master_key,
         registry: crate::registry::RegistryState::new(blobs, redirect_downloads, jwt_secret),
+        audit_queue: crate::audit::AuditQueue::default(),
         external_url,
         rest,
     })

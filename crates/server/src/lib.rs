@@ -5,6 +5,7 @@
 
 pub mod access;
 pub mod app;
+pub mod audit;
 pub mod bootstrap;
 pub mod config;
 pub mod directory;

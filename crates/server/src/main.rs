@@ -76,6 +76,7 @@ async fn serve(settings: &Settings) -> anyhow::Result<()> {
         .await
         .context("serving")?;
     state.registry.flush_pulls(&state.store).await;
+    state.audit_queue.flush(&state.store).await;
     state.store.close().await;
     tracing::info!("berth stopped");
     Ok(())

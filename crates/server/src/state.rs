@@ -33,12 +33,19 @@ pub struct Inner {
     pub rest: crate::rest::RestServices,
     /// The distribution surface: blob storage, registry tokens, pull bookkeeping.
     pub registry: crate::registry::RegistryState,
+    /// Audit log entries not yet written.
+    pub audit_queue: crate::audit::AuditQueue,
 }
 
 impl AppState {
     /// Wraps the shared parts.
     pub fn new(inner: Inner) -> Self {
         Self(Arc::new(inner))
+    }
+
+    /// Notes an operation in the audit log (written a moment later, in a batch).
+    pub fn audit(&self, event: crate::audit::Event<'_>) {
+        self.audit_queue.record(&self.store, event);
     }
 }
 

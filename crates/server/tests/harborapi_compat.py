@@ -172,6 +172,16 @@ async def main(base, password):
     expect([a.type for a in accessories] == ["signature.cosign"], f"accessories {accessories}")
     expect(accessories[0].subject_artifact_digest == image_digest, f"{accessories[0]}")
 
+    # Audit logs: written in batches a moment after the operations.
+    for _ in range(50):
+        entries = await admin.get_audit_logs(query="resource=~compat-src", page_size=100)
+        if any(e.operation == "create" for e in entries):
+            break
+        await asyncio.sleep(0.1)
+    expect(any(e.operation == "create" and e.resource == "library/compat-src:v1" for e in entries), f"{entries}")
+    library_logs = await admin.get_project_logs("library", page_size=100)
+    expect(any(e.resource_type == "artifact" for e in library_logs), f"{library_logs}")
+
     # Clean-up paths.
     await admin.delete_project("compat-proj")
     expect(not await admin.project_exists("compat-proj"), "project deleted")

@@ -43,11 +43,11 @@ fn parse_time(text: &str) -> Option<String> {
     let shape = b.len() == 19
         && b.iter().enumerate().all(|(i, c)| match i {
             4 | 7 => *c == b'-',
-            10 => *c == b'T',
+            10 => *c == b'T' || *c == b' ',
             13 | 16 => *c == b':',
             _ => c.is_ascii_digit(),
         });
-    shape.then(|| format!("{text}.000Z"))
+    shape.then(|| format!("{}T{}.000Z", &text[..10], &text[11..]))
 }
 
 /// The value of one `q` term.
@@ -311,6 +311,11 @@ mod tests {
                 min: Some(Scalar::Int(1)),
                 max: None
             }
+        );
+        assert_eq!(
+            one("op_time=[2020-04-09 02:36:00~2021-01-01T00:00:00]").value,
+            one("op_time=[2020-04-09T02:36:00~2021-01-01 00:00:00]").value,
+            "Harbor's audit log form, with a space"
         );
         assert_eq!(
             one("creation_time=[2020-04-09T02:36:00~2021-01-01T00:00:00]").value,

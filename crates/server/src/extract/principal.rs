@@ -22,6 +22,12 @@ pub enum Principal {
 }
 
 impl Principal {
+    /// The caller's name in audit logs.
+    pub fn audit_name(&self) -> &str {
+        self.user()
+            .map_or(crate::audit::ANONYMOUS, |u| u.username.as_str())
+    }
+
     /// The signed-in user, if any.
     pub fn user(&self) -> Option<&User> {
         match self {

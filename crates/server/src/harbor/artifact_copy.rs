@@ -70,6 +70,13 @@ pub async fn copy_artifact(
     for tag in state.store.artifacts().tags_of(&[source.id]).await? {
         copy.manifest(&source.digest, Some(tag.name), 0).await?;
     }
+    state.audit(crate::audit::Event {
+        project_id: Some(target.project.id),
+        operation: "create",
+        resource_type: "artifact",
+        resource: &format!("{}@{}", copy.target_repository, source.digest),
+        username: principal.audit_name(),
+    });
     let location = format!(
         "/api/v2.0/projects/{project_name}/repositories/{}/artifacts/{}",
         utf8_percent_encode(&repository_name, NON_ALPHANUMERIC),

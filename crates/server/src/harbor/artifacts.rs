@@ -343,6 +343,13 @@ pub async fn delete_artifact(
             }
             err => err,
         })?;
+    state.audit(crate::audit::Event {
+        project_id: Some(artifact.project_id),
+        operation: "delete",
+        resource_type: "artifact",
+        resource: &format!("{}@{}", artifact.repository_name, artifact.digest),
+        username: principal.audit_name(),
+    });
     Ok(())
 }
 

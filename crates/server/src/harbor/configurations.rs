@@ -134,5 +134,13 @@ pub async fn update_configurations(
         .into());
     }
     state.store.configurations().save(&items).await?;
+    let names: Vec<&str> = items.iter().map(|(name, _)| *name).collect();
+    state.audit(crate::audit::Event {
+        project_id: None,
+        operation: "update",
+        resource_type: "configuration",
+        resource: &names.join(","),
+        username: principal.audit_name(),
+    });
     Ok(StatusCode::OK)
 }

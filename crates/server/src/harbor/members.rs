@@ -12,6 +12,7 @@ use berth_domain::rbac::{Action, Resource, Role};
 use berth_store::repo::members::DUPLICATE_MEMBER;
 use serde::{Deserialize, Serialize};
 
+use crate::audit::Event;
 use crate::directory;
 use crate::error::{ApiError, ErrorKind, HarborResult};
 use crate::extract::harbor::{HarborJson, HarborQuery, paged, path_int};
@@ -224,6 +225,13 @@ pub async fn create_project_member(
         .members()
         .create(project_id, entity, role)
         .await?;
+    state.audit(Event {
+        project_id: Some(project_id),
+        operation: "create",
+        resource_type: "project_member",
+        resource: &format!("{}/members/{id}", access.project.name),
+        username: caller.principal.audit_name(),
+    });
     let location = format!("/api/v2.0/projects/{reference}/members/{id}");
     Ok((StatusCode::CREATED, [(header::LOCATION, location)]).into_response())
 }
@@ -291,6 +299,13 @@ pub async fn update_project_member(
         .members()
         .update_role(access.project.id, mid, role)
         .await?;
+    state.audit(Event {
+        project_id: Some(access.project.id),
+        operation: "update",
+        resource_type: "project_member",
+        resource: &format!("{}/members/{mid}", access.project.name),
+        username: caller.principal.audit_name(),
+    });
     Ok(StatusCode::OK)
 }
 
@@ -313,6 +328,13 @@ pub async fn delete_project_member(
         return Err(ApiError::bad_request("the project member id is required.").into());
     }
     state.store.members().delete(access.project.id, mid).await?;
+    state.audit(Event {
+        project_id: Some(access.project.id),
+        operation: "delete",
+        resource_type: "project_member",
+        resource: &format!("{}/members/{mid}", access.project.name),
+        username: caller.principal.audit_name(),
+    });
     Ok(StatusCode::OK)
 }
 

@@ -2,6 +2,7 @@
 
 mod artifact_copy;
 mod artifacts;
+mod audit_logs;
 mod gc;
 mod health;
 mod immutable;
@@ -42,6 +43,7 @@ pub fn router() -> Router<AppState> {
         .merge(projects::router())
         .merge(quotas::router())
         .merge(immutable::router())
+        .merge(audit_logs::router())
         .merge(search::router())
         .merge(statistics::router())
         .merge(repositories::router())

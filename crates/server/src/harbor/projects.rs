@@ -18,6 +18,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::access::{ProjectAccess, require_project};
+use crate::audit::Event;
 use crate::error::{ApiError, HarborError, HarborResult};
 use crate::extract::Principal;
 use crate::extract::harbor::{HarborJson, HarborQuery, LaterJson, header_bool, paged};
@@ -353,6 +354,13 @@ pub async fn create_project(
             storage_limit,
         })
         .await?;
+    state.audit(Event {
+        project_id: Some(project.id),
+        operation: "create",
+        resource_type: "project",
+        resource: &project.name,
+        username: &user.username,
+    });
     let base = query.path.trim_end_matches('/');
     let location = if header_bool(&headers, "x-resource-name-in-location") {
         format!("{base}/{}", project.name)
@@ -503,7 +511,16 @@ pub async fn delete_project(
         )
         .await?;
     match state.store.projects().delete(access.project.id).await {
-        Ok(_) => Ok(StatusCode::OK),
+        Ok(_) => {
+            state.audit(Event {
+                project_id: None,
+                operation: "delete",
+                resource_type: "project",
+                resource: &access.project.name,
+                username: caller.principal.audit_name(),
+            });
+            Ok(StatusCode::OK)
+        }
         Err(berth_store::StoreError::Domain(berth_domain::DomainError::Precondition(m))) => {
             Err(ApiError::new(
                 crate::error::ErrorKind::Precondition,

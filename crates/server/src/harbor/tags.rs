@@ -122,12 +122,21 @@ pub async fn delete_tag(
         Action::Delete,
     )
     .await?;
-    if !state
+    let deleted = state
         .store
         .artifacts()
         .delete_tag(artifact.id, &tag_name)
-        .await?
-    {
+        .await?;
+    if deleted {
+        state.audit(crate::audit::Event {
+            project_id: Some(artifact.project_id),
+            operation: "delete",
+            resource_type: "tag",
+            resource: &format!("{}:{tag_name}", artifact.repository_name),
+            username: principal.audit_name(),
+        });
+    }
+    if !deleted {
         return Err(ApiError::not_found(format!(
             "tag {tag_name} attached to artifact {} not found",
             artifact.id

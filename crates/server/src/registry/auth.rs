@@ -36,6 +36,16 @@ pub enum Caller {
 }
 
 impl Caller {
+    /// The caller's name in audit logs.
+    pub fn audit_name(&self) -> &str {
+        match self {
+            Self::Anonymous => crate::audit::ANONYMOUS,
+            Self::User(user) => &user.username,
+            Self::Token(claims) if claims.sub.is_empty() => crate::audit::ANONYMOUS,
+            Self::Token(claims) => &claims.sub,
+        }
+    }
+
     /// Reads the caller from the `Authorization` header of a request from
     /// `client`; wrong credentials are a 401.
     pub async fn from_headers(

@@ -16,6 +16,7 @@ use sha2::{Digest as _, Sha256, Sha512};
 
 use super::blobs::{DOCKER_CONTENT_DIGEST, empty, may_push, parse_digest};
 use super::{Ctx, RegistryError, RegistryResult, RepoAction, oci};
+use crate::audit::Event;
 use crate::error::ErrorKind;
 use crate::state::AppState;
 
@@ -112,7 +113,7 @@ pub async fn get_manifest(
         ),
         None => (None, None, None, false),
     };
-    ctx.authorize_found(name, RepoAction::Pull, project).await?;
+    let project = ctx.authorize_found(name, RepoAction::Pull, project).await?;
     let Some(StoredManifest {
         artifact_id,
         repository_id,
@@ -138,6 +139,13 @@ pub async fn get_manifest(
         .into());
     }
     if with_body {
+        ctx.state.audit(Event {
+            project_id: Some(project.id),
+            operation: "pull",
+            resource_type: "artifact",
+            resource: &artifact_name(name, reference),
+            username: ctx.caller.audit_name(),
+        });
         ctx.state.registry.record_pull(
             &ctx.state.store,
             Pull {
@@ -204,7 +212,13 @@ pub async fn put_manifest(
     };
     let new = manifest_record(&state, &manifest, project.id, name, &digest, &body, tag).await;
     match state.store.registry().put_manifest(&new).await? {
-        PutManifest::Stored(_) => {}
+        PutManifest::Stored(_) => state.audit(Event {
+            project_id: Some(project.id),
+            operation: "create",
+            resource_type: "artifact",
+            resource: &artifact_name(name, reference),
+            username: ctx.caller.audit_name(),
+        }),
         PutManifest::MissingBlob(missing) => {
             return Err(oci(
                 ErrorKind::BadRequest,
@@ -334,7 +348,7 @@ pub(crate) async fn read_config(state: &AppState, config: &Descriptor) -> Option
 /// `DELETE /v2/<name>/manifests/<reference>`: a tag reference removes the tag,
 /// a digest removes the artifact (412 while an index refers to it).
 pub async fn delete_manifest(ctx: Ctx, name: &str, reference: &str) -> RegistryResult<Response> {
-    ctx.authorize(name, RepoAction::Delete).await?;
+    let project = ctx.authorize(name, RepoAction::Delete).await?;
     let registry = ctx.state.store.registry();
     match parse_reference(reference)? {
         Reference::Tag(tag) => {
@@ -355,7 +369,23 @@ pub async fn delete_manifest(ctx: Ctx, name: &str, reference: &str) -> RegistryR
             }
         },
     }
+    ctx.state.audit(Event {
+        project_id: Some(project.id),
+        operation: "delete",
+        resource_type: "artifact",
+        resource: &artifact_name(name, reference),
+        username: ctx.caller.audit_name(),
+    });
     Ok(empty(StatusCode::ACCEPTED, Vec::new()))
+}
+
+/// `name:tag` or `name@digest`, as audit logs name an artifact.
+pub(crate) fn artifact_name(name: &str, reference: &str) -> String {
+    if reference.contains(':') {
+        format!("{name}@{reference}")
+    } else {
+        format!("{name}:{reference}")
+    }
 }
 
 /// `n` and `last` of a paginated list; `n` absent means everything.

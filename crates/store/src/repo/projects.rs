@@ -76,6 +76,23 @@ impl Projects<'_> {
         Ok(row.map(Project::from))
     }
 
+    /// The projects where `user_id` is a project administrator, directly or
+    /// through one of their groups.
+    pub async fn administered_by(&self, user_id: i64) -> StoreResult<Vec<i64>> {
+        let ids: Vec<(i64,)> = sqlx::query_as(
+            "SELECT project_id FROM project_members WHERE user_id = $1 AND role = $2 \
+             UNION \
+             SELECT m.project_id FROM project_members m \
+             JOIN user_group_members g ON g.group_id = m.group_id \
+             WHERE g.user_id = $1 AND m.role = $2",
+        )
+        .bind(user_id)
+        .bind(Role::ProjectAdmin.id())
+        .fetch_all(&self.0.pool)
+        .await?;
+        Ok(ids.into_iter().map(|(id,)| id).collect())
+    }
+
     /// The roles `user_id` holds in `project_id`: direct membership plus the
     /// memberships of the user's groups.
     pub async fn roles_of(&self, project_id: i64, user_id: i64) -> StoreResult<Vec<Role>> {

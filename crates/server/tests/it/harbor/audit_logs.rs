@@ -1,0 +1,131 @@
+//! Audit logs: who pushed, pulled, deleted and changed what, for
+//! administrators and project administrators.
+
+use axum::http::StatusCode;
+use serde_json::{Value, json};
+
+use crate::backend_test;
+use crate::registry::push_image;
+use crate::util::TestApp;
+
+const OCI_MANIFEST: &str = "application/vnd.oci.image.manifest.v1+json";
+
+async fn logs(
+    app: &TestApp,
+    path: &str,
+    user: Option<(&str, &str)>,
+) -> (StatusCode, Value, Option<String>) {
+    app.state.audit_queue.flush(app.store()).await;
+    let mut request = app.get(path);
+    request = match user {
+        Some((login, password)) => request.basic(login, password),
+        None => request.admin(),
+    };
+    let res = request.send().await;
+    let total = res.header("x-total-count").map(str::to_string);
+    let body = if res.status == StatusCode::OK {
+        res.json()
+    } else {
+        Value::Null
+    };
+    (res.status, body, total)
+}
+
+fn operations(body: &Value) -> Vec<(String, String, String, String)> {
+    body.as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            let s = |k: &str| e[k].as_str().unwrap_or_default().to_string();
+            (
+                s("operation"),
+                s("resource_type"),
+                s("resource"),
+                s("username"),
+            )
+        })
+        .collect()
+}
+
+backend_test!(
+    async fn operations_are_logged_and_shown_to_whom_they_concern(app) {
+        let res = app.post("/api/v2.0/projects").admin().json(&json!({"project_name": "audited"})).send().await;
+        assert_eq!(res.status, StatusCode::CREATED);
+        push_image(&app, "audited/app", "v1", &[b"audited layer"]).await;
+        for _ in 0..3 {
+            let res = app.get("/v2/audited/app/manifests/v1").admin().header("accept", OCI_MANIFEST).send().await;
+            assert_eq!(res.status, StatusCode::OK);
+        }
+        let boss = app.create_user("boss", "Boss-Passw0rd1").await;
+        let dev = app.create_user("dev", "Dev-Passw0rd1").await;
+        for (user, role) in [(boss, 1), (dev, 2)] {
+            let res = app
+                .post("/api/v2.0/projects/audited/members")
+                .admin()
+                .json(&json!({"role_id": role, "member_user": {"user_id": user}}))
+                .send()
+                .await;
+            assert_eq!(res.status, StatusCode::CREATED);
+        }
+        let res = app.delete("/api/v2.0/projects/audited/repositories/app/artifacts/v1/tags/v1").basic("boss", "Boss-Passw0rd1").send().await;
+        assert_eq!(res.status, StatusCode::OK, "{}", res.text());
+        let res = app.put("/api/v2.0/configurations").admin().json(&json!({"token_expiration": 40})).send().await;
+        assert_eq!(res.status, StatusCode::OK);
+
+        let (status, body, total) = logs(&app, "/api/v2.0/audit-logs?page_size=100", None).await;
+        assert_eq!(status, StatusCode::OK);
+        let seen = operations(&body);
+        assert_eq!(total.as_deref(), Some(seen.len().to_string().as_str()));
+        let entry = |op: &str, kind: &str, resource: &str, user: &str| {
+            (op.to_string(), kind.to_string(), resource.to_string(), user.to_string())
+        };
+        for expected in [
+            entry("create", "project", "audited", "admin"),
+            entry("create", "artifact", "audited/app:v1", "admin"),
+            entry("pull", "artifact", "audited/app:v1", "admin"),
+            entry("delete", "tag", "audited/app:v1", "boss"),
+            entry("update", "configuration", "token_expiration", "admin"),
+        ] {
+            assert!(seen.contains(&expected), "{expected:?} in {seen:?}");
+        }
+        let members = seen.iter().filter(|e| e.0 == "create" && e.1 == "project_member");
+        assert!(members.map(|e| (e.2.starts_with("audited/members/"), e.3.as_str())).all(|e| e == (true, "admin")));
+        assert_eq!(seen.iter().filter(|e| e.1 == "project_member").count(), 2, "{seen:?}");
+        assert_eq!(seen.iter().filter(|e| e.0 == "pull").count(), 3, "{seen:?}");
+        assert_eq!(seen[0].0, "update", "newest first: {seen:?}");
+
+        // q filters.
+        let (_, body, total) = logs(&app, "/api/v2.0/audit-logs?q=operation=pull", None).await;
+        assert_eq!(total.as_deref(), Some("3"));
+        assert!(operations(&body).iter().all(|e| e.0 == "pull"));
+        let (_, body, _) = logs(&app, "/api/v2.0/audit-logs?q=username=boss", None).await;
+        assert_eq!(operations(&body).len(), 1);
+        let (_, body, _) = logs(&app, "/api/v2.0/audit-logs?q=resource=~audited/app&page_size=100", None).await;
+        assert!(operations(&body).len() >= 5);
+        let (_, body, _) = logs(&app, "/api/v2.0/audit-logs?q=op_time=[2000-01-01%2000:00:00~2001-01-01%2000:00:00]", None).await;
+        assert_eq!(body, json!([]));
+        let (_, body, total) = logs(&app, "/api/v2.0/audit-logs?q=op_time=[2000-01-01%2000:00:00~2999-01-01%2000:00:00]&page_size=1", None).await;
+        assert_eq!(operations(&body).len(), 1);
+        assert_eq!(total.as_deref(), Some(seen.len().to_string().as_str()));
+
+        // Who sees what.
+        let (status, body, _) = logs(&app, "/api/v2.0/audit-logs?page_size=100", Some(("boss", "Boss-Passw0rd1"))).await;
+        assert_eq!(status, StatusCode::OK);
+        let boss_view = operations(&body);
+        assert!(!boss_view.is_empty());
+        assert!(boss_view.iter().all(|e| e.1 != "configuration"), "{boss_view:?}");
+        let (status, body, _) = logs(&app, "/api/v2.0/audit-logs", Some(("dev", "Dev-Passw0rd1"))).await;
+        assert_eq!(status, StatusCode::OK);
+        assert_eq!(body, json!([]));
+        let res = app.get("/api/v2.0/audit-logs").send().await;
+        assert_eq!(res.status, StatusCode::UNAUTHORIZED);
+        let (status, body, _) = logs(&app, "/api/v2.0/projects/audited/logs?page_size=100", Some(("boss", "Boss-Passw0rd1"))).await;
+        assert_eq!(status, StatusCode::OK);
+        assert_eq!(operations(&body).len(), boss_view.len());
+        let (status, _, _) = logs(&app, "/api/v2.0/projects/audited/logs", Some(("dev", "Dev-Passw0rd1"))).await;
+        assert_eq!(status, StatusCode::FORBIDDEN);
+        let (status, body, _) = logs(&app, "/api/v2.0/projects/library/logs", None).await;
+        assert_eq!(status, StatusCode::OK);
+        assert_eq!(body, json!([]), "nothing happened in library");
+    }
+);
