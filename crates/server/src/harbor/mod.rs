@@ -1,20 +1,20 @@
 //! Harbor's management API, mounted at `/api/v2.0`.
 
-mod artifacts;
+pub(crate) mod artifacts;
 mod gc;
 mod health;
 mod labels;
 mod ldap;
-mod repositories;
+pub(crate) mod repositories;
 mod systeminfo;
-mod tags;
+pub(crate) mod tags;
 mod users;
 
 mod configurations;
 mod members;
 mod metadata;
 mod ping;
-mod projects;
+pub(crate) mod projects;
 mod search;
 mod statistics;
 

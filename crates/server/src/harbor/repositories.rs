@@ -106,7 +106,7 @@ pub async fn list_repositories(
 }
 
 /// Checks `action` on the project and loads the repository (404 when missing).
-pub(super) async fn load_repository(
+pub(crate) async fn load_repository(
     state: &AppState,
     principal: &Principal,
     project_name: &str,

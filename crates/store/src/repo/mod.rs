@@ -23,5 +23,6 @@ pub mod password_resets;
 pub mod registry;
 pub mod repositories;
 mod rest_list;
+pub mod sessions;
 pub(crate) mod sql;
 pub mod statistics;
