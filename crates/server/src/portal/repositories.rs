@@ -235,7 +235,7 @@ fn artifact_row(
     }
     let by_digest = format!("docker pull {host}/{repository}@{}", artifact.digest);
     format!(
-        r#"<tr data-digest="{digest}"><td><code title="{digest}">{short}</code></td><td>{tag_cells}</td><td>{kind}</td><td>{size}</td><td>{pushed}</td><td>{pulled}</td><td><button type="button" class="secondary small copy-digest" data-copy="{by_digest}" title="{by_digest}">Copy pull command</button></td></tr>"#,
+        r#"<tr data-digest="{digest}"><td><code title="{digest}">{short}</code></td><td class="tags">{tag_cells}</td><td>{kind}</td><td>{size}</td><td>{pushed}</td><td>{pulled}</td><td><button type="button" class="secondary small copy-digest" data-copy="{by_digest}" title="{by_digest}">Copy pull command</button></td></tr>"#,
         digest = esc(&artifact.digest),
         short = esc(&short),
         kind = esc(&artifact.kind),
