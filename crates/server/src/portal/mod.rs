@@ -151,6 +151,51 @@ fn prefers_html(headers: &HeaderMap) -> bool {
     })
 }
 
+/// A form body; one that cannot be read is a 400 page, not axum's plain text.
+pub struct PortalForm<T>(pub T);
+
+impl<T, S> axum::extract::FromRequest<S> for PortalForm<T>
+where
+    T: serde::de::DeserializeOwned,
+    S: Send + Sync,
+{
+    type Rejection = PortalError;
+
+    async fn from_request(request: Request, state: &S) -> Result<Self, Self::Rejection> {
+        match axum::Form::<T>::from_request(request, state).await {
+            Ok(axum::Form(value)) => Ok(Self(value)),
+            Err(rejection) => Err(PortalError::api(
+                ApiError::bad_request(format!(
+                    "the form could not be read: {}",
+                    rejection.body_text()
+                )),
+                None,
+            )),
+        }
+    }
+}
+
+/// Previous and next links of a paged list at `path` (which carries any other
+/// query parameters and ends in `?` or `&`), and where the page stands.
+pub fn pager(path: &str, page: i64, page_size: i64, total: i64, noun: &str) -> String {
+    let pages = ((total + page_size - 1) / page_size).max(1);
+    let link = |p: i64, text: &str| format!(r#"<a href="{}page={p}">{text}</a>"#, html::esc(path));
+    let prev = if page > 1 {
+        link(page - 1, "‹ Previous")
+    } else {
+        String::new()
+    };
+    let next = if page < pages {
+        link(page + 1, "Next ›")
+    } else {
+        String::new()
+    };
+    format!(
+        r#"<div class="pager">{prev}<span class="muted">Page {page} of {pages} · {total} {noun}</span>{next}</div>"#,
+        noun = html::esc(noun),
+    )
+}
+
 /// 303 to `location`: where a form post goes next.
 pub fn see_other(location: &str) -> Response {
     (StatusCode::SEE_OTHER, [(header::LOCATION, location)]).into_response()

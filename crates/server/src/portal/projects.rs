@@ -1,10 +1,10 @@
 //! The projects list (search, paging, public/private, repository counts),
 //! creating and deleting projects.
 
+use axum::Router;
 use axum::extract::{Path, Query, State};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
-use axum::{Form, Router};
 use berth_domain::model::ProjectRef;
 use berth_domain::query::Paging;
 use berth_domain::rbac::{self, Action, Resource, Role};
@@ -12,7 +12,7 @@ use berth_store::repo::projects::ProjectFilter;
 use serde::Deserialize;
 
 use super::html::{self, esc, url_part};
-use super::{PortalError, PortalUser, check_form_csrf, see_other};
+use super::{PortalError, PortalForm, PortalUser, check_form_csrf, pager, see_other};
 use crate::access::require_project;
 use crate::error::{ApiError, ErrorKind};
 use crate::harbor::projects::{ProjectReq, create_project_as, delete_project_by_id, viewer};
@@ -141,34 +141,19 @@ async fn list_projects(
         sel_pub = selected("true"),
         sel_priv = selected("false"),
         csrf = html::csrf_field(session),
-        pager = pager(&name, &query.public, page, listed.total),
+        pager = pager(
+            &format!(
+                "/harbor/projects?name={}&public={}&",
+                url_part(&name),
+                url_part(&query.public)
+            ),
+            page,
+            PAGE_SIZE,
+            listed.total,
+            "projects"
+        ),
     );
     Ok(html::page("Projects", Some(session), &main).into_response())
-}
-
-/// Previous/next links and the range shown.
-fn pager(name: &str, public: &str, page: i64, total: i64) -> String {
-    let pages = ((total + PAGE_SIZE - 1) / PAGE_SIZE).max(1);
-    let link = |p: i64, text: &str| {
-        format!(
-            r#"<a href="/harbor/projects?name={}&amp;public={}&amp;page={p}">{text}</a>"#,
-            url_part(name),
-            url_part(public)
-        )
-    };
-    let prev = if page > 1 {
-        link(page - 1, "‹ Previous")
-    } else {
-        String::new()
-    };
-    let next = if page < pages {
-        link(page + 1, "Next ›")
-    } else {
-        String::new()
-    };
-    format!(
-        r#"<div class="pager">{prev}<span class="muted">Page {page} of {pages} · {total} projects</span>{next}</div>"#
-    )
 }
 
 /// The create form's fields.
@@ -186,7 +171,7 @@ pub(super) struct CreateForm {
 async fn create_project(
     State(state): State<AppState>,
     portal: PortalUser,
-    Form(form): Form<CreateForm>,
+    PortalForm(form): PortalForm<CreateForm>,
 ) -> Result<Response, PortalError> {
     let session = &portal.0;
     check_form_csrf(session, &form.csrf_token)?;
@@ -227,7 +212,7 @@ async fn delete_project(
     State(state): State<AppState>,
     portal: PortalUser,
     Path(project_name): Path<String>,
-    Form(form): Form<DeleteForm>,
+    PortalForm(form): PortalForm<DeleteForm>,
 ) -> Result<Response, PortalError> {
     let session = &portal.0;
     check_form_csrf(session, &form.csrf_token)?;

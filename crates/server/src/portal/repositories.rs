@@ -1,10 +1,10 @@
 //! A project's repositories, a repository's artifacts with their pull
 //! commands, and deleting a tag.
 
+use axum::Router;
 use axum::extract::{Path, Query, State};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
-use axum::{Form, Router};
 use berth_domain::model::{Artifact, ProjectRef, Tag};
 use berth_domain::query::Paging;
 use berth_domain::query::artifact::ArtifactFilter;
@@ -14,7 +14,7 @@ use berth_store::repo::repositories::RepositoryFilter;
 use serde::Deserialize;
 
 use super::html::{self, esc, url_part};
-use super::{PortalError, PortalUser, check_form_csrf, see_other};
+use super::{PortalError, PortalForm, PortalUser, check_form_csrf, pager, see_other};
 use crate::access::require_project;
 use crate::error::ApiError;
 use crate::harbor::repositories::load_repository;
@@ -112,8 +112,16 @@ async fn show_project(
         r#"<p><a href="/harbor/projects">Projects</a> /</p>
 <h1>{name} <span class="badge">{access}</span></h1>
 <h2>Repositories ({total})</h2>
-<table id="repositories"><thead><tr><th>Name</th><th>Artifacts</th><th>Pulls</th><th>Updated</th></tr></thead><tbody>{rows}</tbody></table>"#,
+<table id="repositories"><thead><tr><th>Name</th><th>Artifacts</th><th>Pulls</th><th>Updated</th></tr></thead><tbody>{rows}</tbody></table>
+{pager}"#,
         name = esc(&project.name),
+        pager = pager(
+            &format!("/harbor/projects/{}?", url_part(&project.name)),
+            filter.paging.page,
+            PAGE_SIZE,
+            total,
+            "repositories"
+        ),
         access = if project.public { "Public" } else { "Private" },
     );
     Ok(html::page(&project.name, Some(session), &main).into_response())
@@ -193,7 +201,23 @@ async fn show_repository(
         r#"<p><a href="/harbor/projects">Projects</a> / <a href="/harbor/projects/{project_path}">{project}</a> /</p>
 <h1>{name}</h1>{notice}
 <h2>Artifacts ({total})</h2>
-<table id="artifacts"><thead><tr><th>Digest</th><th>Tags</th><th>Type</th><th>Size</th><th>Pushed</th><th>Pulled</th><th>Pull by digest</th></tr></thead><tbody>{rows}</tbody></table>"#,
+<table id="artifacts"><thead><tr><th>Digest</th><th>Tags</th><th>Type</th><th>Size</th><th>Pushed</th><th>Pulled</th><th>Pull by digest</th></tr></thead><tbody>{rows}</tbody></table>
+{pager}"#,
+        pager = pager(
+            &format!(
+                "/harbor/projects/{}/repositories/{}?",
+                url_part(&project.name),
+                in_project
+                    .split('/')
+                    .map(url_part)
+                    .collect::<Vec<_>>()
+                    .join("/")
+            ),
+            query.paging().page,
+            PAGE_SIZE,
+            total,
+            "artifacts"
+        ),
         project_path = url_part(&project.name),
         project = esc(&project.name),
         name = esc(&full_name),
@@ -261,7 +285,7 @@ pub(super) struct DeleteTagForm {
 async fn delete_tag(
     State(state): State<AppState>,
     portal: PortalUser,
-    Form(form): Form<DeleteTagForm>,
+    PortalForm(form): PortalForm<DeleteTagForm>,
 ) -> Result<Response, PortalError> {
     let session = &portal.0;
     check_form_csrf(session, &form.csrf_token)?;

@@ -2,16 +2,16 @@
 //! [`identity::verify_password`], as on every surface: the same throttle of
 //! failed sign-ins, the same LDAP mode.
 
+use axum::Router;
 use axum::extract::State;
 use axum::http::request::Parts;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
-use axum::{Form, Router};
 use serde::Deserialize;
 
 use super::html::{self, esc};
-use super::{PortalError, see_other};
+use super::{PortalError, PortalForm, see_other};
 use crate::error::ErrorKind;
 use crate::identity;
 use crate::session;
@@ -61,7 +61,7 @@ pub(super) struct SignInForm {
 async fn sign_in(
     State(state): State<AppState>,
     parts: RequestFacts,
-    Form(form): Form<SignInForm>,
+    PortalForm(form): PortalForm<SignInForm>,
 ) -> Result<Response, PortalError> {
     let client = state.signin.client(&parts.extensions, &parts.headers);
     let login = form.principal.trim();
@@ -109,7 +109,7 @@ pub(super) struct CsrfForm {
 async fn sign_out(
     State(state): State<AppState>,
     parts: RequestFacts,
-    Form(form): Form<CsrfForm>,
+    PortalForm(form): PortalForm<CsrfForm>,
 ) -> Result<Response, PortalError> {
     if let Some(current) = session::from_headers(&state, &parts.headers)
         .await

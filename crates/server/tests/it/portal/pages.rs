@@ -171,3 +171,30 @@ backend_test!(
         assert_eq!(res.status, StatusCode::NOT_FOUND);
     }
 );
+
+backend_test!(
+    async fn portal_lists_are_paged_and_bad_forms_are_pages(app) {
+        for i in 0..20 {
+            fixtures::project(&app, None, &format!("p{i:02}"), false).await;
+        }
+        let cookie = sign_in_admin(&app).await;
+        let page = app.get("/harbor/projects").header("cookie", &cookie).send().await.text();
+        assert!(page.contains("Page 1 of 2 · 21 projects"), "{page}");
+        assert!(page.contains(r#"href="/harbor/projects?name=&amp;public=&amp;page=2""#));
+        let page = app
+            .get("/harbor/projects?page=2")
+            .header("cookie", &cookie)
+            .send()
+            .await
+            .text();
+        assert!(page.contains(r#"data-project="p19""#) && !page.contains(r#"data-project="library""#));
+        let res = app
+            .post("/harbor/tags/delete")
+            .header("cookie", &cookie)
+            .form(&[("csrf_token", "x")])
+            .send()
+            .await;
+        assert_eq!(res.status, StatusCode::BAD_REQUEST);
+        assert!(res.header("content-type").unwrap().starts_with("text/html"));
+    }
+);

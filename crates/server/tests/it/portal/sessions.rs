@@ -221,3 +221,20 @@ backend_test!(
         assert_eq!(res.header("location"), Some("/harbor/sign-in"));
     }
 );
+
+backend_test!(
+    async fn portal_sign_in_goes_through_the_directory_in_ldap_mode(app) {
+        use crate::harbor::ldap::{configure, s};
+        configure(&app, &[("auth_mode", s("ldap_auth"))]).await;
+        let res = sign_in_as(&app, "192.0.2.1", "alice", "nope").await;
+        assert_eq!(res.status, StatusCode::UNAUTHORIZED);
+        let cookie = sign_in(&app, "alice", "alice-pw").await;
+        let res = app
+            .get("/api/v2.0/users/current")
+            .header("cookie", &cookie)
+            .send()
+            .await;
+        assert_eq!(res.status, StatusCode::OK);
+        assert_eq!(res.json()["email"], "alice@berth.test", "onboarded from the directory");
+    }
+);
