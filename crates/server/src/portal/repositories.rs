@@ -17,7 +17,7 @@ use super::html::{self, esc, url_part};
 use super::{PortalError, PortalForm, PortalUser, check_form_csrf, pager, see_other};
 use crate::access::require_project;
 use crate::error::ApiError;
-use crate::harbor::repositories::load_repository;
+use crate::harbor::repositories::load_repository_access;
 use crate::harbor::tags::remove_tag;
 use crate::session::SessionUser;
 use crate::state::AppState;
@@ -143,7 +143,7 @@ async fn show_repository(
 ) -> Result<Response, PortalError> {
     let session = &portal.0;
     let failed = |err: ApiError| PortalError::api(err, Some(session));
-    let (project, full_name, repository) = load_repository(
+    let (access, full_name, repository) = load_repository_access(
         &state,
         &portal.principal(),
         &project_name,
@@ -153,6 +153,8 @@ async fn show_repository(
     )
     .await
     .map_err(failed)?;
+    let project = &access.project;
+    let may_delete_tags = access.allows(Resource::Tag, Action::Delete);
     let repository = repository.ok_or_else(|| {
         failed(ApiError::not_found(format!(
             "repository {full_name} not found"
@@ -182,7 +184,7 @@ async fn show_repository(
             .filter(|t| t.artifact_id == artifact.id)
             .collect();
         rows.push_str(&artifact_row(
-            session,
+            may_delete_tags.then_some(session),
             &host,
             &project.name,
             &in_project,
@@ -225,10 +227,11 @@ async fn show_repository(
     Ok(html::page(&full_name, Some(session), &main).into_response())
 }
 
-/// One artifact: short digest, tags with their pull command and delete
-/// button, type, size, push and pull times, the pull-by-digest command.
+/// One artifact: short digest, tags with their pull command (and a delete
+/// button for `deleter`, a session that may delete tags), type, size, push and
+/// pull times, the pull-by-digest command.
 fn artifact_row(
-    session: &SessionUser,
+    deleter: Option<&SessionUser>,
     host: &str,
     project: &str,
     in_project: &str,
@@ -244,14 +247,21 @@ fn artifact_row(
     let mut tag_cells = String::new();
     for tag in tags {
         let command = format!("docker pull {host}/{repository}:{}", tag.name);
+        let delete = match deleter {
+            Some(session) => format!(
+                r#"<form class="inline" method="post" action="/harbor/tags/delete" data-confirm="Delete tag {name}?">{csrf}<input type="hidden" name="project" value="{project}"><input type="hidden" name="repository" value="{in_project}"><input type="hidden" name="digest" value="{digest}"><input type="hidden" name="tag" value="{name}"><button type="submit" class="danger small delete-tag">Delete</button></form>"#,
+                name = esc(&tag.name),
+                csrf = html::csrf_field(session),
+                project = esc(project),
+                in_project = esc(in_project),
+                digest = esc(&artifact.digest),
+            ),
+            None => String::new(),
+        };
         tag_cells.push_str(&format!(
-            r#"<span class="tag" data-tag="{name}"><code>{name}</code><button type="button" class="secondary small copy-tag" data-copy="{command}" title="{command}">Copy pull command</button><form class="inline" method="post" action="/harbor/tags/delete" data-confirm="Delete tag {name}?">{csrf}<input type="hidden" name="project" value="{project}"><input type="hidden" name="repository" value="{in_project}"><input type="hidden" name="digest" value="{digest}"><input type="hidden" name="tag" value="{name}"><button type="submit" class="danger small delete-tag">Delete</button></form></span>"#,
+            r#"<span class="tag" data-tag="{name}"><code>{name}</code><button type="button" class="secondary small copy-tag" data-copy="{command}" title="{command}">Copy pull command</button>{delete}</span>"#,
             name = esc(&tag.name),
             command = esc(&command),
-            csrf = html::csrf_field(session),
-            project = esc(project),
-            in_project = esc(in_project),
-            digest = esc(&artifact.digest),
         ));
     }
     if tag_cells.is_empty() {

@@ -5,14 +5,14 @@
 use axum::Router;
 use axum::extract::State;
 use axum::http::request::Parts;
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use serde::Deserialize;
 
 use super::html::{self, esc};
 use super::{PortalError, PortalForm, see_other};
-use crate::error::ErrorKind;
+use crate::error::{ApiError, ErrorKind};
 use crate::identity;
 use crate::session;
 use crate::state::AppState;
@@ -63,6 +63,12 @@ async fn sign_in(
     parts: RequestFacts,
     PortalForm(form): PortalForm<SignInForm>,
 ) -> Result<Response, PortalError> {
+    if !same_origin(&state, &parts.headers) {
+        return Err(PortalError::api(
+            ApiError::forbidden("sign-in forms are accepted from this site only"),
+            None,
+        ));
+    }
     let client = state.signin.client(&parts.extensions, &parts.headers);
     let login = form.principal.trim();
     let verified = identity::verify_password(&state, client, login, &form.password).await;
@@ -86,6 +92,10 @@ async fn sign_in(
         }
         Err(err) => return Err(PortalError::api(err, None)),
     };
+    // A new session id at every sign-in; the one the browser held ends.
+    session::end(&state, &parts.headers)
+        .await
+        .map_err(|e| PortalError::api(e, None))?;
     let (id, _csrf) = session::start(&state, &user)
         .await
         .map_err(|e| PortalError::api(e, None))?;
@@ -96,6 +106,31 @@ async fn sign_in(
         session::set_cookie(Some(&id), secure),
     );
     Ok(response)
+}
+
+/// Whether a sign-in came from this site's own form: no `Origin` (older
+/// browsers), or one naming the request's `Host` or the external URL. Sign-in
+/// has no session and so no CSRF token; this keeps other sites from signing a
+/// browser into an account of theirs.
+fn same_origin(state: &AppState, headers: &HeaderMap) -> bool {
+    let Some(origin) = headers.get(header::ORIGIN) else {
+        return true;
+    };
+    let Some(authority) = origin
+        .to_str()
+        .ok()
+        .and_then(|o| o.split_once("://"))
+        .map(|(_, authority)| authority)
+    else {
+        return false;
+    };
+    let host = headers.get(header::HOST).and_then(|h| h.to_str().ok());
+    let external = state
+        .external_url
+        .split_once("://")
+        .map_or("", |(_, rest)| rest.split('/').next().unwrap_or(""));
+    host.is_some_and(|h| h.eq_ignore_ascii_case(authority))
+        || external.eq_ignore_ascii_case(authority)
 }
 
 /// The sign-out form's field.

@@ -131,6 +131,13 @@ backend_test!(
         fixtures::project(&app, None, "secret", false).await;
         app.create_user("bob", "Bob-pass-1").await;
         let bob = sign_in(&app, "bob", "Bob-pass-1").await;
+        let res = app
+            .get("/harbor/projects/library/repositories/team/web")
+            .header("cookie", &bob)
+            .send()
+            .await;
+        assert_eq!(res.status, StatusCode::OK);
+        assert!(res.text().contains("copy-tag") && !res.text().contains("delete-tag"));
         let res = app.get("/harbor/projects/secret").header("cookie", &bob).send().await;
         assert_eq!(res.status, StatusCode::FORBIDDEN);
         let bob_csrf = csrf_for(&app, &bob).await;

@@ -238,3 +238,32 @@ backend_test!(
         assert_eq!(res.json()["email"], "alice@berth.test", "onboarded from the directory");
     }
 );
+
+backend_test!(
+    async fn portal_sign_in_from_another_site_is_refused(app) {
+        let form = [("principal", "admin"), ("password", crate::util::ADMIN_PASSWORD)];
+        let res = app
+            .post("/harbor/sign-in")
+            .header("origin", "http://evil.example")
+            .form(&form)
+            .send()
+            .await;
+        assert_eq!(res.status, StatusCode::FORBIDDEN);
+        assert!(res.header("set-cookie").is_none());
+        let res = app
+            .post("/harbor/sign-in")
+            .header("origin", "http://127.0.0.1:9000")
+            .form(&form)
+            .send()
+            .await;
+        assert_eq!(res.status, StatusCode::SEE_OTHER, "the external URL's origin");
+        let res = app
+            .post("/harbor/sign-in")
+            .header("host", "registry.example:8443")
+            .header("origin", "https://registry.example:8443")
+            .form(&form)
+            .send()
+            .await;
+        assert_eq!(res.status, StatusCode::SEE_OTHER, "the request's own host");
+    }
+);
