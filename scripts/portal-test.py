@@ -145,6 +145,17 @@ def scenario(page, base, host, shots, clipboard_ok):
     expect(page).to_have_url(base + "/harbor/projects/demo")
     expect(page.locator("h1")).to_contain_text("demo")
 
+    log("admin adds a member")
+    api(base, "POST", "/api/v2.0/users", {
+        "username": "dev", "email": "dev@example.com", "realname": "Developer",
+        "password": "Dev-pass-1",
+    })
+    page.fill("#member_username", "dev")
+    page.select_option("#member_role", label="developer")
+    page.click("#add_member")
+    expect(page.get_by_role("alert")).to_contain_text("dev was added to the project")
+    expect(page.locator('tr[data-member="dev"] .role')).to_have_text("developer")
+
     log("skopeo pushes demo/app:v1 and :v2")
     push(LAYOUT, host, "demo/app:v1")
     push(LAYOUT, host, "demo/app:v2")
@@ -204,6 +215,17 @@ def scenario(page, base, host, shots, clipboard_ok):
     page.click("#log_out")
     expect(page).to_have_url(base + "/harbor/sign-in")
     page.goto(base + "/harbor/projects")
+    expect(page).to_have_url(base + "/harbor/sign-in")
+
+    log("the member signs in and sees the project, without delete buttons")
+    page.fill("#login_username", "dev")
+    page.fill("#login_password", "Dev-pass-1")
+    page.click("#log_in")
+    expect(page.locator('tr[data-project="demo"]')).to_be_visible()
+    page.goto(base + "/harbor/projects/demo/repositories/app")
+    expect(page.locator('[data-tag="v1"] button.copy-tag')).to_be_visible()
+    expect(page.locator("button.delete-tag")).to_have_count(0)
+    page.click("#log_out")
     expect(page).to_have_url(base + "/harbor/sign-in")
 
     log("a user who is not a member does not see the private project")

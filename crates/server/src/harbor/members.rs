@@ -125,6 +125,20 @@ pub struct ProjectMemberReq {
     member_group: Option<UserGroupReq>,
 }
 
+impl ProjectMemberReq {
+    /// A request adding the user named `username` with role `role_id`.
+    pub(crate) fn user(username: String, role_id: i64) -> Self {
+        Self {
+            role_id: Some(role_id),
+            member_user: Some(UserEntity {
+                user_id: None,
+                username: Some(username),
+            }),
+            member_group: None,
+        }
+    }
+}
+
 async fn resolve_entity(
     state: &AppState,
     req: &ProjectMemberReq,
@@ -210,26 +224,34 @@ pub async fn create_project_member(
             Action::Create,
         )
         .await?;
-    let project_id = access.project.id;
     let reference = caller.project_ref(&project_name_or_id);
-    let entity = resolve_entity(&state, &req).await?;
+    let id = add_member(&state, access.project.id, &req).await?;
+    let location = format!("/api/v2.0/projects/{reference}/members/{id}");
+    Ok((StatusCode::CREATED, [(header::LOCATION, location)]).into_response())
+}
+
+/// Adds the user or group `req` names to a project with its role (the caller
+/// was allowed to create members there); the new member's id.
+pub(crate) async fn add_member(
+    state: &AppState,
+    project_id: i64,
+    req: &ProjectMemberReq,
+) -> Result<i64, ApiError> {
+    let entity = resolve_entity(state, req).await?;
     if state.store.members().is_member(project_id, entity).await? {
-        return Err(ApiError::new(ErrorKind::Conflict, DUPLICATE_MEMBER).into());
+        return Err(ApiError::new(ErrorKind::Conflict, DUPLICATE_MEMBER));
     }
     let role = req.role_id.unwrap_or(0);
     if Role::from_id(role).is_none() {
         return Err(ApiError::bad_request(
             "Failed to update project member, role is not in 1,2,3,4,5",
-        )
-        .into());
+        ));
     }
-    let id = state
+    Ok(state
         .store
         .members()
         .create(project_id, entity, role)
-        .await?;
-    let location = format!("/api/v2.0/projects/{reference}/members/{id}");
-    Ok((StatusCode::CREATED, [(header::LOCATION, location)]).into_response())
+        .await?)
 }
 
 /// One member of the project.

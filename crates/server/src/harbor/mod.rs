@@ -11,7 +11,7 @@ pub(crate) mod tags;
 mod users;
 
 mod configurations;
-mod members;
+pub(crate) mod members;
 mod metadata;
 mod ping;
 pub(crate) mod projects;

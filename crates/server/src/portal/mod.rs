@@ -4,6 +4,7 @@
 
 mod assets;
 mod html;
+mod members;
 mod projects;
 mod repositories;
 mod signin;
@@ -34,6 +35,7 @@ pub fn router() -> Router<AppState> {
         .merge(assets::router())
         .merge(signin::router())
         .merge(projects::router())
+        .merge(members::router())
         .merge(repositories::router())
 }
 

@@ -42,6 +42,8 @@ pub(super) struct PageQuery {
     page: Option<i64>,
     #[serde(default)]
     deleted: Option<String>,
+    #[serde(default)]
+    added: Option<String>,
 }
 
 impl PageQuery {
@@ -108,12 +110,19 @@ async fn show_project(
             esc(&project.name)
         );
     }
+    let members = super::members::section(&state, &access, session)
+        .await
+        .map_err(failed)?;
+    let notice = match &query.added {
+        Some(name) => html::notice("ok", &format!("{name} was added to the project.")),
+        None => String::new(),
+    };
     let main = format!(
         r#"<p><a href="/harbor/projects">Projects</a> /</p>
-<h1>{name} <span class="badge">{access}</span></h1>
+<h1>{name} <span class="badge">{access}</span></h1>{notice}
 <h2>Repositories ({total})</h2>
 <table id="repositories"><thead><tr><th>Name</th><th>Artifacts</th><th>Pulls</th><th>Updated</th></tr></thead><tbody>{rows}</tbody></table>
-{pager}"#,
+{pager}{members}"#,
         name = esc(&project.name),
         pager = pager(
             &format!("/harbor/projects/{}?", url_part(&project.name)),

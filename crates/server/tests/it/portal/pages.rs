@@ -205,3 +205,43 @@ backend_test!(
         assert!(res.header("content-type").unwrap().starts_with("text/html"));
     }
 );
+
+backend_test!(
+    async fn portal_project_admins_add_members(app) {
+        fixtures::project(&app, None, "team", false).await;
+        app.create_user("carol", "Carol-pass-1").await;
+        let cookie = sign_in_admin(&app).await;
+        let csrf = csrf_for(&app, &cookie).await;
+        let add = |name: &'static str, role: &'static str| {
+            let cookie = cookie.clone();
+            let csrf = csrf.clone();
+            let app = &app;
+            async move {
+                app.post("/harbor/projects/team/members")
+                    .header("cookie", &cookie)
+                    .form(&[("csrf_token", csrf.as_str()), ("username", name), ("role_id", role)])
+                    .send()
+                    .await
+            }
+        };
+        let res = add("carol", "2").await;
+        assert_eq!(res.status, StatusCode::SEE_OTHER, "{}", res.text());
+        let page = app.get("/harbor/projects/team").header("cookie", &cookie).send().await.text();
+        assert!(page.contains(r#"<tr data-member="carol"><td>carol</td><td>User</td><td class="role">developer</td>"#), "{page}");
+        assert_eq!(add("carol", "3").await.status, StatusCode::CONFLICT);
+        assert_eq!(add("nobody", "3").await.status, StatusCode::NOT_FOUND);
+        assert_eq!(add("carol", "9").await.status, StatusCode::CONFLICT);
+        // A developer sees the members but cannot add any.
+        let carol = sign_in(&app, "carol", "Carol-pass-1").await;
+        let page = app.get("/harbor/projects/team").header("cookie", &carol).send().await.text();
+        assert!(page.contains(r#"data-member="carol""#) && !page.contains("add_member"));
+        let carol_csrf = csrf_for(&app, &carol).await;
+        let res = app
+            .post("/harbor/projects/team/members")
+            .header("cookie", &carol)
+            .form(&[("csrf_token", carol_csrf.as_str()), ("username", "admin"), ("role_id", "1")])
+            .send()
+            .await;
+        assert_eq!(res.status, StatusCode::FORBIDDEN);
+    }
+);
