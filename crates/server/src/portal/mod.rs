@@ -10,7 +10,7 @@ mod repositories;
 mod signin;
 
 use axum::Router;
-use axum::extract::{FromRequestParts, Request};
+use axum::extract::{FromRequestParts, Request, State};
 use axum::http::request::Parts;
 use axum::http::{HeaderMap, Method, StatusCode, header};
 use axum::middleware::Next;
@@ -37,6 +37,14 @@ pub fn router() -> Router<AppState> {
         .merge(projects::router())
         .merge(members::router())
         .merge(repositories::router())
+        .route("/harbor/{*path}", get(page_not_found))
+}
+
+/// Unknown portal paths: an HTML 404 page (the JSON 404 is for the APIs).
+async fn page_not_found(State(state): State<AppState>, headers: HeaderMap) -> Response {
+    let session = session::from_headers(&state, &headers).await.ok().flatten();
+    let err = ApiError::not_found("There is no such page.");
+    PortalError::api(err, session.as_ref()).into_response()
 }
 
 /// A signed-in portal user; pages that need one send everyone else to the sign-in page.

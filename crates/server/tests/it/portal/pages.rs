@@ -245,3 +245,15 @@ backend_test!(
         assert_eq!(res.status, StatusCode::FORBIDDEN);
     }
 );
+
+backend_test!(
+    async fn portal_unknown_pages_are_html_404s(app) {
+        let cookie = sign_in_admin(&app).await;
+        let res = app.get("/harbor/nowhere/at/all").header("cookie", &cookie).send().await;
+        assert_eq!(res.status, StatusCode::NOT_FOUND);
+        assert!(res.header("content-type").unwrap().starts_with("text/html"));
+        assert!(res.text().contains("There is no such page."));
+        let res = app.get("/harbor/projects").header("cookie", &cookie).send().await;
+        assert_eq!(res.status, StatusCode::OK, "known pages still win");
+    }
+);
