@@ -275,10 +275,14 @@ def main():
             page.set_default_timeout(10_000)
             scenario(page, base, host, shots, clipboard_ok)
             browser.close()
+    except BaseException:
+        with open(os.path.join(work, "server.log")) as f:
+            sys.stderr.write("portal-test: the server's log:\n" + f.read()[-4000:])
+        raise
     finally:
         server.terminate()
         server.wait(timeout=30)
-    shutil.rmtree(work, ignore_errors=True)
+        shutil.rmtree(work, ignore_errors=True)
     log(f"passed; screenshots in {shots}")
 
 
