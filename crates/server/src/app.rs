@@ -19,6 +19,7 @@ use tracing::Level;
 use crate::error::{ApiError, HarborError};
 use crate::harbor;
 use crate::headers;
+use crate::portal;
 use crate::registry;
 use crate::rest;
 use crate::state::AppState;
@@ -32,6 +33,7 @@ const X_REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
 pub fn build(state: AppState) -> App {
     let router = Router::new()
         .nest("/api/v2.0", harbor::router())
+        .merge(portal::router())
         .merge(rest::router(&state.rest))
         .merge(registry::router(state.clone()))
         .fallback(not_found)
@@ -39,6 +41,7 @@ pub fn build(state: AppState) -> App {
         .layer(
             ServiceBuilder::new()
                 .layer(axum::middleware::map_response(headers::nosniff))
+                .layer(axum::middleware::from_fn(portal::redirect_browsers))
                 .layer(SetSensitiveRequestHeadersLayer::new([
                     AUTHORIZATION,
                     PROXY_AUTHORIZATION,

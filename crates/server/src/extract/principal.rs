@@ -9,6 +9,7 @@ use berth_domain::model::User;
 
 use crate::error::{ApiError, HarborError};
 use crate::identity::{self, BasicCredentials};
+use crate::session;
 use crate::state::AppState;
 
 /// Who is calling. Wrong credentials are refused with 401 instead of being
@@ -69,7 +70,7 @@ impl FromRequestParts<AppState> for Principal {
             return Ok(principal.clone());
         }
         let Some(value) = parts.headers.get(AUTHORIZATION) else {
-            return Ok(Self::Anonymous);
+            return from_session(parts, state).await;
         };
         let value = value.to_str().map_err(|_| ApiError::unauthorized())?;
         let user = if let Some(creds) = BasicCredentials::parse(value) {
@@ -84,4 +85,17 @@ impl FromRequestParts<AppState> for Principal {
         parts.extensions.insert(principal.clone());
         Ok(principal)
     }
+}
+
+/// The caller a portal session cookie names (anonymous without one). A
+/// state-changing request authenticated only by the cookie must carry the
+/// session's CSRF token in `X-Harbor-CSRF-Token`, else 403.
+async fn from_session(parts: &mut Parts, state: &AppState) -> Result<Principal, HarborError> {
+    let Some(session) = session::from_headers(state, &parts.headers).await? else {
+        return Ok(Principal::Anonymous);
+    };
+    session::check_csrf_header(&session, &parts.method, &parts.headers)?;
+    let principal = Principal::User(session.user);
+    parts.extensions.insert(principal.clone());
+    Ok(principal)
 }

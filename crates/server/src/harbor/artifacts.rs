@@ -249,7 +249,7 @@ pub async fn list_artifacts(
 }
 
 /// Loads the artifact a `{reference}` (digest or tag) names, after checking `action`.
-pub(super) async fn load_artifact(
+pub(crate) async fn load_artifact(
     state: &AppState,
     principal: &Principal,
     project_name: &str,

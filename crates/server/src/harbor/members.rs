@@ -122,6 +122,20 @@ pub struct ProjectMemberReq {
     member_group: Option<UserGroupReq>,
 }
 
+impl ProjectMemberReq {
+    /// A request adding the user named `username` with role `role_id`.
+    pub(crate) fn user(username: String, role_id: i64) -> Self {
+        Self {
+            role_id: Some(role_id),
+            member_user: Some(UserEntity {
+                user_id: None,
+                username: Some(username),
+            }),
+            member_group: None,
+        }
+    }
+}
+
 async fn resolve_entity(
     state: &AppState,
     req: &ProjectMemberReq,
@@ -207,33 +221,43 @@ pub async fn create_project_member(
             Action::Create,
         )
         .await?;
-    let project_id = access.project.id;
     let reference = caller.project_ref(&project_name_or_id);
-    let entity = resolve_entity(&state, &req).await?;
-    if state.store.members().is_member(project_id, entity).await? {
-        return Err(ApiError::new(ErrorKind::Conflict, DUPLICATE_MEMBER).into());
+    let id = add_member(&state, &access.project, &req, caller.principal.audit_name()).await?;
+    let location = format!("/api/v2.0/projects/{reference}/members/{id}");
+    Ok((StatusCode::CREATED, [(header::LOCATION, location)]).into_response())
+}
+
+/// Adds the user or group `req` names to `project` with its role (the caller,
+/// `actor`, was allowed to create members there); the new member's id.
+pub(crate) async fn add_member(
+    state: &AppState,
+    project: &berth_domain::model::Project,
+    req: &ProjectMemberReq,
+    actor: &str,
+) -> Result<i64, ApiError> {
+    let entity = resolve_entity(state, req).await?;
+    if state.store.members().is_member(project.id, entity).await? {
+        return Err(ApiError::new(ErrorKind::Conflict, DUPLICATE_MEMBER));
     }
     let role = req.role_id.unwrap_or(0);
     if Role::from_id(role).is_none() {
         return Err(ApiError::bad_request(
             "Failed to update project member, role is not in 1,2,3,4,5",
-        )
-        .into());
+        ));
     }
     let id = state
         .store
         .members()
-        .create(project_id, entity, role)
+        .create(project.id, entity, role)
         .await?;
     state.audit(Event {
-        project_id: Some(project_id),
+        project_id: Some(project.id),
         operation: "create",
         resource_type: "project_member",
-        resource: &format!("{}/members/{id}", access.project.name),
-        username: caller.principal.audit_name(),
+        resource: &format!("{}/members/{id}", project.name),
+        username: actor,
     });
-    let location = format!("/api/v2.0/projects/{reference}/members/{id}");
-    Ok((StatusCode::CREATED, [(header::LOCATION, location)]).into_response())
+    Ok(id)
 }
 
 /// One member of the project.

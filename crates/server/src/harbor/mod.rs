@@ -1,23 +1,23 @@
 //! Harbor's management API, mounted at `/api/v2.0`.
 
 mod artifact_copy;
-mod artifacts;
+pub(crate) mod artifacts;
 mod audit_logs;
 mod gc;
 mod health;
 mod immutable;
 mod labels;
 mod ldap;
-mod repositories;
+pub(crate) mod repositories;
 mod systeminfo;
-mod tags;
+pub(crate) mod tags;
 mod users;
 
 mod configurations;
-mod members;
+pub(crate) mod members;
 mod metadata;
 mod ping;
-mod projects;
+pub(crate) mod projects;
 mod quotas;
 mod search;
 mod statistics;

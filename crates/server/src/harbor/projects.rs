@@ -10,7 +10,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Json, Router};
 use berth_domain::model::project::{MAX_STORAGE_LIMIT, validate_project_name};
-use berth_domain::model::{CveAllowlist, NewProject, Project, ProjectRef, metadata};
+use berth_domain::model::{CveAllowlist, NewProject, Project, ProjectRef, User, metadata};
 use berth_domain::rbac::{Action, Resource, Role};
 use berth_domain::time::ZERO_TIME;
 use berth_store::repo::projects::{ProjectDetails, ProjectFilter, REPOSITORIES_LEFT, Viewer};
@@ -155,7 +155,7 @@ pub(super) fn project_wire(project: &Project, details: &ProjectDetails, full: bo
 }
 
 /// The viewer of lists for a principal.
-pub(super) fn viewer(principal: &Principal) -> Viewer {
+pub(crate) fn viewer(principal: &Principal) -> Viewer {
     match principal.user() {
         Some(u) if u.sysadmin => Viewer::Admin,
         Some(u) => Viewer::User(u.id),
@@ -230,6 +230,20 @@ pub struct ProjectReq {
     registry_id: Option<i64>,
 }
 
+impl ProjectReq {
+    /// A request for a project named `name`, public or not, with defaults for the rest.
+    pub(crate) fn named(name: String, public: bool) -> Self {
+        Self {
+            project_name: Some(name),
+            public: Some(public),
+            metadata: None,
+            cve_allowlist: None,
+            storage_limit: None,
+            registry_id: None,
+        }
+    }
+}
+
 /// Harbor's CVEAllowlist as a request carries it.
 #[derive(Debug, Deserialize)]
 pub struct CveAllowlistReq {
@@ -297,21 +311,37 @@ pub async fn create_project(
     HarborJson(req): HarborJson<ProjectReq>,
 ) -> HarborResult<Response> {
     let user = principal.require_user()?;
+    let project = create_project_as(&state, user, req).await?;
+    let base = query.path.trim_end_matches('/');
+    let location = if header_bool(&headers, "x-resource-name-in-location") {
+        format!("{base}/{}", project.name)
+    } else {
+        format!("{base}/{}", project.id)
+    };
+    Ok((StatusCode::CREATED, [(header::LOCATION, location)]).into_response())
+}
+
+/// Creates a project owned by `user`, who becomes its projectAdmin: the rules
+/// of createProject (creation restriction, quota, metadata), for every surface.
+pub(crate) async fn create_project_as(
+    state: &AppState,
+    user: &User,
+    req: ProjectReq,
+) -> Result<Project, ApiError> {
     let config = state.store.configurations().load().await?;
     if config.string("project_creation_restriction") == "adminonly" && !user.sysadmin {
-        return Err(ApiError::forbidden("Only system admin can create project").into());
+        return Err(ApiError::forbidden("Only system admin can create project"));
     }
     if req.registry_id.is_some() {
         if !user.sysadmin {
-            return Err(
-                ApiError::forbidden("Only system admin can create proxy cache project").into(),
-            );
+            return Err(ApiError::forbidden(
+                "Only system admin can create proxy cache project",
+            ));
         }
         return Err(ApiError::bad_request(format!(
             "bad request: registry {} not found: proxy cache projects are not supported",
             req.registry_id.unwrap_or_default()
-        ))
-        .into());
+        )));
     }
     let mut storage_limit = -1;
     if config.flag("quota_per_project_enable") {
@@ -331,16 +361,14 @@ pub async fn create_project(
         if key == "public" && value != "true" && value != "false" {
             return Err(ApiError::bad_request(format!(
                 "metadata.public should only be 'true' or 'false', but got: '{value}'"
-            ))
-            .into());
+            )));
         }
         validated.push((key.clone(), metadata::normalize(&key, &value)?));
     }
     if storage_limit != -1 && !(1..=MAX_STORAGE_LIMIT).contains(&storage_limit) {
         return Err(ApiError::bad_request(format!(
             "bad request: invalid storage limit {storage_limit}: it should be -1 or between 1 and {MAX_STORAGE_LIMIT}"
-        ))
-        .into());
+        )));
     }
     let name = req.project_name.unwrap_or_default();
     validate_project_name(&name)?;
@@ -361,18 +389,12 @@ pub async fn create_project(
         resource: &project.name,
         username: &user.username,
     });
-    let base = query.path.trim_end_matches('/');
-    let location = if header_bool(&headers, "x-resource-name-in-location") {
-        format!("{base}/{}", project.name)
-    } else {
-        format!("{base}/{}", project.id)
-    };
-    Ok((StatusCode::CREATED, [(header::LOCATION, location)]).into_response())
+    Ok(project)
 }
 
 /// The caller of a project-scoped operation, with how its path names the
 /// project (`X-Is-Resource-Name`): the preamble every such handler shares.
-pub(super) struct ProjectCaller {
+pub(crate) struct ProjectCaller {
     /// Who is calling.
     pub principal: Principal,
     is_resource_name: bool,
@@ -510,23 +532,33 @@ pub async fn delete_project(
             Action::Delete,
         )
         .await?;
-    match state.store.projects().delete(access.project.id).await {
+    delete_project_by_id(&state, &access.project, caller.principal.audit_name()).await?;
+    Ok(StatusCode::OK)
+}
+
+/// Deletes `project`, which the caller (`actor`) may delete; 412 while it
+/// still has repositories.
+pub(crate) async fn delete_project_by_id(
+    state: &AppState,
+    project: &Project,
+    actor: &str,
+) -> Result<(), ApiError> {
+    match state.store.projects().delete(project.id).await {
         Ok(_) => {
             state.audit(Event {
                 project_id: None,
                 operation: "delete",
                 resource_type: "project",
-                resource: &access.project.name,
-                username: caller.principal.audit_name(),
+                resource: &project.name,
+                username: actor,
             });
-            Ok(StatusCode::OK)
+            Ok(())
         }
         Err(berth_store::StoreError::Domain(berth_domain::DomainError::Precondition(m))) => {
             Err(ApiError::new(
                 crate::error::ErrorKind::Precondition,
                 format!("precondition failed: {m}"),
-            )
-            .into())
+            ))
         }
         Err(other) => Err(other.into()),
     }

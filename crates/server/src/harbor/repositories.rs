@@ -15,7 +15,7 @@ use berth_store::repo::repositories::RepositoryFilter;
 use percent_encoding::percent_decode_str;
 use serde_json::{Value, json};
 
-use crate::access::require_project;
+use crate::access::{ProjectAccess, require_project};
 use crate::error::{ApiError, HarborResult};
 use crate::extract::Principal;
 use crate::extract::harbor::{HarborQuery, paged};
@@ -106,7 +106,7 @@ pub async fn list_repositories(
 }
 
 /// Checks `action` on the project and loads the repository (404 when missing).
-pub(super) async fn load_repository(
+pub(crate) async fn load_repository(
     state: &AppState,
     principal: &Principal,
     project_name: &str,
@@ -114,6 +114,28 @@ pub(super) async fn load_repository(
     resource: Resource,
     action: Action,
 ) -> Result<(Project, String, Option<Repository>), ApiError> {
+    let (access, name, repository) = load_repository_access(
+        state,
+        principal,
+        project_name,
+        repository_name,
+        resource,
+        action,
+    )
+    .await?;
+    Ok((access.project, name, repository))
+}
+
+/// [`load_repository`] keeping the caller's standing in the project, for
+/// callers that also show what else the caller may do there.
+pub(crate) async fn load_repository_access(
+    state: &AppState,
+    principal: &Principal,
+    project_name: &str,
+    repository_name: &str,
+    resource: Resource,
+    action: Action,
+) -> Result<(ProjectAccess, String, Option<Repository>), ApiError> {
     let access = require_project(
         state,
         principal.user(),
@@ -124,7 +146,7 @@ pub(super) async fn load_repository(
     .await?;
     let name = full_name(project_name, repository_name);
     let repository = state.store.repositories().find(&name).await?;
-    Ok((access.project, name, repository))
+    Ok((access, name, repository))
 }
 
 fn repository_not_found(name: &str) -> ApiError {

@@ -112,12 +112,34 @@ pub async fn delete_tag(
         String,
     )>,
 ) -> HarborResult<()> {
-    let artifact = load_artifact(
+    remove_tag(
         &state,
         &principal,
         &project_name,
         &repository_name,
         &reference,
+        &tag_name,
+    )
+    .await?;
+    Ok(())
+}
+
+/// Deletes tag `tag_name` of the artifact `reference` names, after checking
+/// that the caller may delete tags in the project; 404 when either is missing.
+pub(crate) async fn remove_tag(
+    state: &AppState,
+    principal: &Principal,
+    project_name: &str,
+    repository_name: &str,
+    reference: &str,
+    tag_name: &str,
+) -> Result<(), ApiError> {
+    let artifact = load_artifact(
+        state,
+        principal,
+        project_name,
+        repository_name,
+        reference,
         Resource::Tag,
         Action::Delete,
     )
@@ -125,7 +147,7 @@ pub async fn delete_tag(
     let deleted = state
         .store
         .artifacts()
-        .delete_tag(artifact.id, &tag_name)
+        .delete_tag(artifact.id, tag_name)
         .await?;
     if deleted {
         state.audit(crate::audit::Event {
@@ -140,8 +162,7 @@ pub async fn delete_tag(
         return Err(ApiError::not_found(format!(
             "tag {tag_name} attached to artifact {} not found",
             artifact.id
-        ))
-        .into());
+        )));
     }
     Ok(())
 }

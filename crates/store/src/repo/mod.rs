@@ -26,5 +26,6 @@ pub mod quotas;
 pub mod registry;
 pub mod repositories;
 mod rest_list;
+pub mod sessions;
 pub(crate) mod sql;
 pub mod statistics;

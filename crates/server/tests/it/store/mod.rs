@@ -5,4 +5,5 @@ mod migrations;
 mod projects;
 mod registry;
 mod rest;
+mod sessions;
 mod users;

@@ -331,6 +331,36 @@ impl TestApp {
     }
 }
 
+impl TestApp {
+    /// Another instance over this one's database, on a connection pool of its
+    /// own (as a second server sharing PostgreSQL); `self` must outlive it.
+    pub async fn second_instance(&self) -> RestartedApp<'_> {
+        let store = Store::connect(&self.database_url)
+            .await
+            .expect("connect to the test database");
+        let rest =
+            RestServices::new(RestConfig::default()).expect("the default REST configuration");
+        let state = test_state(
+            store,
+            self.state.registry.blobs.clone(),
+            rest,
+            SignInSettings::default(),
+        );
+        RestartedApp {
+            inner: TestApp {
+                app: berth::app::build(state.clone()),
+                state,
+                backend: self.backend,
+                storage: self.storage,
+                blob_store_url: self.blob_store_url.clone(),
+                database_url: self.database_url.clone(),
+                dir: tempfile::tempdir().expect("temp dir"),
+            },
+            _original: self,
+        }
+    }
+}
+
 /// A [`TestApp`] sharing another's database and data directory.
 pub struct RestartedApp<'a> {
     inner: TestApp,

@@ -1,0 +1,179 @@
+//! Signing in and out of the portal. Passwords are checked by
+//! [`identity::verify_password`], as on every surface: the same throttle of
+//! failed sign-ins, the same LDAP mode.
+
+use axum::Router;
+use axum::extract::State;
+use axum::http::request::Parts;
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use serde::Deserialize;
+
+use super::html::{self, esc};
+use super::{PortalError, PortalForm, see_other};
+use crate::error::{ApiError, ErrorKind};
+use crate::identity;
+use crate::session;
+use crate::state::AppState;
+
+pub(super) fn router() -> Router<AppState> {
+    Router::new()
+        .route("/harbor/sign-in", get(sign_in_page).post(sign_in))
+        .route("/harbor/sign-out", post(sign_out))
+}
+
+/// The sign-in form; `error` above it when set.
+fn sign_in_form(status: StatusCode, login: &str, error: Option<&str>) -> Response {
+    let error = error.map(|e| html::notice("error", e)).unwrap_or_default();
+    let main = format!(
+        r#"<form class="signin" method="post" action="/harbor/sign-in">
+<h1>Sign in to Berth</h1>{error}
+<label for="login_username">Username or e-mail</label>
+<input type="text" id="login_username" name="principal" value="{login}" autocomplete="username" required autofocus>
+<label for="login_password">Password</label>
+<input type="password" id="login_password" name="password" autocomplete="current-password" required>
+<button type="submit" id="log_in">Log in</button>
+</form>"#,
+        login = esc(login),
+    );
+    html::page_with_status(status, "Sign in", None, &main).into_response()
+}
+
+/// `GET /harbor/sign-in`: the form, or the projects for a signed-in browser.
+async fn sign_in_page(State(state): State<AppState>, headers: HeaderMap) -> Response {
+    match session::from_headers(&state, &headers).await {
+        Ok(Some(_)) => see_other("/harbor/projects"),
+        _ => sign_in_form(StatusCode::OK, "", None),
+    }
+}
+
+/// The sign-in form's fields.
+#[derive(Debug, Deserialize)]
+pub(super) struct SignInForm {
+    #[serde(default)]
+    principal: String,
+    #[serde(default)]
+    password: String,
+}
+
+/// `POST /harbor/sign-in`: starts a session and sets the `sid` cookie.
+async fn sign_in(
+    State(state): State<AppState>,
+    parts: RequestFacts,
+    PortalForm(form): PortalForm<SignInForm>,
+) -> Result<Response, PortalError> {
+    if !same_origin(&state, &parts.headers) {
+        return Err(PortalError::api(
+            ApiError::forbidden("sign-in forms are accepted from this site only"),
+            None,
+        ));
+    }
+    let client = state.signin.client(&parts.extensions, &parts.headers);
+    let login = form.principal.trim();
+    let verified = identity::verify_password(&state, client, login, &form.password).await;
+    let user = match verified {
+        Ok(Some(user)) => user,
+        Ok(None) => {
+            return Ok(sign_in_form(
+                StatusCode::UNAUTHORIZED,
+                login,
+                Some("Invalid user name or password."),
+            ));
+        }
+        Err(err) if err.kind == ErrorKind::TooManyRequests => {
+            let wait = err.retry_after.unwrap_or(60);
+            let message = format!("Too many failed sign-ins. Try again in {wait} seconds.");
+            let mut response = sign_in_form(StatusCode::TOO_MANY_REQUESTS, login, Some(&message));
+            response
+                .headers_mut()
+                .insert(axum::http::header::RETRY_AFTER, wait.into());
+            return Ok(response);
+        }
+        Err(err) => return Err(PortalError::api(err, None)),
+    };
+    // A new session id at every sign-in; the one the browser held ends.
+    session::end(&state, &parts.headers)
+        .await
+        .map_err(|e| PortalError::api(e, None))?;
+    let (id, _csrf) = session::start(&state, &user)
+        .await
+        .map_err(|e| PortalError::api(e, None))?;
+    let secure = session::is_https(&state, &parts.extensions, &parts.headers);
+    let mut response = see_other("/harbor/projects");
+    session::add_cookie(
+        response.headers_mut(),
+        session::set_cookie(Some(&id), secure),
+    );
+    Ok(response)
+}
+
+/// Whether a sign-in came from this site's own form: no `Origin` (older
+/// browsers), or one naming the request's `Host` or the external URL. Sign-in
+/// has no session and so no CSRF token; this keeps other sites from signing a
+/// browser into an account of theirs.
+fn same_origin(state: &AppState, headers: &HeaderMap) -> bool {
+    let Some(origin) = headers.get(header::ORIGIN) else {
+        return true;
+    };
+    let Some(authority) = origin
+        .to_str()
+        .ok()
+        .and_then(|o| o.split_once("://"))
+        .map(|(_, authority)| authority)
+    else {
+        return false;
+    };
+    let host = headers.get(header::HOST).and_then(|h| h.to_str().ok());
+    let external = state
+        .external_url
+        .split_once("://")
+        .map_or("", |(_, rest)| rest.split('/').next().unwrap_or(""));
+    host.is_some_and(|h| h.eq_ignore_ascii_case(authority))
+        || external.eq_ignore_ascii_case(authority)
+}
+
+/// The sign-out form's field.
+#[derive(Debug, Deserialize)]
+pub(super) struct CsrfForm {
+    #[serde(default)]
+    csrf_token: String,
+}
+
+/// `POST /harbor/sign-out`: ends the session and clears the cookie.
+async fn sign_out(
+    State(state): State<AppState>,
+    parts: RequestFacts,
+    PortalForm(form): PortalForm<CsrfForm>,
+) -> Result<Response, PortalError> {
+    if let Some(current) = session::from_headers(&state, &parts.headers)
+        .await
+        .map_err(|e| PortalError::api(e, None))?
+    {
+        super::check_form_csrf(&current, &form.csrf_token)?;
+        session::end(&state, &parts.headers)
+            .await
+            .map_err(|e| PortalError::api(e, None))?;
+    }
+    let secure = session::is_https(&state, &parts.extensions, &parts.headers);
+    let mut response = see_other("/harbor/sign-in");
+    session::add_cookie(response.headers_mut(), session::set_cookie(None, secure));
+    Ok(response)
+}
+
+/// The request's headers and extensions (peer address), for handlers that also read a body.
+pub(super) struct RequestFacts {
+    headers: HeaderMap,
+    extensions: axum::http::Extensions,
+}
+
+impl<S: Send + Sync> axum::extract::FromRequestParts<S> for RequestFacts {
+    type Rejection = std::convert::Infallible;
+
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Self::Rejection> {
+        Ok(Self {
+            headers: parts.headers.clone(),
+            extensions: parts.extensions.clone(),
+        })
+    }
+}

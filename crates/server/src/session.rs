@@ -1,0 +1,187 @@
+//! Web portal sessions, shared by the portal and the Harbor API: the `sid`
+//! cookie, its server-side record (by hash, in the database, so every instance
+//! accepts it) and the CSRF token that state-changing requests must echo.
+
+use std::sync::Arc;
+
+use axum::http::header::{COOKIE, SET_COOKIE};
+use axum::http::{Extensions, HeaderMap, HeaderValue, Method};
+use berth_auth::secret::{constant_time_eq, random_alphanumeric};
+use berth_domain::model::User;
+use sha2::{Digest, Sha256};
+
+use crate::error::ApiError;
+use crate::signin::peer;
+use crate::state::AppState;
+
+/// The session cookie's name.
+pub const COOKIE_NAME: &str = "sid";
+/// The header (Harbor's) that carries the CSRF token on API requests.
+pub const CSRF_HEADER: &str = "x-harbor-csrf-token";
+/// How long a session lives.
+pub const SESSION_TTL_SECS: i64 = 12 * 60 * 60;
+/// The message of a refused CSRF token (Harbor's).
+pub const CSRF_INVALID: &str = "CSRF token invalid";
+
+/// A signed-in browser: the user and the session's CSRF token.
+#[derive(Debug, Clone)]
+pub struct SessionUser {
+    /// The signed-in user.
+    pub user: Arc<User>,
+    /// The token forms and state-changing API requests must carry.
+    pub csrf_token: String,
+}
+
+impl SessionUser {
+    /// Whether `candidate` is this session's CSRF token (constant time).
+    pub fn csrf_matches(&self, candidate: &str) -> bool {
+        constant_time_eq(self.csrf_token.as_bytes(), candidate.as_bytes())
+    }
+}
+
+fn id_hash(id: &str) -> String {
+    hex::encode(Sha256::digest(id.as_bytes()))
+}
+
+/// The `sid` value of the request's cookies, if well formed.
+pub fn cookie_id(headers: &HeaderMap) -> Option<&str> {
+    headers
+        .get_all(COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .filter_map(|pair| pair.trim().split_once('='))
+        .find(|(name, _)| *name == COOKIE_NAME)
+        .map(|(_, value)| value.trim())
+        .filter(|v| v.len() == 43 && v.bytes().all(|b| b.is_ascii_alphanumeric()))
+}
+
+/// The live session the request's cookie names, if any.
+pub async fn from_headers(
+    state: &AppState,
+    headers: &HeaderMap,
+) -> Result<Option<SessionUser>, ApiError> {
+    let Some(id) = cookie_id(headers) else {
+        return Ok(None);
+    };
+    let Some(session) = state.store.sessions().find(&id_hash(id)).await? else {
+        return Ok(None);
+    };
+    let Some(user) = state.store.users().find_by_id(session.user_id).await? else {
+        return Ok(None);
+    };
+    Ok(Some(SessionUser {
+        user: Arc::new(user),
+        csrf_token: session.csrf_token,
+    }))
+}
+
+/// Starts a session for `user`: its id (for the cookie) and CSRF token.
+pub async fn start(state: &AppState, user: &User) -> Result<(String, String), ApiError> {
+    let id = random_alphanumeric(43);
+    let csrf = random_alphanumeric(32);
+    state
+        .store
+        .sessions()
+        .create(&id_hash(&id), user.id, &csrf, SESSION_TTL_SECS)
+        .await?;
+    Ok((id, csrf))
+}
+
+/// Ends the session the request's cookie names, if any.
+pub async fn end(state: &AppState, headers: &HeaderMap) -> Result<(), ApiError> {
+    if let Some(id) = cookie_id(headers) {
+        state.store.sessions().delete(&id_hash(id)).await?;
+    }
+    Ok(())
+}
+
+/// Whether the request reached us over https: `X-Forwarded-Proto` from a
+/// trusted proxy, else the scheme of the external URL.
+pub fn is_https(state: &AppState, extensions: &Extensions, headers: &HeaderMap) -> bool {
+    let from_proxy =
+        peer(extensions).is_some_and(|p| state.signin.trusted_proxies.contains(p.ip()));
+    if from_proxy
+        && let Some(proto) = headers
+            .get("x-forwarded-proto")
+            .and_then(|v| v.to_str().ok())
+    {
+        let last = proto.rsplit(',').next().unwrap_or("").trim();
+        return last.eq_ignore_ascii_case("https");
+    }
+    state.external_url.starts_with("https://")
+}
+
+/// The `Set-Cookie` value that carries session `id` (`None`: clears it).
+pub fn set_cookie(id: Option<&str>, secure: bool) -> HeaderValue {
+    let secure = if secure { "; Secure" } else { "" };
+    let value = match id {
+        Some(id) => format!(
+            "{COOKIE_NAME}={id}; Path=/; HttpOnly; SameSite=Lax; Max-Age={SESSION_TTL_SECS}{secure}"
+        ),
+        None => format!("{COOKIE_NAME}=; Path=/; HttpOnly; SameSite=Lax; Max-Age=0{secure}"),
+    };
+    // Only alphanumerics and fixed text: always a valid header value.
+    HeaderValue::from_str(&value).unwrap_or_else(|_| HeaderValue::from_static(""))
+}
+
+/// Adds a `Set-Cookie` header to `headers`.
+pub fn add_cookie(headers: &mut HeaderMap, value: HeaderValue) {
+    headers.append(SET_COOKIE, value);
+}
+
+/// Whether a request with `method` changes state (everything but GET, HEAD, OPTIONS).
+pub fn changes_state(method: &Method) -> bool {
+    !matches!(*method, Method::GET | Method::HEAD | Method::OPTIONS)
+}
+
+/// Checks the CSRF header of an API request the session authenticates.
+pub fn check_csrf_header(
+    session: &SessionUser,
+    method: &Method,
+    headers: &HeaderMap,
+) -> Result<(), ApiError> {
+    if !changes_state(method) {
+        return Ok(());
+    }
+    let sent = headers
+        .get(CSRF_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    if session.csrf_matches(sent) {
+        Ok(())
+    } else {
+        Err(ApiError::forbidden(CSRF_INVALID))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_the_sid_cookie() {
+        let id = "a".repeat(43);
+        let mut headers = HeaderMap::new();
+        headers.insert(
+            COOKIE,
+            HeaderValue::from_str(&format!("x=1; sid={id}; y=2")).unwrap(),
+        );
+        assert_eq!(cookie_id(&headers), Some(id.as_str()));
+        headers.insert(COOKIE, HeaderValue::from_static("sid=short"));
+        assert_eq!(cookie_id(&headers), None);
+    }
+
+    #[test]
+    fn cookie_flags() {
+        let v = set_cookie(Some("abc"), true);
+        let v = v.to_str().unwrap();
+        assert!(v.contains("HttpOnly") && v.contains("SameSite=Lax") && v.contains("Secure"));
+        assert!(
+            !set_cookie(Some("abc"), false)
+                .to_str()
+                .unwrap()
+                .contains("Secure")
+        );
+    }
+}

@@ -1,0 +1,259 @@
+//! Portal pages: what they show, that they escape user data, and the
+//! operations behind their forms (create and delete projects, delete tags).
+
+use axum::http::StatusCode;
+
+use super::{csrf_for, sign_in, sign_in_admin};
+use crate::backend_test;
+use crate::harbor::fixtures;
+use crate::registry::push_image;
+
+backend_test!(
+    async fn portal_pages_escape_user_data(app) {
+        // A username the store holds as given (directory users are imported as they are).
+        app.create_user("<b>eve</b>", "Eve-pass-1").await;
+        let cookie = sign_in(&app, "<b>eve</b>", "Eve-pass-1").await;
+        let res = app
+            .get("/harbor/projects?name=%3Cscript%3Ealert(1)%3C%2Fscript%3E&public=%22%3E")
+            .header("cookie", &cookie)
+            .send()
+            .await;
+        assert_eq!(res.status, StatusCode::OK);
+        let page = res.text();
+        assert!(!page.contains("<script>alert"), "{page}");
+        assert!(page.contains("&lt;script&gt;alert(1)&lt;/script&gt;"));
+        assert!(!page.contains("<b>eve"));
+        assert!(page.contains("&lt;b&gt;eve&lt;/b&gt;"));
+        assert!(
+            res.header("content-security-policy")
+                .unwrap()
+                .contains("default-src 'self'")
+        );
+        // An invalid name comes back in an error page, escaped.
+        let csrf = csrf_for(&app, &cookie).await;
+        let res = app
+            .post("/harbor/projects")
+            .header("cookie", &cookie)
+            .form(&[("csrf_token", &csrf), ("project_name", "<img src=x>")])
+            .send()
+            .await;
+        assert_eq!(res.status, StatusCode::BAD_REQUEST);
+        assert!(!res.text().contains("<img"));
+    }
+);
+
+backend_test!(
+    async fn portal_projects_are_listed_searched_created_and_deleted(app) {
+        fixtures::project(&app, None, "alpha", true).await;
+        fixtures::project(&app, None, "beta", false).await;
+        let cookie = sign_in_admin(&app).await;
+        let csrf = csrf_for(&app, &cookie).await;
+        let res = app
+            .get("/harbor/projects?name=alp")
+            .header("cookie", &cookie)
+            .send()
+            .await;
+        let page = res.text();
+        assert!(page.contains(r#"data-project="alpha""#));
+        assert!(!page.contains(r#"data-project="beta""#));
+        let res = app
+            .get("/harbor/projects?public=false")
+            .header("cookie", &cookie)
+            .send()
+            .await;
+        let page = res.text();
+        assert!(page.contains(r#"data-project="beta""#) && !page.contains(r#"data-project="alpha""#));
+
+        let res = app
+            .post("/harbor/projects")
+            .header("cookie", &cookie)
+            .form(&[("csrf_token", &csrf), ("project_name", "gamma"), ("public", "true")])
+            .send()
+            .await;
+        assert_eq!(res.status, StatusCode::SEE_OTHER, "{}", res.text());
+        assert_eq!(res.header("location"), Some("/harbor/projects/gamma"));
+        let res = app.get("/api/v2.0/projects/gamma").admin().send().await;
+        assert_eq!(res.json()["metadata"]["public"], "true");
+
+        // A project with repositories: 412, explained.
+        push_image(&app, "gamma/app", "v1", &[b"layer"]).await;
+        let res = app
+            .post("/harbor/projects/gamma/delete")
+            .header("cookie", &cookie)
+            .form(&[("csrf_token", &csrf)])
+            .send()
+            .await;
+        assert_eq!(res.status, StatusCode::PRECONDITION_FAILED);
+        assert!(res.text().contains("still contains repositories"), "{}", res.text());
+        let res = app
+            .post("/harbor/projects/beta/delete")
+            .header("cookie", &cookie)
+            .form(&[("csrf_token", &csrf)])
+            .send()
+            .await;
+        assert_eq!(res.status, StatusCode::SEE_OTHER);
+        let res = app.get("/api/v2.0/projects/beta").admin().send().await;
+        assert_eq!(res.status, StatusCode::NOT_FOUND);
+    }
+);
+
+backend_test!(
+    async fn portal_repository_page_shows_artifacts_and_deletes_tags(app) {
+        push_image(&app, "library/team/web", "v1", &[b"one"]).await;
+        let cookie = sign_in_admin(&app).await;
+        let csrf = csrf_for(&app, &cookie).await;
+        let res = app
+            .get("/harbor/projects/library")
+            .header("cookie", &cookie)
+            .send()
+            .await;
+        assert!(res.text().contains(r#"href="/harbor/projects/library/repositories/team/web""#));
+        let res = app
+            .get("/harbor/projects/library/repositories/team/web")
+            .header("cookie", &cookie)
+            .send()
+            .await;
+        assert_eq!(res.status, StatusCode::OK, "{}", res.text());
+        let page = res.text();
+        assert!(page.contains(r#"data-copy="docker pull 127.0.0.1:9000/library/team/web:v1""#), "{page}");
+        assert!(page.contains(r#"data-copy="docker pull 127.0.0.1:9000/library/team/web@sha256:"#));
+        let digest = page
+            .split(r#"<tr data-digest=""#)
+            .nth(1)
+            .unwrap()
+            .split('"')
+            .next()
+            .unwrap()
+            .to_string();
+        assert!(page.contains(&format!(">{}<", &digest[7..19])), "short digest");
+        assert!(page.contains("IMAGE"));
+        // A user who is not a member sees nothing of the private project.
+        fixtures::project(&app, None, "secret", false).await;
+        app.create_user("bob", "Bob-pass-1").await;
+        let bob = sign_in(&app, "bob", "Bob-pass-1").await;
+        let res = app
+            .get("/harbor/projects/library/repositories/team/web")
+            .header("cookie", &bob)
+            .send()
+            .await;
+        assert_eq!(res.status, StatusCode::OK);
+        assert!(res.text().contains("copy-tag") && !res.text().contains("delete-tag"));
+        let res = app.get("/harbor/projects/secret").header("cookie", &bob).send().await;
+        assert_eq!(res.status, StatusCode::FORBIDDEN);
+        let bob_csrf = csrf_for(&app, &bob).await;
+        let form = |csrf: &str| {
+            vec![
+                ("csrf_token".to_string(), csrf.to_string()),
+                ("project".into(), "library".into()),
+                ("repository".into(), "team/web".into()),
+                ("digest".into(), digest.clone()),
+                ("tag".into(), "v1".into()),
+            ]
+        };
+        let bob_form = form(&bob_csrf);
+        let bob_fields: Vec<(&str, &str)> =
+            bob_form.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+        let res = app
+            .post("/harbor/tags/delete")
+            .header("cookie", &bob)
+            .form(&bob_fields)
+            .send()
+            .await;
+        assert_eq!(res.status, StatusCode::FORBIDDEN, "guests of a public project delete nothing");
+        let admin_form = form(&csrf);
+        let fields: Vec<(&str, &str)> =
+            admin_form.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+        let res = app
+            .post("/harbor/tags/delete")
+            .header("cookie", &cookie)
+            .form(&fields)
+            .send()
+            .await;
+        assert_eq!(res.status, StatusCode::SEE_OTHER, "{}", res.text());
+        let res = app
+            .get("/api/v2.0/projects/library/repositories/team%252Fweb/artifacts/v1")
+            .admin()
+            .send()
+            .await;
+        assert_eq!(res.status, StatusCode::NOT_FOUND);
+    }
+);
+
+backend_test!(
+    async fn portal_lists_are_paged_and_bad_forms_are_pages(app) {
+        for i in 0..20 {
+            fixtures::project(&app, None, &format!("p{i:02}"), false).await;
+        }
+        let cookie = sign_in_admin(&app).await;
+        let page = app.get("/harbor/projects").header("cookie", &cookie).send().await.text();
+        assert!(page.contains("Page 1 of 2 · 21 projects"), "{page}");
+        assert!(page.contains(r#"href="/harbor/projects?name=&amp;public=&amp;page=2""#));
+        let page = app
+            .get("/harbor/projects?page=2")
+            .header("cookie", &cookie)
+            .send()
+            .await
+            .text();
+        assert!(page.contains(r#"data-project="p19""#) && !page.contains(r#"data-project="library""#));
+        let res = app
+            .post("/harbor/tags/delete")
+            .header("cookie", &cookie)
+            .form(&[("csrf_token", "x")])
+            .send()
+            .await;
+        assert_eq!(res.status, StatusCode::BAD_REQUEST);
+        assert!(res.header("content-type").unwrap().starts_with("text/html"));
+    }
+);
+
+backend_test!(
+    async fn portal_project_admins_add_members(app) {
+        fixtures::project(&app, None, "team", false).await;
+        app.create_user("carol", "Carol-pass-1").await;
+        let cookie = sign_in_admin(&app).await;
+        let csrf = csrf_for(&app, &cookie).await;
+        let add = |name: &'static str, role: &'static str| {
+            let cookie = cookie.clone();
+            let csrf = csrf.clone();
+            let app = &app;
+            async move {
+                app.post("/harbor/projects/team/members")
+                    .header("cookie", &cookie)
+                    .form(&[("csrf_token", csrf.as_str()), ("username", name), ("role_id", role)])
+                    .send()
+                    .await
+            }
+        };
+        let res = add("carol", "2").await;
+        assert_eq!(res.status, StatusCode::SEE_OTHER, "{}", res.text());
+        let page = app.get("/harbor/projects/team").header("cookie", &cookie).send().await.text();
+        assert!(page.contains(r#"<tr data-member="carol"><td>carol</td><td>User</td><td class="role">developer</td>"#), "{page}");
+        assert_eq!(add("carol", "3").await.status, StatusCode::CONFLICT);
+        assert_eq!(add("nobody", "3").await.status, StatusCode::NOT_FOUND);
+        assert_eq!(add("carol", "9").await.status, StatusCode::CONFLICT);
+        // A developer sees the members but cannot add any.
+        let carol = sign_in(&app, "carol", "Carol-pass-1").await;
+        let page = app.get("/harbor/projects/team").header("cookie", &carol).send().await.text();
+        assert!(page.contains(r#"data-member="carol""#) && !page.contains("add_member"));
+        let carol_csrf = csrf_for(&app, &carol).await;
+        let res = app
+            .post("/harbor/projects/team/members")
+            .header("cookie", &carol)
+            .form(&[("csrf_token", carol_csrf.as_str()), ("username", "admin"), ("role_id", "1")])
+            .send()
+            .await;
+        assert_eq!(res.status, StatusCode::FORBIDDEN);
+    }
+);
+
+backend_test!(
+    async fn portal_unknown_pages_are_html_404s(app) {
+        let cookie = sign_in_admin(&app).await;
+        let res = app.get("/harbor/nowhere/at/all").header("cookie", &cookie).send().await;
+        assert_eq!(res.status, StatusCode::NOT_FOUND);
+        assert!(res.header("content-type").unwrap().starts_with("text/html"));
+        assert!(res.text().contains("There is no such page."));
+        let res = app.get("/harbor/projects").header("cookie", &cookie).send().await;
+        assert_eq!(res.status, StatusCode::OK, "known pages still win");
+    }
+);

@@ -1,0 +1,292 @@
+#!/usr/bin/env python3
+"""Browser test of the web portal: Debian's chromium driven by Playwright.
+
+    python3 scripts/portal-test.py BERTH_BINARY [SCREENSHOT_DIR]
+
+Starts the given berth on a free loopback port with a fresh SQLite data
+directory, builds a small OCI image with umoci, pushes it with skopeo, and walks
+the portal as a person would: a bad password shows an error; the administrator
+signs in, creates a project, finds the pushed image, copies its pull commands,
+deletes a tag and signs out; a user who is not a member does not see the
+private project. Screenshots of the main pages go to SCREENSHOT_DIR (default
+docs/screenshots). Any missing tool or failed step exits non-zero.
+"""
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+import base64
+import json
+
+from playwright.sync_api import expect, sync_playwright
+
+CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+ADMIN_PASSWORD = "Portal-test-1"
+
+
+def log(text):
+    print(f"portal-test: {text}", file=sys.stderr, flush=True)
+
+
+def require(tool):
+    if shutil.which(tool) is None and not os.path.exists(tool):
+        sys.exit(f"portal-test: {tool} is required and missing")
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def run(*args):
+    subprocess.run(args, check=True, stdout=subprocess.DEVNULL)
+
+
+def build_image(work):
+    """An OCI layout `work/layout:v1` with one small layer."""
+    layout = os.path.join(work, "layout")
+    run("umoci", "init", "--layout", layout)
+    run("umoci", "new", "--image", f"{layout}:v0")
+    bundle = os.path.join(work, "bundle")
+    run("umoci", "unpack", "--rootless", "--image", f"{layout}:v0", bundle)
+    with open(os.path.join(bundle, "rootfs", "hello.txt"), "w") as f:
+        f.write("hello from the portal test\n")
+    run("umoci", "repack", "--image", f"{layout}:v1", bundle)
+    return layout
+
+
+def push(layout, host, reference):
+    run(
+        "skopeo", "--insecure-policy", "copy", "--quiet",
+        "--dest-tls-verify=false", "--dest-creds", f"admin:{ADMIN_PASSWORD}",
+        f"oci:{layout}:v1", f"docker://{host}/{reference}",
+    )
+
+
+def api(base, method, path, body=None):
+    """A Harbor API call as admin (Basic)."""
+    request = urllib.request.Request(base + path, method=method)
+    token = base64.b64encode(f"admin:{ADMIN_PASSWORD}".encode()).decode()
+    request.add_header("Authorization", f"Basic {token}")
+    data = None
+    if body is not None:
+        data = json.dumps(body).encode()
+        request.add_header("Content-Type", "application/json")
+    with urllib.request.urlopen(request, data) as response:
+        return response.status
+
+
+def start_berth(binary, work, port):
+    env = dict(os.environ, HARBOR_ADMIN_PASSWORD=ADMIN_PASSWORD)
+    logfile = open(os.path.join(work, "server.log"), "w")
+    process = subprocess.Popen(
+        [binary, "serve", "--ip", "127.0.0.1", "--port", str(port),
+         "--data-dir", os.path.join(work, "data"),
+         "--external-url", f"http://127.0.0.1:{port}", "--log", "warn"],
+        env=env, stdout=logfile, stderr=subprocess.STDOUT,
+    )
+    for _ in range(150):
+        if process.poll() is not None:
+            break
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/v2.0/health", timeout=1):
+                return process
+        except OSError:
+            time.sleep(0.2)
+    process.kill()
+    with open(os.path.join(work, "server.log")) as f:
+        sys.stderr.write(f.read())
+    sys.exit("portal-test: berth did not become healthy")
+
+
+def scenario(page, base, host, shots, clipboard_ok):
+    def shot(name):
+        page.screenshot(path=os.path.join(shots, f"{name}.png"), full_page=True)
+
+    page.on("dialog", lambda dialog: dialog.accept())
+
+    log("a browser asking for / lands on the sign-in page")
+    page.goto(base + "/")
+    expect(page).to_have_url(base + "/harbor/sign-in")
+    shot("sign-in")
+
+    log("a bad password shows an error")
+    page.fill("#login_username", "admin")
+    page.fill("#login_password", "not-the-password")
+    page.click("#log_in")
+    expect(page.get_by_role("alert")).to_contain_text("Invalid user name or password")
+    shot("sign-in-error")
+
+    log("admin signs in")
+    page.fill("#login_username", "admin")
+    page.fill("#login_password", ADMIN_PASSWORD)
+    page.click("#log_in")
+    expect(page).to_have_url(base + "/harbor/projects")
+    expect(page.locator("#current_user")).to_have_text("admin")
+
+    log("admin creates a private project")
+    page.fill("#create_project_name", "demo")
+    page.click("#create_project")
+    expect(page).to_have_url(base + "/harbor/projects/demo")
+    expect(page.locator("h1")).to_contain_text("demo")
+
+    log("admin adds a member")
+    api(base, "POST", "/api/v2.0/users", {
+        "username": "dev", "email": "dev@example.com", "realname": "Developer",
+        "password": "Dev-pass-1",
+    })
+    page.fill("#member_username", "dev")
+    page.select_option("#member_role", label="developer")
+    page.click("#add_member")
+    expect(page.get_by_role("alert")).to_contain_text("dev was added to the project")
+    expect(page.locator('tr[data-member="dev"] .role')).to_have_text("developer")
+
+    log("skopeo pushes demo/app:v1 and :v2")
+    push(LAYOUT, host, "demo/app:v1")
+    push(LAYOUT, host, "demo/app:v2")
+
+    log("the project is found by search, with its repository count")
+    page.goto(base + "/harbor/projects")
+    page.fill("#project_search", "dem")
+    page.get_by_role("button", name="Search").click()
+    row = page.locator('tr[data-project="demo"]')
+    expect(row).to_be_visible()
+    expect(row.locator(".repo-count")).to_have_text("1")
+    expect(page.locator('tr[data-project="library"]')).to_have_count(0)
+    page.goto(base + "/harbor/projects")
+    shot("projects")
+
+    log("the repository and its artifact are shown")
+    page.click('tr[data-project="demo"] a')
+    expect(page).to_have_url(base + "/harbor/projects/demo")
+    shot("project")
+    page.click('tr[data-repository="demo/app"] a')
+    expect(page).to_have_url(base + "/harbor/projects/demo/repositories/app")
+    artifact = page.locator("tr[data-digest]")
+    expect(artifact).to_have_count(1)
+    expect(artifact.locator('[data-tag="v1"]')).to_be_visible()
+    expect(artifact.locator('[data-tag="v2"]')).to_be_visible()
+    expect(artifact).to_contain_text("IMAGE")
+    shot("repository")
+
+    log("copy pull command by tag")
+    button = artifact.locator('[data-tag="v1"] button.copy-tag')
+    want = f"docker pull {host}/demo/app:v1"
+    expect(button).to_have_attribute("data-copy", want)
+    button.click()
+    expect(button).to_have_attribute("data-copied", "true")
+    if clipboard_ok:
+        got = page.evaluate("navigator.clipboard.readText()")
+        assert got == want, f"clipboard holds {got!r}, not {want!r}"
+
+    log("copy pull command by digest")
+    digest = artifact.get_attribute("data-digest")
+    button = artifact.locator("button.copy-digest")
+    want = f"docker pull {host}/demo/app@{digest}"
+    expect(button).to_have_attribute("data-copy", want)
+    button.click()
+    expect(button).to_have_attribute("data-copied", "true")
+    if clipboard_ok:
+        got = page.evaluate("navigator.clipboard.readText()")
+        assert got == want, f"clipboard holds {got!r}, not {want!r}"
+
+    log("delete tag v2")
+    artifact.locator('[data-tag="v2"] button.delete-tag').click()
+    expect(page.get_by_role("alert")).to_contain_text("Tag v2 was deleted")
+    expect(page.locator('[data-tag="v2"]')).to_have_count(0)
+    expect(page.locator('[data-tag="v1"]')).to_be_visible()
+
+    log("sign out")
+    page.click("#log_out")
+    expect(page).to_have_url(base + "/harbor/sign-in")
+    page.goto(base + "/harbor/projects")
+    expect(page).to_have_url(base + "/harbor/sign-in")
+
+    log("the member signs in and sees the project, without delete buttons")
+    page.fill("#login_username", "dev")
+    page.fill("#login_password", "Dev-pass-1")
+    page.click("#log_in")
+    expect(page.locator('tr[data-project="demo"]')).to_be_visible()
+    page.goto(base + "/harbor/projects/demo/repositories/app")
+    expect(page.locator('[data-tag="v1"] button.copy-tag')).to_be_visible()
+    expect(page.locator("button.delete-tag")).to_have_count(0)
+    page.click("#log_out")
+    expect(page).to_have_url(base + "/harbor/sign-in")
+
+    log("a user who is not a member does not see the private project")
+    api(base, "POST", "/api/v2.0/users", {
+        "username": "guest", "email": "guest@example.com", "realname": "Guest",
+        "password": "Guest-pass-1",
+    })
+    page.fill("#login_username", "guest")
+    page.fill("#login_password", "Guest-pass-1")
+    page.click("#log_in")
+    expect(page.locator("#current_user")).to_have_text("guest")
+    expect(page.locator('tr[data-project="library"]')).to_be_visible()
+    expect(page.locator('tr[data-project="demo"]')).to_have_count(0)
+    response = page.goto(base + "/harbor/projects/demo")
+    assert response.status == 403, response.status
+    page.goto(base + "/harbor/projects")
+    page.click("#log_out")
+    expect(page).to_have_url(base + "/harbor/sign-in")
+
+
+def main():
+    if len(sys.argv) < 2:
+        sys.exit(__doc__)
+    binary = os.path.abspath(sys.argv[1])
+    shots = os.path.abspath(sys.argv[2] if len(sys.argv) > 2 else "docs/screenshots")
+    for tool in (binary, CHROMIUM, "skopeo", "umoci"):
+        require(tool)
+    os.makedirs(shots, exist_ok=True)
+    work = tempfile.mkdtemp(prefix="berth-portal-test.")
+    port = free_port()
+    host = f"127.0.0.1:{port}"
+    base = f"http://{host}"
+    global LAYOUT
+    LAYOUT = build_image(work)
+    server = start_berth(binary, work, port)
+    try:
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+            context = browser.new_context(viewport={"width": 1280, "height": 800})
+            clipboard_ok = True
+            try:
+                context.grant_permissions(["clipboard-read", "clipboard-write"], origin=base)
+            except Exception as err:  # the data attributes are still checked
+                log(f"clipboard permissions not granted ({err}); checking data attributes only")
+                clipboard_ok = False
+            page = context.new_page()
+            page.set_default_timeout(10_000)
+            scenario(page, base, host, shots, clipboard_ok)
+            browser.close()
+    except BaseException:
+        with open(os.path.join(work, "server.log")) as f:
+            sys.stderr.write("portal-test: the server's log:\n" + f.read()[-4000:])
+        raise
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+        shutil.rmtree(work, ignore_errors=True)
+    log(f"passed; screenshots in {shots}")
+
+
+LAYOUT = None
+
+if __name__ == "__main__":
+    main()
