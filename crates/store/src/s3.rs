@@ -220,6 +220,16 @@ impl S3Client {
         drain(response).await
     }
 
+    /// Creates the bucket (in the client's region); a bucket that exists and
+    /// is ours is no error. For set-up tools and tests.
+    pub async fn create_bucket(&self) -> Result<(), S3Error> {
+        match self.send_ok(Call::new(Method::PUT, None)).await {
+            Ok(response) => drain(response).await,
+            Err(S3Error::Status { code, .. }) if code == "BucketAlreadyOwnedByYou" => Ok(()),
+            Err(err) => Err(err),
+        }
+    }
+
     /// Writes `body` at `key` in one request (S3 takes up to 5 GiB this way).
     pub async fn put_object(&self, key: &str, body: Bytes) -> Result<(), S3Error> {
         let response = self

@@ -68,10 +68,10 @@ async fn serve(data_dir: &Path, database_url: &str, blob_store: Option<&str>) ->
 
 /// The `--blob-store` URL of a test on `storage`: a fresh bucket prefix, or
 /// none (the data directory).
-fn blob_store(storage: Storage) -> Option<String> {
+async fn blob_store(storage: Storage) -> Option<String> {
     match storage {
         Storage::Files => None,
-        Storage::S3 => Some(s3_blob_store_url()),
+        Storage::S3 => Some(s3_blob_store_url().await),
     }
 }
 
@@ -195,7 +195,7 @@ async fn skopeo_round_trips(backend: Backend, storage: Storage) {
     let work = tempfile::tempdir().unwrap();
     let layout = build_layout(work.path());
     let data = work.path().join("data");
-    let store = blob_store(storage);
+    let store = blob_store(storage).await;
     let server = serve(
         &data,
         &database_url(backend, work.path()).await,
@@ -319,7 +319,7 @@ async fn crash_during_chunked_upload(backend: Backend, storage: Storage) {
     let data = work.path().join("data");
     let url = database_url(backend, work.path()).await;
     let client = reqwest::Client::new();
-    let store = blob_store(storage);
+    let store = blob_store(storage).await;
     let server = serve(&data, &url, store.as_deref()).await;
     let res = client
         .post(server.url("/v2/library/resumed/blobs/uploads/"))
@@ -448,7 +448,7 @@ async fn podman_round_trip(backend: Backend, storage: Storage) {
     require("skopeo");
     let work = tempfile::tempdir().unwrap();
     let layout = build_layout(work.path());
-    let store = blob_store(storage);
+    let store = blob_store(storage).await;
     let server = serve(
         &work.path().join("data"),
         &database_url(backend, work.path()).await,

@@ -82,14 +82,14 @@ fn text(out: &Output) -> String {
 }
 
 /// The shared blob store as the test sees it, and its `--blob-store` URL.
-fn shared_store(work: &Path, storage: Storage) -> (BlobStore, String) {
+async fn shared_store(work: &Path, storage: Storage) -> (BlobStore, String) {
     match storage {
         Storage::Files => {
             let dir = work.join("shared-blobs");
             (BlobStore::new(&dir), format!("file://{}", dir.display()))
         }
         Storage::S3 => {
-            let url = s3_blob_store_url();
+            let url = s3_blob_store_url().await;
             (s3_blob_store(&url), url)
         }
     }
@@ -216,7 +216,7 @@ async fn two_instances_share_one_registry(storage: Storage) {
     require("skopeo");
     require("umoci");
     let work = tempfile::tempdir().unwrap();
-    let (shared, blob_store) = shared_store(work.path(), storage);
+    let (shared, blob_store) = shared_store(work.path(), storage).await;
     let url = postgres_database_url().await;
     let a = instance(&work.path().join("a"), &url, &blob_store).await;
     let b = instance(&work.path().join("b"), &url, &blob_store).await;

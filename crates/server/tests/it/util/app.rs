@@ -89,7 +89,10 @@ impl TestApp {
             .expect("the test key seals");
         let hash = berth_auth::password::hash_password(ADMIN_PASSWORD);
         assert!(store.users().set_password_if_unset(1, &hash).await.unwrap());
-        let blob_store_url = (storage == Storage::S3).then(s3_blob_store_url);
+        let blob_store_url = match storage {
+            Storage::S3 => Some(s3_blob_store_url().await),
+            Storage::Files => None,
+        };
         let blobs = match &blob_store_url {
             None => {
                 let blob_dir = bootstrap::blob_dir(dir.path());
@@ -164,21 +167,26 @@ pub async fn database_url(backend: Backend, dir: &std::path::Path) -> String {
     }
 }
 
-/// The `--blob-store` URL of a fresh prefix in the test bucket
-/// (`BERTH_TEST_S3_URL`, credentials in the AWS environment variables).
-pub fn s3_blob_store_url() -> String {
+/// The `--blob-store` URL of a fresh bucket on the test S3 server
+/// (`BERTH_TEST_S3_URL` names the server and the region; credentials in the
+/// AWS environment variables). A bucket of its own per test keeps listings
+/// (s3s-fs walks the whole bucket for any prefix) to the test's own objects.
+pub async fn s3_blob_store_url() -> String {
     let url = std::env::var("BERTH_TEST_S3_URL").expect(
         "BERTH_TEST_S3_URL is not set: run the suite with `bash scripts/test`, which starts \
          an S3 server (scripts/s3-fixture), or point it at a bucket \
          (s3://bucket?endpoint=http://host:port with AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY)",
     );
+    let query = url.split_once('?').map_or("", |(_, query)| query);
     // Short: s3s-fs names a file after the whole key (base64), and a sha512
-    // key under a long prefix passes the 255-byte file name limit.
-    let prefix = format!("t{}", &uuid::Uuid::new_v4().simple().to_string()[..8]);
-    match url.split_once('?') {
-        Some((base, query)) => format!("{}/{prefix}?{query}", base.trim_end_matches('/')),
-        None => format!("{}/{prefix}", url.trim_end_matches('/')),
-    }
+    // key passes the 255-byte file name limit under a long prefix.
+    let bucket = format!("t{}", &uuid::Uuid::new_v4().simple().to_string()[..12]);
+    let url = format!("s3://{bucket}?{query}");
+    s3_client(&url)
+        .create_bucket()
+        .await
+        .expect("create a bucket on the test S3 server");
+    url
 }
 
 /// The S3 client of the `--blob-store` URL `url`, credentials from the environment.
