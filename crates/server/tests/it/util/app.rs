@@ -316,36 +316,20 @@ impl TestApp {
     /// A new application over this one's database and data directory, as after
     /// a server restart (fresh in-memory state); `self` must outlive it.
     pub fn restart(&self) -> RestartedApp<'_> {
-        let rest =
-            RestServices::new(RestConfig::default()).expect("the default REST configuration");
-        let state = test_state(
-            self.state.store.clone(),
-            self.state.registry.blobs.clone(),
-            rest,
-            SignInSettings::default(),
-        );
-        RestartedApp {
-            inner: TestApp {
-                app: berth::app::build(state.clone()),
-                state,
-                backend: self.backend,
-                storage: self.storage,
-                blob_store_url: self.blob_store_url.clone(),
-                database_url: self.database_url.clone(),
-                dir: tempfile::tempdir().expect("temp dir"),
-            },
-            _original: self,
-        }
+        self.sibling(self.state.store.clone())
     }
-}
 
-impl TestApp {
     /// Another instance over this one's database, on a connection pool of its
     /// own (as a second server sharing PostgreSQL); `self` must outlive it.
     pub async fn second_instance(&self) -> RestartedApp<'_> {
         let store = Store::connect(&self.database_url)
             .await
             .expect("connect to the test database");
+        self.sibling(store)
+    }
+
+    /// A fresh application state over `store` and this one's blobs.
+    fn sibling(&self, store: Store) -> RestartedApp<'_> {
         let rest =
             RestServices::new(RestConfig::default()).expect("the default REST configuration");
         let state = test_state(

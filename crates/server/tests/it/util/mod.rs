@@ -17,7 +17,10 @@ pub use served::{BERTH_BIN, RefusedPort, ServedBerth, free_port};
 #[macro_export]
 macro_rules! backend_test {
     ($(#[$meta:meta])* async fn $name:ident($app:ident) $body:block) => {
-        $(#[$meta])*
+        $crate::backend_test!(@module [$(#[$meta])*] $name $app $body {});
+    };
+    (@module [$($meta:tt)*] $name:ident $app:ident $body:block { $($more:tt)* }) => {
+        $($meta)*
         mod $name {
             #[allow(unused_imports)]
             use super::*;
@@ -33,6 +36,8 @@ macro_rules! backend_test {
             async fn postgres() {
                 run($crate::util::TestApp::new($crate::util::Backend::Postgres).await).await
             }
+
+            $($more)*
         }
     };
 }
@@ -44,23 +49,7 @@ pub use request::RequestBuilder;
 #[macro_export]
 macro_rules! registry_test {
     ($(#[$meta:meta])* async fn $name:ident($app:ident) $body:block) => {
-        $(#[$meta])*
-        mod $name {
-            #[allow(unused_imports)]
-            use super::*;
-
-            async fn run($app: $crate::util::TestApp) $body
-
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn sqlite() {
-                run($crate::util::TestApp::new($crate::util::Backend::Sqlite).await).await
-            }
-
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn postgres() {
-                run($crate::util::TestApp::new($crate::util::Backend::Postgres).await).await
-            }
-
+        $crate::backend_test!(@module [$(#[$meta])*] $name $app $body {
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn s3() {
                 run($crate::util::TestApp::with_storage(
@@ -70,6 +59,6 @@ macro_rules! registry_test {
                 .await)
                 .await
             }
-        }
+        });
     };
 }
