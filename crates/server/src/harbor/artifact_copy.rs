@@ -2,9 +2,9 @@
 //! and listAccessories (`GET .../artifacts/{reference}/accessories`).
 //!
 //! A copy pushes the source's manifests again into the target repository
-//! (children of an index first), after mounting their blobs there: no blob
-//! bytes are copied, the target project's quota is charged, and the root's
-//! tags are set on the copy, as Harbor does.
+//! (children of an index first, accessories such as signatures last), after
+//! mounting their blobs there: no blob bytes are copied, the target project's
+//! quota is charged, and the root's tags are set on the copy, as Harbor does.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -69,6 +69,15 @@ pub async fn copy_artifact(
     copy.manifest(&source.digest, None, 0).await?;
     for tag in state.store.artifacts().tags_of(&[source.id]).await? {
         copy.manifest(&source.digest, Some(tag.name), 0).await?;
+    }
+    // Its signatures and other accessories come along, as in Harbor.
+    let all = berth_domain::query::Paging {
+        page: 1,
+        page_size: 0,
+    };
+    let (accessories, _) = state.store.artifacts().accessories_of(&source, all).await?;
+    for accessory in accessories {
+        copy.manifest(&accessory.digest, None, 0).await?;
     }
     state.audit(crate::audit::Event {
         project_id: Some(target.project.id),

@@ -178,6 +178,20 @@ backend_test!(
         assert_eq!(body[0]["subject_artifact_digest"], digest.as_str());
         assert_eq!(body[0]["subject_artifact_repo"], "library/signed");
         assert_eq!(body[0]["size"].as_i64(), Some((signature.len() + empty.len() + signature_layer.len()) as i64));
+
+        // A copy brings the signature along.
+        let res = app
+            .post("/api/v2.0/projects/library/repositories/signed-copy/artifacts?from=library/signed:v1")
+            .admin()
+            .send()
+            .await;
+        assert_eq!(res.status, StatusCode::CREATED, "{}", res.text());
+        let res = app
+            .get(&format!("/api/v2.0/projects/library/repositories/signed-copy/artifacts/{digest}/accessories"))
+            .admin()
+            .send()
+            .await;
+        assert_eq!(res.json()[0]["digest"], signature_digest.as_str(), "{}", res.text());
         let res = app
             .get("/api/v2.0/projects/library/repositories/signed/artifacts/v1/accessories")
             .send()
