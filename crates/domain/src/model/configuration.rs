@@ -112,7 +112,7 @@ pub const KEYS: &[ConfigKey] = &[
     key("ldap_group_membership_attribute", Str, "memberof"),
     key("ldap_group_attach_parallel", Bool, "false"),
     key("uaa_client_id", Str, ""),
-    key("uaa_client_secret", Str, ""),
+    key("uaa_client_secret", Password, ""),
     key("uaa_endpoint", Str, ""),
     key("uaa_verify_cert", Bool, "false"),
     key("http_authproxy_endpoint", Str, ""),

@@ -369,11 +369,15 @@ backend_test!(
         let res = app
             .put("/api/v2.0/configurations")
             .admin()
-            .json(&json!({"ldap_search_password": password, "oidc_client_secret": "oidc-s3cret"}))
+            .json(&json!({"ldap_search_password": password, "oidc_client_secret": "oidc-s3cret", "uaa_client_secret": "uaa-s3cret"}))
             .send()
             .await;
         assert_eq!(res.status, StatusCode::OK, "{}", res.text());
-        for (name, plain) in [("ldap_search_password", password.as_str()), ("oidc_client_secret", "oidc-s3cret")] {
+        for (name, plain) in [
+            ("ldap_search_password", password.as_str()),
+            ("oidc_client_secret", "oidc-s3cret"),
+            ("uaa_client_secret", "uaa-s3cret"),
+        ] {
             let text = stored(&app, name).await;
             assert!(text.starts_with("\"enc:v1:"), "{name} is sealed: {text}");
             assert!(!text.contains(plain), "{name} is not kept in plain text");
@@ -381,6 +385,7 @@ backend_test!(
         let config = app.get("/api/v2.0/configurations").admin().send().await;
         assert!(!config.text().contains("enc:v1:") && !config.text().contains("oidc-s3cret"));
         assert!(config.json().get("oidc_client_secret").is_none());
+        assert!(!config.text().contains("uaa-s3cret"));
         let internal = app.get("/api/v2.0/internalconfig").admin().send().await.text();
         assert!(!internal.contains("enc:v1:") && !internal.contains(&password));
 
