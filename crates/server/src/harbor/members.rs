@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 use crate::audit::Event;
 use crate::directory;
 use crate::error::{ApiError, ErrorKind, HarborResult};
-use crate::extract::harbor::{HarborJson, HarborQuery, paged, path_int};
+use crate::extract::harbor::{HarborQuery, LaterJson, paged, path_int};
 use crate::harbor::projects::ProjectCaller;
 use crate::state::AppState;
 
@@ -211,7 +211,7 @@ pub async fn create_project_member(
     State(state): State<AppState>,
     caller: ProjectCaller,
     Path(project_name_or_id): Path<String>,
-    HarborJson(req): HarborJson<ProjectMemberReq>,
+    body: LaterJson<ProjectMemberReq>,
 ) -> HarborResult<Response> {
     let access = caller
         .require(
@@ -221,6 +221,7 @@ pub async fn create_project_member(
             Action::Create,
         )
         .await?;
+    let req = body.parse()?;
     let reference = caller.project_ref(&project_name_or_id);
     let id = add_member(&state, &access.project, &req, caller.principal.audit_name()).await?;
     let location = format!("/api/v2.0/projects/{reference}/members/{id}");
@@ -295,7 +296,7 @@ pub async fn update_project_member(
     State(state): State<AppState>,
     caller: ProjectCaller,
     Path((project_name_or_id, mid)): Path<(String, String)>,
-    HarborJson(req): HarborJson<RoleRequest>,
+    body: LaterJson<RoleRequest>,
 ) -> HarborResult<StatusCode> {
     let mid = parse_mid(&mid)?;
     let access = caller
@@ -306,6 +307,7 @@ pub async fn update_project_member(
             Action::Update,
         )
         .await?;
+    let req = body.parse()?;
     if mid == 0 {
         return Err(ApiError::bad_request("member id can not be empty").into());
     }

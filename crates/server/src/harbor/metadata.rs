@@ -11,7 +11,7 @@ use berth_domain::model::metadata;
 use berth_domain::rbac::{Action, Resource};
 
 use crate::error::{ApiError, HarborResult};
-use crate::extract::harbor::HarborJson;
+use crate::extract::harbor::LaterJson;
 use crate::harbor::projects::ProjectCaller;
 use crate::state::AppState;
 
@@ -60,9 +60,10 @@ pub async fn add_project_metadatas(
     State(state): State<AppState>,
     caller: ProjectCaller,
     Path(project_name_or_id): Path<String>,
-    HarborJson(body): HarborJson<MetadataMap>,
+    body: LaterJson<MetadataMap>,
 ) -> HarborResult<StatusCode> {
     let id = project_id(&state, &caller, &project_name_or_id, Action::Create).await?;
+    let body = body.parse()?;
     if body.len() != 1 {
         return Err(ApiError::bad_request("only allow one key/value pair").into());
     }
@@ -88,9 +89,10 @@ pub async fn update_project_metadata(
     State(state): State<AppState>,
     caller: ProjectCaller,
     Path((project_name_or_id, meta_name)): Path<(String, String)>,
-    HarborJson(body): HarborJson<MetadataMap>,
+    body: LaterJson<MetadataMap>,
 ) -> HarborResult<StatusCode> {
     let id = project_id(&state, &caller, &project_name_or_id, Action::Update).await?;
+    let body = body.parse()?;
     let given = body.get(&meta_name).map_or("", String::as_str);
     let value = metadata::normalize(&meta_name, given)?;
     state

@@ -206,3 +206,25 @@ backend_test!(
         assert_eq!(res.status, StatusCode::CREATED);
     }
 );
+
+backend_test!(
+    async fn a_missing_project_is_404_before_its_body_is_judged(app) {
+        for path in [
+            "/api/v2.0/projects/nothere/members",
+            "/api/v2.0/projects/nothere/metadatas",
+        ] {
+            let res = app.post(path).admin().raw("application/json", b"{not json".to_vec()).send().await;
+            assert_eq!(res.status, axum::http::StatusCode::NOT_FOUND, "{path}: {}", res.text());
+        }
+        for path in [
+            "/api/v2.0/projects/nothere/members/3",
+            "/api/v2.0/projects/nothere/metadatas/public",
+        ] {
+            let res = app.put(path).admin().raw("application/json", b"{not json".to_vec()).send().await;
+            assert_eq!(res.status, axum::http::StatusCode::NOT_FOUND, "{path}: {}", res.text());
+        }
+        // An existing project still judges the body.
+        let res = app.post("/api/v2.0/projects/library/members").admin().raw("application/json", b"{not json".to_vec()).send().await;
+        assert_eq!(res.status, axum::http::StatusCode::BAD_REQUEST);
+    }
+);
