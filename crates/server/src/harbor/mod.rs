@@ -11,7 +11,7 @@ mod ldap;
 pub(crate) mod repositories;
 mod systeminfo;
 pub(crate) mod tags;
-mod users;
+pub(crate) mod users;
 
 mod configurations;
 pub(crate) mod members;

@@ -8,6 +8,7 @@ mod members;
 mod projects;
 mod repositories;
 mod signin;
+mod users;
 
 use axum::Router;
 use axum::extract::{FromRequestParts, Request, State};
@@ -37,6 +38,7 @@ pub fn router() -> Router<AppState> {
         .merge(projects::router())
         .merge(members::router())
         .merge(repositories::router())
+        .merge(users::router())
         .route("/harbor/{*path}", get(page_not_found))
 }
 
@@ -54,6 +56,18 @@ impl PortalUser {
     /// The caller as the API's access checks know it.
     pub fn principal(&self) -> Principal {
         Principal::User(self.0.user.clone())
+    }
+
+    /// Passes system administrators; everyone else gets the 403 page.
+    pub fn require_admin(&self) -> Result<(), PortalError> {
+        if self.0.user.sysadmin {
+            Ok(())
+        } else {
+            Err(PortalError::api(
+                ApiError::forbidden("This page is for system administrators."),
+                Some(&self.0),
+            ))
+        }
     }
 }
 
