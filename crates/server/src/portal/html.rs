@@ -71,7 +71,7 @@ impl IntoResponse for Page {
 }
 
 /// The navigation links only system administrators see.
-const ADMIN_LINKS: &str = r#"<a href="/harbor/users" id="nav_users">Users</a>"#;
+const ADMIN_LINKS: &str = r#"<a href="/harbor/users" id="nav_users">Users</a><a href="/harbor/configuration" id="nav_configuration">Configuration</a><a href="/harbor/system" id="nav_system">System</a>"#;
 
 /// The frame of every page: head, top bar (with sign-out for a session) and `main`.
 pub fn page(title: &str, session: Option<&SessionUser>, main: &str) -> Page {

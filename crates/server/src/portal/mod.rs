@@ -3,11 +3,13 @@
 //! cookie (see [`crate::session`]). Assets are embedded in the binary.
 
 mod assets;
+mod configuration;
 mod html;
 mod members;
 mod projects;
 mod repositories;
 mod signin;
+mod system;
 mod users;
 
 use axum::Router;
@@ -39,6 +41,8 @@ pub fn router() -> Router<AppState> {
         .merge(members::router())
         .merge(repositories::router())
         .merge(users::router())
+        .merge(configuration::router())
+        .merge(system::router())
         .route("/harbor/{*path}", get(page_not_found))
 }
 
