@@ -62,7 +62,7 @@ async fn show_system(
             None => String::new(),
         };
         rows.push_str(&format!(
-            r#"<tr data-gc="{id}"><td>{id}</td><td class="status">{status}</td><td>{started}</td><td>{finished}</td><td>{result}</td></tr>"#,
+            r#"<tr data-gc="{id}"><td>{id}</td><td class="status">{status}</td><td>{started}</td><td>{finished}</td><td class="result">{result}</td></tr>"#,
             id = run.id,
             status = job_status(run),
             started = esc(&html::when(&run.started_at)),

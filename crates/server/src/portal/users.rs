@@ -86,7 +86,7 @@ async fn list_users(
             )
         };
         rows.push_str(&format!(
-            r#"<tr data-user="{name}"><td>{name}</td><td>{email}</td><td>{realname}</td><td class="admin">{admin}</td><td>{created}</td><td>{actions}</td></tr>"#,
+            r#"<tr data-user="{name}"><td>{name}</td><td>{email}</td><td>{realname}</td><td class="admin">{admin}</td><td>{created}</td><td class="actions">{actions}</td></tr>"#,
             name = esc(&user.username),
             email = esc(user.email.as_deref().unwrap_or("")),
             realname = esc(user.realname.as_deref().unwrap_or("")),
