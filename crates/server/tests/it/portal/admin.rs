@@ -356,3 +356,21 @@ backend_test!(
         assert!(res.text().contains("already running"));
     }
 );
+
+backend_test!(
+    async fn portal_users_are_paged(app) {
+        for i in 0..17 {
+            app.create_user(&format!("user{i:02}"), "User-pass-1").await;
+        }
+        let cookie = sign_in_admin(&app).await;
+        let page = app.get("/harbor/users").header("cookie", &cookie).send().await.text();
+        assert!(page.contains("Page 1 of 2 · 17 users"), "{page}");
+        assert!(page.contains(r#"href="/harbor/users?username=&amp;page=2""#), "{page}");
+        assert!(page.contains(r#"data-user="user00""#) && !page.contains(r#"data-user="user15""#));
+        let page = app.get("/harbor/users?page=2").header("cookie", &cookie).send().await.text();
+        assert!(page.contains(r#"data-user="user15""#) && page.contains(r#"data-user="user16""#));
+        assert!(!page.contains(r#"data-user="user00""#));
+        let page = app.get("/harbor/users?username=user1&page=1").header("cookie", &cookie).send().await.text();
+        assert!(page.contains("Page 1 of 1 · 7 users"), "{page}");
+    }
+);
