@@ -8,7 +8,8 @@ directory, builds a small OCI image with umoci, pushes it with skopeo, and walks
 the portal as a person would: a bad password shows an error; the administrator
 signs in, creates a project, finds the pushed image, copies its pull commands,
 deletes a tag and signs out; a user who is not a member does not see the
-private project. Screenshots of the main pages go to SCREENSHOT_DIR (default
+private project, nor the administration links, and gets 403 on them; the
+administrator creates a user on the users page, who then signs in. Screenshots of the main pages go to SCREENSHOT_DIR (default
 docs/screenshots). Any missing tool or failed step exits non-zero.
 """
 
@@ -242,6 +243,53 @@ def scenario(page, base, host, shots, clipboard_ok):
     response = page.goto(base + "/harbor/projects/demo")
     assert response.status == 403, response.status
     page.goto(base + "/harbor/projects")
+
+    log("a user who is not an administrator sees no admin links and gets 403 on /harbor/users")
+    for link in ("#nav_users", "#nav_configuration", "#nav_system"):
+        expect(page.locator(link)).to_have_count(0)
+    for path in ("/harbor/users", "/harbor/configuration", "/harbor/system"):
+        response = page.goto(base + path)
+        assert response.status == 403, (path, response.status)
+        expect(page.get_by_role("alert")).to_contain_text("for system administrators")
+    page.goto(base + "/harbor/projects")
+    page.click("#log_out")
+    expect(page).to_have_url(base + "/harbor/sign-in")
+
+    log("admin creates a user on /harbor/users")
+    page.fill("#login_username", "admin")
+    page.fill("#login_password", ADMIN_PASSWORD)
+    page.click("#log_in")
+    page.click("#nav_users")
+    expect(page).to_have_url(base + "/harbor/users")
+    page.fill("#new_username", "newbie")
+    page.fill("#new_email", "newbie@example.com")
+    page.fill("#new_realname", "New Person")
+    page.fill("#new_password", "Newbie-pass-1")
+    page.click("#create_user")
+    expect(page.get_by_role("alert")).to_contain_text("The user was created")
+    expect(page.locator('tr[data-user="newbie"]')).to_contain_text("newbie@example.com")
+    shot("users")
+
+    log("the configuration and system pages")
+    page.click("#nav_configuration")
+    expect(page).to_have_url(base + "/harbor/configuration")
+    expect(page.locator("#auth_mode")).to_be_disabled()
+    shot("configuration")
+    page.click("#nav_system")
+    expect(page).to_have_url(base + "/harbor/system")
+    page.click("#run_gc")
+    expect(page.get_by_role("alert")).to_contain_text("Garbage collection run")
+    shot("system")
+    page.click("#log_out")
+    expect(page).to_have_url(base + "/harbor/sign-in")
+
+    log("the new user signs in")
+    page.fill("#login_username", "newbie")
+    page.fill("#login_password", "Newbie-pass-1")
+    page.click("#log_in")
+    expect(page).to_have_url(base + "/harbor/projects")
+    expect(page.locator("#current_user")).to_have_text("newbie")
+    expect(page.locator("#nav_users")).to_have_count(0)
     page.click("#log_out")
     expect(page).to_have_url(base + "/harbor/sign-in")
 

@@ -31,17 +31,22 @@ fn wire_value(value: &ConfigValue) -> Value {
     }
 }
 
+/// Whether `auth_mode` may still change: not once users besides the admin exist.
+pub async fn auth_mode_editable(state: &AppState) -> Result<bool, ApiError> {
+    Ok(state.store.users().count_besides_admin().await? == 0)
+}
+
 /// `{"key": {"value": ..., "editable": ...}}` for every non-password item.
 async fn response_map(state: &AppState) -> Result<Map<String, Value>, ApiError> {
     let config = state.store.configurations().load().await?;
-    let users_exist = state.store.users().count_besides_admin().await? > 0;
+    let auth_mode_editable = auth_mode_editable(state).await?;
     let mut map = Map::new();
     for key in KEYS.iter().filter(|k| k.kind != ConfigType::Password) {
         let value = config
             .get(key.name)
             .cloned()
             .unwrap_or_else(|| key.default_value());
-        let editable = key.name != "auth_mode" || !users_exist;
+        let editable = key.name != "auth_mode" || auth_mode_editable;
         map.insert(
             key.name.to_string(),
             json!({"value": wire_value(&value), "editable": editable}),
@@ -101,9 +106,20 @@ pub async fn update_configurations(
     principal: Principal,
     HarborJson(body): HarborJson<Map<String, Value>>,
 ) -> HarborResult<StatusCode> {
+    update_configurations_as(&state, &principal, &body).await?;
+    Ok(StatusCode::OK)
+}
+
+/// updateConfigurations' rules for `principal` (the API and the portal): typed
+/// and validated items, the auth mode fixed once users exist, audited.
+pub async fn update_configurations_as(
+    state: &AppState,
+    principal: &Principal,
+    body: &Map<String, Value>,
+) -> Result<(), ApiError> {
     principal.require_sysadmin()?;
     if body.is_empty() {
-        return Err(ApiError::bad_request("Missing configure item").into());
+        return Err(ApiError::bad_request("Missing configure item"));
     }
     let items = body
         .iter()
@@ -112,12 +128,11 @@ pub async fn update_configurations(
     let current = state.store.configurations().load().await?;
     if let Some((_, ConfigValue::String(mode))) = items.iter().find(|(k, _)| *k == "auth_mode")
         && mode != current.string("auth_mode")
-        && state.store.users().count_besides_admin().await? > 0
+        && !auth_mode_editable(state).await?
     {
         return Err(ApiError::bad_request(
             "the auth mode cannot be modified as new users have been inserted into database",
-        )
-        .into());
+        ));
     }
     let merged = Configuration::from_stored(
         current
@@ -130,8 +145,7 @@ pub async fn update_configurations(
     {
         return Err(ApiError::bad_request(
             "bad request: skip_audit_log_database can only be enabled when audit_log_forward_endpoint is set",
-        )
-        .into());
+        ));
     }
     state.store.configurations().save(&items).await?;
     let names: Vec<&str> = items.iter().map(|(name, _)| *name).collect();
@@ -142,5 +156,5 @@ pub async fn update_configurations(
         resource: &names.join(","),
         username: principal.audit_name(),
     });
-    Ok(StatusCode::OK)
+    Ok(())
 }

@@ -22,12 +22,17 @@ pub(super) fn router() -> Router<AppState> {
         .route("/system/gc/{gc_id}", get(get_gc))
 }
 
-fn run_json(run: &GcRun) -> Value {
-    let status = match run.status.as_str() {
+/// Harbor's job status of a run: `Running`, `Success` or `Error`.
+pub fn job_status(run: &GcRun) -> &'static str {
+    match run.status.as_str() {
         "running" => "Running",
         "done" => "Success",
         _ => "Error",
-    };
+    }
+}
+
+fn run_json(run: &GcRun) -> Value {
+    let status = job_status(run);
     json!({
         "id": run.id,
         "job_name": "GARBAGE_COLLECTION",
@@ -59,6 +64,18 @@ pub async fn create_gc_schedule(
         ))
         .into());
     }
+    let id = start_gc_as(&state, &principal).await?;
+    let mut response = StatusCode::CREATED.into_response();
+    if let Ok(location) = HeaderValue::from_str(&format!("/api/v2.0/system/gc/{id}")) {
+        response.headers_mut().insert(LOCATION, location);
+    }
+    Ok(response)
+}
+
+/// Starts a manual run in the background for `principal` (the API and the
+/// portal); its id. A run already going is a 409.
+pub async fn start_gc_as(state: &AppState, principal: &Principal) -> Result<i64, ApiError> {
+    principal.require_sysadmin()?;
     let run = state.store.start_gc_run().await?;
     let id = run.id;
     let worker = state.clone();
@@ -74,11 +91,17 @@ pub async fn create_gc_schedule(
             tracing::error!(error = %err, run = id, "garbage collection failed");
         }
     });
-    let mut response = StatusCode::CREATED.into_response();
-    if let Ok(location) = HeaderValue::from_str(&format!("/api/v2.0/system/gc/{id}")) {
-        response.headers_mut().insert(LOCATION, location);
-    }
-    Ok(response)
+    Ok(id)
+}
+
+/// The latest `limit` runs, newest first, for `principal` (the API and the portal).
+pub async fn gc_history_as(
+    state: &AppState,
+    principal: &Principal,
+    limit: i64,
+) -> Result<Vec<GcRun>, ApiError> {
+    principal.require_sysadmin()?;
+    Ok(state.store.gc_runs(limit).await?)
 }
 
 /// `GET /system/gc`: recent runs, newest first.
@@ -86,8 +109,7 @@ pub async fn get_gc_history(
     State(state): State<AppState>,
     principal: Principal,
 ) -> HarborResult<axum::Json<Vec<Value>>> {
-    principal.require_sysadmin()?;
-    let runs = state.store.gc_runs(100).await?;
+    let runs = gc_history_as(&state, &principal, 100).await?;
     Ok(axum::Json(runs.iter().map(run_json).collect()))
 }
 

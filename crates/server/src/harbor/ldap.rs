@@ -26,23 +26,34 @@ pub(super) fn router() -> Router<AppState> {
 /// Harbor's LdapConf: the settings a ping may try instead of the stored ones.
 #[derive(Debug, Default, Deserialize)]
 pub struct LdapConf {
-    ldap_url: Option<String>,
-    ldap_search_dn: Option<String>,
-    ldap_search_password: Option<String>,
-    ldap_base_dn: Option<String>,
-    ldap_filter: Option<String>,
-    ldap_uid: Option<String>,
-    ldap_scope: Option<i64>,
-    ldap_connection_timeout: Option<i64>,
-    ldap_verify_cert: Option<bool>,
+    /// `ldap_url`.
+    pub ldap_url: Option<String>,
+    /// `ldap_search_dn`.
+    pub ldap_search_dn: Option<String>,
+    /// `ldap_search_password` (empty: the stored one).
+    pub ldap_search_password: Option<String>,
+    /// `ldap_base_dn`.
+    pub ldap_base_dn: Option<String>,
+    /// `ldap_filter`.
+    pub ldap_filter: Option<String>,
+    /// `ldap_uid`.
+    pub ldap_uid: Option<String>,
+    /// `ldap_scope`.
+    pub ldap_scope: Option<i64>,
+    /// `ldap_connection_timeout`.
+    pub ldap_connection_timeout: Option<i64>,
+    /// `ldap_verify_cert`.
+    pub ldap_verify_cert: Option<bool>,
 }
 
 /// Harbor's LdapPingResult.
 #[derive(Debug, Serialize)]
 pub struct LdapPingResult {
-    success: bool,
+    /// Whether the connection and bind worked.
+    pub success: bool,
+    /// Why not.
     #[serde(skip_serializing_if = "String::is_empty")]
-    message: String,
+    pub message: String,
 }
 
 /// Harbor's LdapUser.
@@ -94,6 +105,17 @@ pub async fn ping_ldap(
 ) -> HarborResult<Json<LdapPingResult>> {
     principal.require_sysadmin()?;
     let conf: LdapConf = optional_json(&body)?.unwrap_or_default();
+    Ok(Json(ping_ldap_as(&state, &principal, conf).await?))
+}
+
+/// pingLdap for `principal` (the API and the portal): `conf`'s settings over
+/// the stored ones.
+pub async fn ping_ldap_as(
+    state: &AppState,
+    principal: &Principal,
+    conf: LdapConf,
+) -> Result<LdapPingResult, ApiError> {
+    principal.require_sysadmin()?;
     let config = state.store.configurations().load().await?;
     let mut settings = directory::settings(&config);
     let overrides = [
@@ -126,7 +148,7 @@ pub async fn ping_ldap(
     }
     ldap::normalize_filter(&settings.filter).map_err(directory::error)?;
     if !(0..=2).contains(&settings.scope) {
-        return Err(ApiError::bad_request("invalid scope, should be 0, 1 or 2").into());
+        return Err(ApiError::bad_request("invalid scope, should be 0, 1 or 2"));
     }
     let result = match ldap::ping(&settings).await {
         Ok(()) => LdapPingResult {
@@ -134,14 +156,14 @@ pub async fn ping_ldap(
             message: String::new(),
         },
         Err(DirectoryError::Invalid(message)) if message.starts_with("invalid DN") => {
-            return Err(ApiError::bad_request(message).into());
+            return Err(ApiError::bad_request(message));
         }
         Err(err) => LdapPingResult {
             success: false,
             message: format!("error: {err}"),
         },
     };
-    Ok(Json(result))
+    Ok(result)
 }
 
 /// Query of searchLdapUser.

@@ -3,24 +3,24 @@
 mod artifact_copy;
 pub(crate) mod artifacts;
 mod audit_logs;
-mod gc;
+pub(crate) mod gc;
 mod health;
 mod immutable;
 mod labels;
-mod ldap;
+pub(crate) mod ldap;
 pub(crate) mod repositories;
 mod systeminfo;
 pub(crate) mod tags;
-mod users;
+pub(crate) mod users;
 
-mod configurations;
+pub(crate) mod configurations;
 pub(crate) mod members;
 mod metadata;
 mod ping;
 pub(crate) mod projects;
 mod quotas;
 mod search;
-mod statistics;
+pub(crate) mod statistics;
 
 use axum::Router;
 use axum::extract::OriginalUri;

@@ -5,7 +5,7 @@ use axum::routing::get;
 use axum::{Json, Router};
 use serde::Serialize;
 
-use crate::error::HarborResult;
+use crate::error::{ApiError, HarborResult};
 use crate::extract::Principal;
 use crate::harbor::projects::viewer;
 use crate::state::AppState;
@@ -17,13 +17,20 @@ pub(super) fn router() -> Router<AppState> {
 /// Harbor's Statistic (every field always present).
 #[derive(Debug, Serialize)]
 pub struct Statistic {
-    private_project_count: i64,
-    private_repo_count: i64,
-    public_project_count: i64,
-    public_repo_count: i64,
-    total_project_count: i64,
-    total_repo_count: i64,
-    total_storage_consumption: i64,
+    /// Private projects.
+    pub private_project_count: i64,
+    /// Repositories in private projects.
+    pub private_repo_count: i64,
+    /// Public projects.
+    pub public_project_count: i64,
+    /// Repositories in public projects.
+    pub public_repo_count: i64,
+    /// All projects.
+    pub total_project_count: i64,
+    /// All repositories.
+    pub total_repo_count: i64,
+    /// Bytes stored.
+    pub total_storage_consumption: i64,
 }
 
 /// Counts for a signed-in caller: public ones for everybody, private ones of
@@ -32,13 +39,18 @@ pub async fn get_statistic(
     State(state): State<AppState>,
     principal: Principal,
 ) -> HarborResult<Json<Statistic>> {
+    Ok(Json(statistic_as(&state, &principal).await?))
+}
+
+/// getStatistic for `principal` (the API and the portal).
+pub async fn statistic_as(state: &AppState, principal: &Principal) -> Result<Statistic, ApiError> {
     principal.require_user()?;
     let s = state
         .store
         .statistics()
-        .statistic(viewer(&principal))
+        .statistic(viewer(principal))
         .await?;
-    Ok(Json(Statistic {
+    Ok(Statistic {
         private_project_count: s.private_project_count,
         private_repo_count: s.private_repo_count,
         public_project_count: s.public_project_count,
@@ -46,5 +58,5 @@ pub async fn get_statistic(
         total_project_count: s.total_project_count,
         total_repo_count: s.total_repo_count,
         total_storage_consumption: s.total_storage_consumption,
-    }))
+    })
 }

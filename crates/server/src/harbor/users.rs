@@ -134,6 +134,31 @@ pub async fn create_user(
     principal: Principal,
     HarborJson(req): HarborJson<UserCreationReq>,
 ) -> HarborResult<Response> {
+    let user = create_user_as(&state, &principal, &req).await?;
+    let location = format!("/api/v2.0/users/{}", user.id);
+    Ok((StatusCode::CREATED, [(header::LOCATION, location)]).into_response())
+}
+
+impl UserCreationReq {
+    /// A request with these fields (an empty comment).
+    pub fn new(username: &str, email: &str, realname: &str, password: &str) -> Self {
+        Self {
+            email: Some(email.to_string()),
+            realname: Some(realname.to_string()),
+            comment: None,
+            password: Some(password.to_string()),
+            username: Some(username.to_string()),
+        }
+    }
+}
+
+/// createUser's rules for `principal` (the API and the portal): local users
+/// only, administrators unless self-registration is on, Harbor's validation.
+pub async fn create_user_as(
+    state: &AppState,
+    principal: &Principal,
+    req: &UserCreationReq,
+) -> Result<User, ApiError> {
     let text = |v: &Option<String>| v.clone().unwrap_or_default();
     let (username, email, realname, comment, password) = (
         text(&req.username),
@@ -142,7 +167,7 @@ pub async fn create_user(
         text(&req.comment),
         text(&req.password),
     );
-    let config = crate::directory::local_users_allowed(&state).await?;
+    let config = crate::directory::local_users_allowed(state).await?;
     if !config.flag("self_registration") {
         principal.require_sysadmin()?;
     }
@@ -163,8 +188,7 @@ pub async fn create_user(
             ..NewUser::default()
         })
         .await?;
-    let location = format!("/api/v2.0/users/{}", user.id);
-    Ok((StatusCode::CREATED, [(header::LOCATION, location)]).into_response())
+    Ok(user)
 }
 
 /// A page of users (administrators); the built-in admin is not counted.
@@ -278,30 +302,57 @@ pub async fn update_user_password(
     Path(user_id): Path<String>,
     HarborJson(req): HarborJson<PasswordReq>,
 ) -> HarborResult<StatusCode> {
-    let (caller, user) = user_for_self_or_admin(&state, &principal, &user_id).await?;
-    let id = user.id;
+    let id = parse_user_id(&user_id)?;
+    set_password_as(&state, &principal, id, &req).await?;
+    Ok(StatusCode::OK)
+}
+
+impl PasswordReq {
+    /// An administrator's reset: a new password only.
+    pub fn reset(new_password: &str) -> Self {
+        Self {
+            old_password: None,
+            new_password: Some(new_password.to_string()),
+        }
+    }
+}
+
+/// updateUserPassword's rules for `principal` on user `id` (the API and the portal).
+pub async fn set_password_as(
+    state: &AppState,
+    principal: &Principal,
+    id: i64,
+    req: &PasswordReq,
+) -> Result<(), ApiError> {
+    let caller = require_self_or_admin(principal, id)?;
+    let user = state
+        .store
+        .users()
+        .find_by_id(id)
+        .await?
+        .ok_or_else(|| user_not_found(id))?;
     let stored = user.password_hash.clone().unwrap_or_default();
-    let old_password = req.old_password.unwrap_or_default();
-    let new_password = req.new_password.unwrap_or_default();
+    let old_password = req.old_password.clone().unwrap_or_default();
+    let new_password = req.new_password.clone().unwrap_or_default();
     if caller.id == id {
         let matches =
             !stored.is_empty() && identity::check_password(&old_password, &stored).await?;
         if !matches {
-            return Err(ApiError::forbidden("the old password is incorrect").into());
+            return Err(ApiError::forbidden("the old password is incorrect"));
         }
     }
     validate_password(&new_password)?;
     if new_password == old_password && caller.id == id {
-        return Err(
-            ApiError::bad_request("the new password can not be same with the old one").into(),
-        );
+        return Err(ApiError::bad_request(
+            "the new password can not be same with the old one",
+        ));
     }
     let hash = identity::hash_password(&new_password).await?;
     if !state.store.users().set_password(id, &hash).await? {
-        return Err(user_not_found(id).into());
+        return Err(user_not_found(id));
     }
-    identity::forget_user(&state, id);
-    Ok(StatusCode::OK)
+    identity::forget_user(state, id);
+    Ok(())
 }
 
 /// Harbor's UserSysAdminFlag.
@@ -323,16 +374,28 @@ pub async fn set_user_sys_admin(
     let Some(flag) = req.sysadmin_flag else {
         return Err(ApiError::bad_request("sysadmin_flag in body is required").into());
     };
+    set_sysadmin_as(&state, &principal, id, flag).await?;
+    Ok(StatusCode::OK)
+}
+
+/// setUserSysAdmin's rules for `principal` (the API and the portal).
+pub async fn set_sysadmin_as(
+    state: &AppState,
+    principal: &Principal,
+    id: i64,
+    flag: bool,
+) -> Result<(), ApiError> {
+    principal.require_sysadmin()?;
     if id == ADMIN_USER_ID && !flag {
-        return Err(
-            ApiError::forbidden("the built-in admin cannot lose its administrator role").into(),
-        );
+        return Err(ApiError::forbidden(
+            "the built-in admin cannot lose its administrator role",
+        ));
     }
     if !state.store.users().set_sysadmin(id, flag).await? {
-        return Err(user_not_found(id).into());
+        return Err(user_not_found(id));
     }
-    identity::forget_user(&state, id);
-    Ok(StatusCode::OK)
+    identity::forget_user(state, id);
+    Ok(())
 }
 
 /// Marks a user deleted (administrators; not oneself nor the built-in admin).
@@ -342,13 +405,25 @@ pub async fn delete_user(
     Path(user_id): Path<String>,
 ) -> HarborResult<StatusCode> {
     let id = parse_user_id(&user_id)?;
+    delete_user_as(&state, &principal, id).await?;
+    Ok(StatusCode::OK)
+}
+
+/// deleteUser's rules for `principal` (the API and the portal).
+pub async fn delete_user_as(
+    state: &AppState,
+    principal: &Principal,
+    id: i64,
+) -> Result<(), ApiError> {
     let caller = principal.require_sysadmin()?;
     if id == caller.id || id == ADMIN_USER_ID {
-        return Err(ApiError::forbidden(format!("the user {id} cannot be deleted")).into());
+        return Err(ApiError::forbidden(format!(
+            "the user {id} cannot be deleted"
+        )));
     }
     if !state.store.users().tombstone(id).await? {
-        return Err(user_not_found(id).into());
+        return Err(user_not_found(id));
     }
-    identity::forget_user(&state, id);
-    Ok(StatusCode::OK)
+    identity::forget_user(state, id);
+    Ok(())
 }

@@ -70,6 +70,9 @@ impl IntoResponse for Page {
     }
 }
 
+/// The navigation links only system administrators see.
+const ADMIN_LINKS: &str = r#"<a href="/harbor/users" id="nav_users">Users</a><a href="/harbor/configuration" id="nav_configuration">Configuration</a><a href="/harbor/system" id="nav_system">System</a>"#;
+
 /// The frame of every page: head, top bar (with sign-out for a session) and `main`.
 pub fn page(title: &str, session: Option<&SessionUser>, main: &str) -> Page {
     page_with_status(StatusCode::OK, title, session, main)
@@ -84,8 +87,9 @@ pub fn page_with_status(
 ) -> Page {
     let bar = match session {
         Some(s) => format!(
-            r#"<nav><a href="/harbor/projects">Projects</a></nav>
+            r#"<nav><a href="/harbor/projects">Projects</a>{admin}</nav>
 <form class="signout" method="post" action="/harbor/sign-out">{csrf}<span class="who" id="current_user">{name}</span> <button type="submit" id="log_out">Sign out</button></form>"#,
+            admin = if s.user.sysadmin { ADMIN_LINKS } else { "" },
             csrf = csrf_field(s),
             name = esc(&s.user.username),
         ),

@@ -3,11 +3,14 @@
 //! cookie (see [`crate::session`]). Assets are embedded in the binary.
 
 mod assets;
+mod configuration;
 mod html;
 mod members;
 mod projects;
 mod repositories;
 mod signin;
+mod system;
+mod users;
 
 use axum::Router;
 use axum::extract::{FromRequestParts, Request, State};
@@ -37,6 +40,9 @@ pub fn router() -> Router<AppState> {
         .merge(projects::router())
         .merge(members::router())
         .merge(repositories::router())
+        .merge(users::router())
+        .merge(configuration::router())
+        .merge(system::router())
         .route("/harbor/{*path}", get(page_not_found))
 }
 
@@ -54,6 +60,18 @@ impl PortalUser {
     /// The caller as the API's access checks know it.
     pub fn principal(&self) -> Principal {
         Principal::User(self.0.user.clone())
+    }
+
+    /// Passes system administrators; everyone else gets the 403 page.
+    pub fn require_admin(&self) -> Result<(), PortalError> {
+        if self.0.user.sysadmin {
+            Ok(())
+        } else {
+            Err(PortalError::api(
+                ApiError::forbidden("This page is for system administrators."),
+                Some(&self.0),
+            ))
+        }
     }
 }
 

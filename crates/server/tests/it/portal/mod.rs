@@ -1,5 +1,6 @@
 //! The web portal (`/harbor/`): sessions, CSRF, pages.
 
+mod admin;
 mod pages;
 mod sessions;
 
