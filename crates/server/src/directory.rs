@@ -27,6 +27,19 @@ pub async fn local_users_allowed(state: &AppState) -> Result<Configuration, ApiE
     Ok(config)
 }
 
+/// Harbor's rule for profile and password changes: under another auth mode
+/// than the database's, users are the directory's to change; only the
+/// built-in `admin` stays local.
+pub async fn locally_modifiable(state: &AppState, id: i64) -> Result<(), ApiError> {
+    let config = state.store.configurations().load().await?;
+    if config.string("auth_mode") != "db_auth" && id != berth_domain::model::ADMIN_USER_ID {
+        return Err(ApiError::forbidden(format!(
+            "User with ID {id} can't be updated"
+        )));
+    }
+    Ok(())
+}
+
 /// The directory settings held in the configuration.
 pub fn settings(config: &Configuration) -> LdapSettings {
     LdapSettings {

@@ -264,6 +264,7 @@ pub async fn update_user_profile(
 ) -> HarborResult<StatusCode> {
     let (_, user) = user_for_self_or_admin(&state, &principal, &user_id).await?;
     let id = user.id;
+    crate::directory::locally_modifiable(&state, id).await?;
     let email = req.email.or(user.email).unwrap_or_default();
     let realname = req.realname.or(user.realname).unwrap_or_default();
     let comment = req.comment.or(user.comment).unwrap_or_default();
@@ -325,6 +326,7 @@ pub async fn set_password_as(
     req: &PasswordReq,
 ) -> Result<(), ApiError> {
     let caller = require_self_or_admin(principal, id)?;
+    crate::directory::locally_modifiable(state, id).await?;
     let user = state
         .store
         .users()

@@ -197,6 +197,7 @@ pub async fn update_password(
         }
         .into());
     }
+    crate::directory::locally_modifiable(&state, target.id).await?;
     let hash = identity::hash_password(&password).await?;
     if !state.store.users().set_password(target.id, &hash).await? {
         return Err(not_found().into());

@@ -563,3 +563,36 @@ backend_test!(
         assert!(denied.status == StatusCode::FORBIDDEN || denied.status == StatusCode::NOT_FOUND, "{}", denied.status);
     }
 );
+
+backend_test!(
+    async fn directory_users_are_not_changed_locally_in_ldap_mode(app) {
+        configure(&app, &[("auth_mode", s("ldap_auth"))]).await;
+        let alice = app.get("/api/v2.0/users/current").basic("alice", "alice-pw").send().await;
+        let id = alice.json()["user_id"].as_i64().unwrap();
+        let password = json!({"old_password": "alice-pw", "new_password": "Local-Passw0rd1"});
+        for (path, body, who) in [
+            (format!("/api/v2.0/users/{id}/password"), password.clone(), Some(("alice", "alice-pw"))),
+            (format!("/api/v2.0/users/{id}/password"), json!({"new_password": "Local-Passw0rd1"}), None),
+            (format!("/api/v2.0/users/{id}"), json!({"email": "elsewhere@example.com"}), None),
+        ] {
+            let mut request = app.put(&path).json(&body);
+            request = match who {
+                Some((login, pw)) => request.basic(login, pw),
+                None => request.admin(),
+            };
+            let res = request.send().await;
+            assert_eq!(res.status, StatusCode::FORBIDDEN, "{path}: {}", res.text());
+            assert!(res.text().contains(&format!("User with ID {id} can't be updated")), "{}", res.text());
+        }
+        let user = app.store().users().find_by_id(id).await.unwrap().unwrap();
+        assert_eq!(user.email.as_deref(), Some("alice@berth.test"), "nothing changed");
+        // The built-in admin stays local and may still change its own password.
+        let res = app
+            .put("/api/v2.0/users/1/password")
+            .admin()
+            .json(&json!({"old_password": crate::util::ADMIN_PASSWORD, "new_password": "Admin-Passw0rd2"}))
+            .send()
+            .await;
+        assert_eq!(res.status, StatusCode::OK, "{}", res.text());
+    }
+);

@@ -89,3 +89,23 @@ backend_test!(
         assert_eq!(res.status, StatusCode::UNAUTHORIZED);
     }
 );
+
+backend_test!(
+    async fn a_directory_user_keeps_no_local_password(app) {
+        configure(&app, &[("auth_mode", s("ldap_auth"))]).await;
+        let res = app.post(&format!("/auth?access_token={MASTER_KEY}")).basic("alice", "alice-pw").send().await;
+        assert_eq!(res.status, StatusCode::CREATED, "{}", res.text());
+        let id = res.json()["user"]["id"].as_str().unwrap().to_string();
+        let res = app
+            .put(&format!("/users/{id}/password"))
+            .basic("alice@berth.test", "alice-pw")
+            .json(&json!({"password": "Local-Passw0rd1"}))
+            .send()
+            .await;
+        assert_eq!(res.status, StatusCode::FORBIDDEN, "{}", res.text());
+        let user = app.store().users().find_by_id(id.parse().unwrap()).await.unwrap().unwrap();
+        assert!(user.password_hash.is_none(), "no local password was set");
+        let res = app.post(&format!("/auth?access_token={MASTER_KEY}")).basic("alice", "alice-pw").send().await;
+        assert_eq!(res.status, StatusCode::CREATED, "the directory password still signs in");
+    }
+);
