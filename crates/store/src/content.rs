@@ -65,7 +65,7 @@ impl Content<'_> {
         let id = uuid::Uuid::new_v4().to_string();
         let staged = self.blobs.stage(&id, expected, body).await?;
         let installed = self.install(&staged, project_id, repository, None).await;
-        self.blobs.discard_upload(&id).await;
+        self.blobs.discard_committed(&id, &[&staged.name]).await;
         match installed? {
             Installed::Done(info) => Ok(info),
             // Without a session there is nothing to change under us.
@@ -166,7 +166,10 @@ impl Content<'_> {
             .await?;
         match installed {
             Installed::Done(info) => {
-                self.blobs.discard_upload(&upload.id).await;
+                let mut names: Vec<&str> = parts.iter().map(String::as_str).collect();
+                names.push(&staged.name);
+                names.dedup();
+                self.blobs.discard_committed(&upload.id, &names).await;
                 Ok(UploadStep::Done(info))
             }
             Installed::UploadChanged | Installed::Collecting => self.lost(&upload.id).await,

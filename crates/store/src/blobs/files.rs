@@ -13,7 +13,7 @@ use bytes::Bytes;
 use futures_util::{Stream, StreamExt};
 use tokio::task::JoinHandle;
 
-use super::{BlobError, ByteStream, Hasher, Staged, WrittenPart, digest_named};
+use super::{BlobError, ByteStream, Hasher, Staged, digest_named};
 
 /// How many bytes are gathered before one write to a part file.
 const WRITE_BUFFER: usize = 1 << 20;
@@ -51,22 +51,20 @@ impl FileBlobs {
         self.root.join("uploads").join(id)
     }
 
-    /// Writes `body` to a new part file of upload `id`, continuing `hasher`
-    /// (the state after the upload's earlier parts). Every byte is durable
-    /// when this returns. On an error the part is removed.
+    /// [`super::BlobStore::write_part`] into the new file `name`: its length.
     pub(super) async fn write_part<S, E>(
         &self,
         id: &str,
-        mut hasher: Hasher,
+        name: &str,
+        hasher: &mut Hasher,
         body: S,
-    ) -> Result<WrittenPart, BlobError>
+    ) -> Result<u64, BlobError>
     where
         S: Stream<Item = Result<Bytes, E>> + Send,
         E: std::fmt::Display,
     {
         let dir = self.upload_dir(id);
-        let name = format!("part-{}", uuid::Uuid::new_v4().simple());
-        let path = dir.join(&name);
+        let path = dir.join(name);
         let opened = path.clone();
         let file = joined(tokio::task::spawn_blocking(move || {
             std::fs::create_dir_all(&dir)?;
@@ -76,14 +74,10 @@ impl FileBlobs {
                 .open(opened)
         }))
         .await?;
-        match write_hashed(file, &mut hasher, body).await {
+        match write_hashed(file, hasher, body).await {
             Ok(len) => {
                 sync_dir(self.upload_dir(id)).await?;
-                Ok(WrittenPart {
-                    name,
-                    len,
-                    hash_state: hasher.save(),
-                })
+                Ok(len)
             }
             Err(err) => {
                 let _ = tokio::fs::remove_file(&path).await;

@@ -204,14 +204,20 @@ impl BlobStore {
     pub async fn write_part<S, E>(
         &self,
         id: &str,
-        hasher: Hasher,
+        mut hasher: Hasher,
         body: S,
     ) -> Result<WrittenPart, BlobError>
     where
         S: Stream<Item = Result<Bytes, E>> + Send,
         E: std::fmt::Display,
     {
-        each!(self, b => b.write_part(id, hasher, body).await)
+        let name = format!("part-{}", uuid::Uuid::new_v4().simple());
+        let len = each!(self, b => b.write_part(id, &name, &mut hasher, body).await)?;
+        Ok(WrittenPart {
+            name,
+            len,
+            hash_state: hasher.save(),
+        })
     }
 
     /// Whether part `name` of upload `id` is stored.
@@ -307,6 +313,21 @@ impl BlobStore {
     /// until the upload is discarded, so this can be repeated.
     pub async fn place(&self, staged: &Staged) -> io::Result<bool> {
         each!(self, b => b.place(staged).await)
+    }
+
+    /// Removes the upload `id` whose objects are `names` once it has been
+    /// committed: a directory goes whole; a bucket's known objects are
+    /// deleted without listing the prefix (anything else there, such as a
+    /// part a crashed request left, goes with upload expiry).
+    pub async fn discard_committed(&self, id: &str, names: &[&str]) {
+        match self {
+            Self::Files(b) => b.discard_upload(id).await,
+            Self::Objects(b) => {
+                for name in names {
+                    b.discard_part(id, name).await;
+                }
+            }
+        }
     }
 
     /// Removes the directory of upload `id` with everything in it.

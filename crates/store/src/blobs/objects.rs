@@ -27,7 +27,7 @@ use bytes::{Bytes, BytesMut};
 use futures_util::{Stream, StreamExt, TryStreamExt};
 use tokio::task::JoinHandle;
 
-use super::{BlobError, ByteStream, Hasher, Staged, WrittenPart, digest_named};
+use super::{BlobError, ByteStream, Hasher, Staged, digest_named};
 use crate::s3::{S3Client, S3Error};
 
 /// The size of the pieces an object is sent in (S3's minimum is 5 MiB; at
@@ -96,26 +96,21 @@ impl ObjectBlobs {
             .map_err(|e| format!("the bucket does not answer: {e}"))
     }
 
-    /// [`super::BlobStore::write_part`].
+    /// [`super::BlobStore::write_part`] into the new object `name`: its length.
     pub(super) async fn write_part<S, E>(
         &self,
         id: &str,
-        mut hasher: Hasher,
+        name: &str,
+        hasher: &mut Hasher,
         body: S,
-    ) -> Result<WrittenPart, BlobError>
+    ) -> Result<u64, BlobError>
     where
         S: Stream<Item = Result<Bytes, E>> + Send,
         E: std::fmt::Display,
     {
-        let name = format!("part-{}", uuid::Uuid::new_v4().simple());
         let key = format!("{}{name}", upload_prefix(id));
         let body = body.map_err(|e| BlobError::Body(e.to_string()));
-        let len = self.write_object(&key, &mut hasher, body).await?;
-        Ok(WrittenPart {
-            name,
-            len,
-            hash_state: hasher.save(),
-        })
+        self.write_object(&key, hasher, body).await
     }
 
     /// Streams `body` to object `key`, hashing every byte; its length.

@@ -124,23 +124,18 @@ struct LookupRow {
     cosign_signed: i64,
 }
 
-/// Whether project `p` requires cosign signatures (1) or not (0).
-const COSIGN_REQUIRED: &str = "CAST(CASE WHEN EXISTS (SELECT 1 FROM project_metadata pm \
-     WHERE pm.project_id = p.id AND pm.name = 'enable_content_trust_cosign' AND pm.value = 'true') \
-     THEN 1 ELSE 0 END AS BIGINT)";
+/// Whether project `p` lets only cosign-signed artifacts be pulled.
+const COSIGN_POLICY: &str = "EXISTS (SELECT 1 FROM project_metadata pm WHERE pm.project_id = p.id \
+     AND pm.name = 'enable_content_trust_cosign' AND pm.value = 'true')";
 
-/// Whether artifact `a` is signed with cosign (1) or not (0), evaluated only
-/// when its project requires it.
-const COSIGN_SIGNED: &str = "CAST(CASE WHEN a.id IS NULL THEN 0 \
-     WHEN NOT EXISTS (SELECT 1 FROM project_metadata pm WHERE pm.project_id = p.id \
-       AND pm.name = 'enable_content_trust_cosign' AND pm.value = 'true') THEN 0 \
-     WHEN a.accessory_type = 'signature.cosign' THEN 1 \
-     WHEN EXISTS (SELECT 1 FROM artifacts s WHERE s.repository_id = a.repository_id \
-       AND s.subject_digest = a.digest AND s.accessory_type = 'signature.cosign') THEN 1 \
-     WHEN EXISTS (SELECT 1 FROM artifact_references ar JOIN artifacts pa ON pa.id = ar.parent_id \
+/// Whether artifact `a` is signed with cosign: it is a signature, one names
+/// it, or one names an index containing it. Evaluated only under the policy.
+const COSIGN_SIGNED: &str = "a.accessory_type = 'signature.cosign' \
+     OR EXISTS (SELECT 1 FROM artifacts s WHERE s.repository_id = a.repository_id \
+       AND s.subject_digest = a.digest AND s.accessory_type = 'signature.cosign') \
+     OR EXISTS (SELECT 1 FROM artifact_references ar JOIN artifacts pa ON pa.id = ar.parent_id \
        JOIN artifacts s ON s.repository_id = pa.repository_id AND s.subject_digest = pa.digest \
-       AND s.accessory_type = 'signature.cosign' WHERE ar.child_id = a.id) THEN 1 \
-     ELSE 0 END AS BIGINT)";
+       AND s.accessory_type = 'signature.cosign' WHERE ar.child_id = a.id)";
 
 /// A referrer of a subject (referrers API).
 #[derive(Debug, Clone, sqlx::FromRow)]
@@ -419,7 +414,9 @@ impl Registry<'_> {
         let row: Option<LookupRow> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
             "SELECT {PROJECT_COLUMNS}, r.id AS repository_id, a.id AS artifact_id, \
              {tag_id} AS tag_id, a.digest, a.manifest_media_type AS media_type, mb.body, \
-             {COSIGN_REQUIRED} AS cosign_required, {COSIGN_SIGNED} AS cosign_signed \
+             CAST(CASE WHEN {COSIGN_POLICY} THEN 1 ELSE 0 END AS BIGINT) AS cosign_required, \
+             CAST(CASE WHEN a.id IS NULL OR NOT {COSIGN_POLICY} THEN 0 \
+               WHEN {COSIGN_SIGNED} THEN 1 ELSE 0 END AS BIGINT) AS cosign_signed \
              FROM projects p \
              LEFT JOIN repositories r ON r.name = $2 AND r.project_id = p.id \
              {manifest_join} \
