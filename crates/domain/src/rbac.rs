@@ -92,6 +92,29 @@ pub enum Resource {
     Accessory,
     /// Immutable tag rules.
     ImmutableTag,
+    /// Robot accounts of the project.
+    Robot,
+}
+
+impl Resource {
+    /// Harbor's name of the resource in robot permissions (`rbac/const.go`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Project => "project",
+            Self::Member => "member",
+            Self::Metadata => "metadata",
+            Self::Repository => "repository",
+            Self::Artifact => "artifact",
+            Self::Tag => "tag",
+            Self::Label => "label",
+            Self::ArtifactLabel => "artifact-label",
+            Self::Quota => "quota",
+            Self::ArtifactAddition => "artifact-addition",
+            Self::Accessory => "accessory",
+            Self::ImmutableTag => "immutable-tag",
+            Self::Robot => "robot",
+        }
+    }
 }
 
 /// What is done to the resource.
@@ -111,6 +134,21 @@ pub enum Action {
     Pull,
     /// Push content.
     Push,
+}
+
+impl Action {
+    /// Harbor's name of the action.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Read => "read",
+            Self::List => "list",
+            Self::Create => "create",
+            Self::Update => "update",
+            Self::Delete => "delete",
+            Self::Pull => "pull",
+            Self::Push => "push",
+        }
+    }
 }
 
 /// Whether `role` holds `action` on `resource`.
@@ -146,6 +184,8 @@ pub fn role_allows(role: Role, resource: Resource, action: Action) -> bool {
         (ArtifactAddition, Read) => all,
         (Accessory, List) => all,
         (ImmutableTag, List | Create | Update | Delete) => pa_m,
+        (Robot, Read | List) => not_limited,
+        (Robot, Create | Update | Delete) => pa,
         _ => false,
     }
 }

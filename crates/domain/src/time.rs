@@ -16,6 +16,11 @@ pub fn format_timestamp(at: OffsetDateTime) -> String {
     .expect("a UTC instant always formats")
 }
 
+/// Reads a timestamp in the store's form (any RFC 3339 text).
+pub fn parse_timestamp(text: &str) -> Option<OffsetDateTime> {
+    OffsetDateTime::parse(text, &time::format_description::well_known::Rfc3339).ok()
+}
+
 /// The current instant in the store's fixed-width form.
 pub fn now() -> String {
     format_timestamp(OffsetDateTime::now_utc())
@@ -40,5 +45,10 @@ mod tests {
         let at = OffsetDateTime::from_unix_timestamp_nanos(1_700_000_000_123_456_789).unwrap();
         assert_eq!(format_timestamp(at), "2023-11-14T22:13:20.123Z");
         assert_eq!(now().len(), ZERO_TIME.len());
+        assert_eq!(
+            parse_timestamp(&format_timestamp(at)).map(|t| t.unix_timestamp()),
+            Some(1_700_000_000)
+        );
+        assert_eq!(parse_timestamp("yesterday"), None);
     }
 }

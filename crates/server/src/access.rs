@@ -2,11 +2,29 @@
 //! registry surfaces. Each surface renders the resulting [`ApiError`] its own way.
 
 use berth_domain::model::project::validate_project_name;
-use berth_domain::model::{Project, ProjectRef, User};
+use berth_domain::model::{Project, ProjectRef, Robot, User};
 use berth_domain::rbac::{self, Action, Resource, Role};
 
 use crate::error::{ApiError, ErrorKind};
 use crate::state::AppState;
+
+/// Who asks, as the role model sees them: every surface's caller comes down to one.
+#[derive(Debug, Clone, Copy)]
+pub enum Actor<'a> {
+    /// No credentials.
+    Anonymous,
+    /// A user: roles from memberships, or a system administrator.
+    User(&'a User),
+    /// A robot account: exactly its permissions.
+    Robot(&'a Robot),
+}
+
+impl Actor<'_> {
+    /// Whether the caller is a system administrator.
+    pub fn is_sysadmin(self) -> bool {
+        matches!(self, Self::User(user) if user.sysadmin)
+    }
+}
 
 /// A caller's standing in one project.
 #[derive(Debug, Clone)]
@@ -19,6 +37,8 @@ pub struct ProjectAccess {
     pub sysadmin: bool,
     /// Whether the caller is anonymous.
     pub anonymous: bool,
+    /// The calling robot account, whose permissions stand in for roles.
+    pub robot: Option<Robot>,
 }
 
 impl ProjectAccess {
@@ -30,6 +50,22 @@ impl ProjectAccess {
                 .roles
                 .iter()
                 .any(|&r| rbac::role_allows(r, resource, action))
+            || self
+                .robot
+                .as_ref()
+                .is_some_and(|r| r.allows(self.project.id, resource, action))
+    }
+
+    /// Whether the caller holds Harbor's `action` on `resource` by name, as a
+    /// robot permission grants it: system and project administrators hold
+    /// every one; a robot, what its own permissions allow.
+    pub fn allows_named(&self, resource: &str, action: &str) -> bool {
+        self.sysadmin
+            || self.roles.contains(&Role::ProjectAdmin)
+            || self
+                .robot
+                .as_ref()
+                .is_some_and(|r| r.allows_named(self.project.id, resource, action))
     }
 
     /// Passes when allowed; else 401 for anonymous callers, 403 `forbidden` for others.
@@ -62,7 +98,7 @@ fn denied(anonymous: bool) -> ApiError {
 /// missing without asking the database.
 pub async fn require_project(
     state: &AppState,
-    user: Option<&User>,
+    actor: Actor<'_>,
     project: &ProjectRef,
     resource: Resource,
     action: Action,
@@ -71,37 +107,50 @@ pub async fn require_project(
         ProjectRef::Name(name) if validate_project_name(name).is_err() => None,
         _ => state.store.projects().find(project).await?,
     };
-    require_found_project(state, user, project, found, resource, action).await
+    require_found_project(state, actor, project, found, resource, action).await
 }
 
 /// [`require_project`] for a project the caller already looked up: `found` is
 /// what `project` resolved to (`None`: no such project).
 pub async fn require_found_project(
     state: &AppState,
-    user: Option<&User>,
+    actor: Actor<'_>,
     project: &ProjectRef,
     found: Option<Project>,
     resource: Resource,
     action: Action,
 ) -> Result<ProjectAccess, ApiError> {
-    let sysadmin = user.is_some_and(|u| u.sysadmin);
+    let anonymous = matches!(actor, Actor::Anonymous);
     let Some(found) = found else {
-        return Err(if sysadmin {
+        return Err(if actor.is_sysadmin() {
             ApiError::not_found(format!("project {project} not found"))
         } else {
-            denied(user.is_none())
+            denied(anonymous)
         });
     };
-    let roles = match user {
-        Some(u) => state.store.projects().roles_of(found.id, u.id).await?,
-        _ => Vec::new(),
-    };
-    let access = ProjectAccess {
-        project: found,
-        roles,
-        sysadmin,
-        anonymous: user.is_none(),
-    };
+    let access = project_access(state, actor, found).await?;
     access.require(resource, action)?;
     Ok(access)
+}
+
+/// `actor`'s standing in `project`, with no check made yet.
+pub async fn project_access(
+    state: &AppState,
+    actor: Actor<'_>,
+    project: Project,
+) -> Result<ProjectAccess, ApiError> {
+    let roles = match actor {
+        Actor::User(user) => state.store.projects().roles_of(project.id, user.id).await?,
+        _ => Vec::new(),
+    };
+    Ok(ProjectAccess {
+        project,
+        roles,
+        sysadmin: actor.is_sysadmin(),
+        anonymous: matches!(actor, Actor::Anonymous),
+        robot: match actor {
+            Actor::Robot(robot) => Some(robot.clone()),
+            _ => None,
+        },
+    })
 }

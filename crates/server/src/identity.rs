@@ -7,7 +7,7 @@ use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use berth_auth::cache::Lookup;
 use berth_auth::password;
-use berth_domain::model::{ADMIN_USER_ID, User};
+use berth_domain::model::{ADMIN_USER_ID, Robot, User};
 use tokio::sync::{Semaphore, oneshot};
 
 use crate::directory;
@@ -58,38 +58,86 @@ pub fn bearer_token(header_value: &str) -> Option<&str> {
         .filter(|t| !t.is_empty())
 }
 
-/// Verifies a login and password sent from `client` (every surface's
-/// password sign-in comes here); `None` when they do not name a user with that
-/// password, 429 when failed sign-ins of this client or account are throttled.
-///
-/// The throttle is asked first, before the credential cache (so a throttled
-/// client cannot learn that a password is right from a cached answer) and
-/// before any hash. A recent successful verification is answered from the
-/// credential cache, after checking that the user's `auth_version` has not
-/// moved; anything else is verified slowly, one attempt per (account,
-/// address) at a time, counted as a failure unless it succeeds.
+/// What a set of verified Basic credentials names.
+#[derive(Debug, Clone)]
+pub enum Account {
+    /// A user (local, or of the directory).
+    User(Arc<User>),
+    /// A robot account.
+    Robot(Arc<RobotLogin>),
+}
+
+/// A robot account as it signed in.
+#[derive(Debug, Clone)]
+pub struct RobotLogin {
+    /// The name it signed in with: the configured prefix and its stored name.
+    pub login: String,
+    /// The account, with its permissions.
+    pub robot: Robot,
+}
+
+/// Which kinds of account a surface lets sign in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Accepts {
+    /// Users only (the generator-rest API and the portal).
+    Users,
+    /// Users and robot accounts (the Harbor API, `/v2/` and the token service).
+    UsersAndRobots,
+}
+
+/// Verifies a user's login and password sent from `client`: [`verify_basic`]
+/// for surfaces robot accounts cannot sign in to.
 pub async fn verify_password(
     state: &AppState,
     client: IpAddr,
     login: &str,
     password: &str,
 ) -> Result<Option<Arc<User>>, ApiError> {
+    Ok(
+        match verify_basic(state, client, login, password, Accepts::Users).await? {
+            Some(Account::User(user)) => Some(user),
+            _ => None,
+        },
+    )
+}
+
+/// Verifies a login and password sent from `client` (every surface's
+/// password sign-in comes here); `None` when they do not name an account of
+/// a kind `accepts` with that password, 429 when failed sign-ins of this
+/// client or account are throttled. A login that starts with the configured
+/// robot prefix (`robot$`) names a robot account; robots that are disabled or
+/// expired do not sign in.
+///
+/// The throttle is asked first, before the credential cache (so a throttled
+/// client cannot learn that a password is right from a cached answer) and
+/// before any hash. A recent successful verification is answered from the
+/// credential cache, after checking that the account has not changed (a
+/// user's `auth_version`, a robot's secret); anything else is verified
+/// slowly, one attempt per (account, address) at a time, counted as a
+/// failure unless it succeeds.
+pub async fn verify_basic(
+    state: &AppState,
+    client: IpAddr,
+    login: &str,
+    password: &str,
+    accepts: Accepts,
+) -> Result<Option<Account>, ApiError> {
     let throttle = &state.signin.throttle;
     throttle
         .check(client, login)
         .map_err(ApiError::too_many_requests)?;
-    if let Some(user) = cached(state, login, password).await? {
-        return Ok(Some(user));
+    if let Some(account) = cached(state, login, password).await? {
+        return Ok(accepted(account, accepts));
     }
     let _turn = throttle.turn(client, login).await;
     // A concurrent sign-in with the same credentials may just have verified them.
-    if let Some(user) = cached(state, login, password).await? {
-        return Ok(Some(user));
+    if let Some(account) = cached(state, login, password).await? {
+        return Ok(accepted(account, accepts));
     }
     let attempt = throttle
         .begin(client, login)
         .map_err(ApiError::too_many_requests)?;
-    let verified = match verify_uncached(state, login, password).await {
+    let verified = match verify_uncached(state, login, password, accepts).await {
         Ok(verified) => verified,
         Err(err) => {
             throttle.settle(attempt, false);
@@ -97,31 +145,59 @@ pub async fn verify_password(
         }
     };
     match &verified {
-        Some(user) => {
+        Some(account) => {
             throttle.settle(attempt, true);
-            state.credentials.put(login, password, user.clone());
+            state.credentials.put(login, password, account.clone());
         }
         None => tracing::info!(%client, "failed sign-in"),
     }
     Ok(verified)
 }
 
-/// The user these credentials verified as recently, if the credential cache
-/// has them and the user's `auth_version` has not moved since.
+fn accepted(account: Account, accepts: Accepts) -> Option<Account> {
+    match (&account, accepts) {
+        (Account::Robot(_), Accepts::Users) => None,
+        _ => Some(account),
+    }
+}
+
+/// The account these credentials verified as recently, if the credential
+/// cache has them and the account has not changed since: a user's
+/// `auth_version` is the same, a robot still has that secret and may sign in.
 async fn cached(
     state: &AppState,
     login: &str,
     password: &str,
-) -> Result<Option<Arc<User>>, ApiError> {
+) -> Result<Option<Account>, ApiError> {
+    let now = time::OffsetDateTime::now_utc().unix_timestamp();
     match state.credentials.get(login, password) {
-        Lookup::Fresh(user) => Ok(Some(user)),
-        Lookup::Stale(cached) => {
+        Lookup::Fresh(Account::Robot(robot)) if !robot.robot.usable_at(now) => {
+            state.credentials.remove(login, password);
+            Ok(None)
+        }
+        Lookup::Fresh(account) => Ok(Some(account)),
+        Lookup::Stale(Account::User(cached)) => {
             if let Some(user) = state.store.users().find_by_id(cached.id).await?
                 && user.auth_version == cached.auth_version
             {
-                let user = Arc::new(user);
-                state.credentials.refresh(login, password, user.clone());
-                return Ok(Some(user));
+                let account = Account::User(Arc::new(user));
+                state.credentials.refresh(login, password, account.clone());
+                return Ok(Some(account));
+            }
+            state.credentials.remove(login, password);
+            Ok(None)
+        }
+        Lookup::Stale(Account::Robot(cached)) => {
+            if let Some(robot) = state.store.robots().get(cached.robot.id).await?
+                && robot.secret_hash == cached.robot.secret_hash
+                && robot.usable_at(now)
+            {
+                let account = Account::Robot(Arc::new(RobotLogin {
+                    login: cached.login.clone(),
+                    robot,
+                }));
+                state.credentials.refresh(login, password, account.clone());
+                return Ok(Some(account));
             }
             state.credentials.remove(login, password);
             Ok(None)
@@ -130,19 +206,26 @@ async fn cached(
     }
 }
 
-/// The slow path of [`verify_password`]: a password hash, or the directory in
-/// `ldap_auth` mode (for everyone but the built-in admin).
+/// The slow path of [`verify_basic`]: a password hash, or the directory in
+/// `ldap_auth` mode (for everyone but the built-in admin and robots).
 async fn verify_uncached(
     state: &AppState,
     login: &str,
     password: &str,
-) -> Result<Option<Arc<User>>, ApiError> {
+    accepts: Accepts,
+) -> Result<Option<Account>, ApiError> {
+    let config = state.store.configurations().load().await?;
+    if accepts == Accepts::UsersAndRobots
+        && let Some(name) = login.strip_prefix(config.string("robot_name_prefix"))
+    {
+        return verify_robot(state, login, name, password).await;
+    }
     let found = state.store.users().find_by_login(login).await?;
-    if found.as_ref().is_none_or(|u| u.id != ADMIN_USER_ID) {
-        let config = state.store.configurations().load().await?;
-        if config.string("auth_mode") == directory::LDAP_AUTH {
-            return directory::sign_in(state, &config, login, password).await;
-        }
+    if found.as_ref().is_none_or(|u| u.id != ADMIN_USER_ID)
+        && config.string("auth_mode") == directory::LDAP_AUTH
+    {
+        let user = directory::sign_in(state, &config, login, password).await?;
+        return Ok(user.map(Account::User));
     }
     // An unknown user, or one without a local password, costs a hash too, so
     // that the answer's timing does not tell which logins exist.
@@ -155,7 +238,30 @@ async fn verify_uncached(
         return Ok(None);
     };
     let matches = check_password(password, &stored).await?;
-    Ok(matches.then(|| Arc::new(user)))
+    Ok(matches.then(|| Account::User(Arc::new(user))))
+}
+
+/// A robot's secret, checked with the same slow hash as a password (and a
+/// dummy one for an unknown name); a disabled or expired robot is refused
+/// after the hash, so the timing does not tell which robots exist.
+async fn verify_robot(
+    state: &AppState,
+    login: &str,
+    name: &str,
+    secret: &str,
+) -> Result<Option<Account>, ApiError> {
+    let Some(robot) = state.store.robots().find_by_name(name).await? else {
+        check_dummy_password(secret).await?;
+        return Ok(None);
+    };
+    let matches = check_password(secret, &robot.secret_hash).await?;
+    let now = time::OffsetDateTime::now_utc().unix_timestamp();
+    Ok((matches && robot.usable_at(now)).then(|| {
+        Account::Robot(Arc::new(RobotLogin {
+            login: login.to_string(),
+            robot,
+        }))
+    }))
 }
 
 /// Password hashes computed at once: one per core. An argon2id hash walks
@@ -289,8 +395,18 @@ async fn user_by_id(state: &AppState, id: i64) -> Result<Option<Arc<User>>, ApiE
 /// (profile, password, administrator flag or existence), so the change takes
 /// effect here at once.
 pub fn forget_user(state: &AppState, user_id: i64) {
-    state.credentials.forget(|user| user.id == user_id);
+    state
+        .credentials
+        .forget(|account| matches!(account, Account::User(user) if user.id == user_id));
     state.users.remove(&user_id);
+}
+
+/// Drops the cached sign-ins of a robot that just changed on this instance
+/// (secret, permissions, disabled flag, existence).
+pub fn forget_robot(state: &AppState, robot_id: i64) {
+    state
+        .credentials
+        .forget(|account| matches!(account, Account::Robot(robot) if robot.robot.id == robot_id));
 }
 
 #[cfg(test)]

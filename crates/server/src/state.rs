@@ -20,7 +20,7 @@ pub struct Inner {
     /// Signs and verifies user tokens.
     pub tokens: TokenKeys,
     /// Recently verified Basic credentials.
-    pub credentials: CredentialCache<Arc<User>>,
+    pub credentials: CredentialCache<crate::identity::Account>,
     /// Users recently read by id, for token-authenticated requests.
     pub users: TimedCache<i64, Arc<User>>,
     /// The throttle of failed sign-ins and the trusted proxies.

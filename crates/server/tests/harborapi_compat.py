@@ -13,11 +13,15 @@ import sys
 from harborapi import HarborAsyncClient
 from harborapi.exceptions import Conflict, NotFound, Unauthorized, Forbidden, BadRequest
 from harborapi.models import (
+    Access,
     Configurations,
     ProjectMetadata,
     ProjectReq,
     QuotaUpdateReq,
     ResourceList,
+    Robot,
+    RobotCreate,
+    RobotPermission,
     UserCreationReq,
     UserProfile,
 )
@@ -160,6 +164,41 @@ async def main(base, password):
     expect((await admin.get_quota(quotas[0].id)).hard.root["storage"] == 1 << 30, "quota update")
     expect(len(await admin.get_quotas()) == 2, "library and compat-proj")
     await expect_error(Forbidden, alice_client.get_quotas())
+
+    # Robot accounts: a project robot made, listed, read, updated, refreshed,
+    # used as Basic credentials, and deleted.
+    created = await admin.create_robot(
+        RobotCreate(
+            name="compat-ci",
+            description="made by harborapi",
+            level="project",
+            duration=-1,
+            permissions=[
+                RobotPermission(
+                    kind="project",
+                    namespace="compat-proj",
+                    access=[Access(resource="repository", action="push"), Access(resource="repository", action="pull")],
+                )
+            ],
+        )
+    )
+    expect(created.name == "robot$compat-proj+compat-ci" and created.secret, f"robot {created}")
+    robots = await admin.get_robots(query=f"Level=project,ProjectID={project_id}")
+    expect([r.name for r in robots] == [created.name], f"robots {robots}")
+    robot = await admin.get_robot(created.id)
+    expect(robot.level == "project" and robot.permissions[0].namespace == "compat-proj", f"{robot}")
+    robot.description = "updated by harborapi"
+    await admin.update_robot(created.id, robot)
+    expect((await admin.get_robot(created.id)).description == "updated by harborapi", "robot update")
+    robot_client = HarborAsyncClient(url=url, username=created.name, secret=created.secret)
+    expect((await robot_client.get_project("compat-proj")).name == "compat-proj", "robot reads its project")
+    await expect_error(Forbidden, robot_client.get_config())
+    await admin.refresh_robot_secret(created.id, "Refreshed-Secret-1")
+    await expect_error(Unauthorized, robot_client.get_project("compat-proj"))
+    robot_client = HarborAsyncClient(url=url, username=created.name, secret="Refreshed-Secret-1")
+    expect((await robot_client.get_project("compat-proj")).name == "compat-proj", "refreshed secret")
+    await admin.delete_robot(created.id)
+    await expect_error(NotFound, admin.get_robot(created.id))
 
     # Artifacts: copy and accessories, over an image and a cosign-style signature
     # pushed with plain /v2/ requests.

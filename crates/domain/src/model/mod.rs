@@ -7,6 +7,7 @@ pub mod immutable;
 pub mod member;
 pub mod metadata;
 pub mod project;
+pub mod robot;
 pub mod user;
 
 pub use article::Article;
@@ -14,6 +15,7 @@ pub use configuration::{ConfigValue, Configuration};
 pub use group::DirectoryProfile;
 pub use member::{Member, MemberEntity, UserGroup};
 pub use project::{CveAllowlist, NewProject, Project, ProjectCounts, ProjectRef};
+pub use robot::Robot;
 pub use user::{ADMIN_USER_ID, NewUser, User, UserOrigin};
 
 pub mod artifact;

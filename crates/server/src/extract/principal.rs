@@ -7,8 +7,9 @@ use axum::http::header::AUTHORIZATION;
 use axum::http::request::Parts;
 use berth_domain::model::User;
 
+use crate::access::Actor;
 use crate::error::{ApiError, HarborError};
-use crate::identity::{self, BasicCredentials};
+use crate::identity::{self, Accepts, Account, BasicCredentials, RobotLogin};
 use crate::session;
 use crate::state::AppState;
 
@@ -20,26 +21,52 @@ pub enum Principal {
     Anonymous,
     /// A signed-in user.
     User(Arc<User>),
+    /// A robot account (Basic credentials).
+    Robot(Arc<RobotLogin>),
 }
 
 impl Principal {
     /// The caller's name in audit logs.
     pub fn audit_name(&self) -> &str {
-        self.user()
-            .map_or(crate::audit::ANONYMOUS, |u| u.username.as_str())
-    }
-
-    /// The signed-in user, if any.
-    pub fn user(&self) -> Option<&User> {
         match self {
-            Self::Anonymous => None,
-            Self::User(user) => Some(user),
+            Self::Anonymous => crate::audit::ANONYMOUS,
+            Self::User(user) => &user.username,
+            Self::Robot(robot) => &robot.login,
         }
     }
 
-    /// The signed-in user, or 401.
+    /// The caller as the role model sees it.
+    pub fn actor(&self) -> Actor<'_> {
+        match self {
+            Self::Anonymous => Actor::Anonymous,
+            Self::User(user) => Actor::User(user),
+            Self::Robot(robot) => Actor::Robot(&robot.robot),
+        }
+    }
+
+    /// The signed-in user, if any (robots are not users).
+    pub fn user(&self) -> Option<&User> {
+        match self {
+            Self::User(user) => Some(user),
+            Self::Anonymous | Self::Robot(_) => None,
+        }
+    }
+
+    /// Passes any authenticated caller, user or robot; anonymous callers get 401.
+    pub fn require_authenticated(&self) -> Result<(), ApiError> {
+        match self {
+            Self::Anonymous => Err(ApiError::unauthorized()),
+            Self::User(_) | Self::Robot(_) => Ok(()),
+        }
+    }
+
+    /// The signed-in user; 401 for anonymous callers, 403 for robot accounts.
     pub fn require_user(&self) -> Result<&User, ApiError> {
-        self.user().ok_or_else(ApiError::unauthorized)
+        match self {
+            Self::User(user) => Ok(user),
+            Self::Anonymous => Err(ApiError::unauthorized()),
+            Self::Robot(robot) => Err(ApiError::forbidden(robot.login.clone())),
+        }
     }
 
     /// Whether the caller is a system administrator.
@@ -73,15 +100,21 @@ impl FromRequestParts<AppState> for Principal {
             return from_session(parts, state).await;
         };
         let value = value.to_str().map_err(|_| ApiError::unauthorized())?;
-        let user = if let Some(creds) = BasicCredentials::parse(value) {
+        let account = if let Some(creds) = BasicCredentials::parse(value) {
             let client = state.signin.client(&parts.extensions, &parts.headers);
-            identity::verify_password(state, client, &creds.login, &creds.password).await?
+            let accepts = Accepts::UsersAndRobots;
+            identity::verify_basic(state, client, &creds.login, &creds.password, accepts).await?
         } else if let Some(token) = identity::bearer_token(value) {
-            identity::verify_user_token(state, token).await?
+            identity::verify_user_token(state, token)
+                .await?
+                .map(Account::User)
         } else {
             None
         };
-        let principal = Self::User(user.ok_or_else(ApiError::unauthorized)?);
+        let principal = match account.ok_or_else(ApiError::unauthorized)? {
+            Account::User(user) => Self::User(user),
+            Account::Robot(robot) => Self::Robot(robot),
+        };
         parts.extensions.insert(principal.clone());
         Ok(principal)
     }

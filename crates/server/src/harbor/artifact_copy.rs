@@ -53,7 +53,7 @@ pub async fn copy_artifact(
     .await?;
     let target = require_project(
         &state,
-        principal.user(),
+        principal.actor(),
         &ProjectRef::Name(project_name.clone()),
         Resource::Artifact,
         Action::Create,

@@ -71,7 +71,7 @@ pub async fn get_project_logs(
 ) -> HarborResult<Response> {
     let access = require_project(
         &state,
-        principal.user(),
+        principal.actor(),
         &ProjectRef::Name(project_name),
         Resource::Project,
         Action::Read,

@@ -68,7 +68,7 @@ async fn require_scope(
         Some(id) => {
             require_project(
                 state,
-                principal.user(),
+                principal.actor(),
                 &ProjectRef::Id(id),
                 Resource::Label,
                 action,
@@ -89,7 +89,7 @@ pub async fn create_label(
     principal: Principal,
     HarborBytes(body): HarborBytes,
 ) -> HarborResult<Response> {
-    principal.require_user()?;
+    principal.require_authenticated()?;
     let body: Value = serde_json::from_slice(&body)
         .map_err(|e| ApiError::bad_request(format!("invalid label body: {e}")))?;
     let text = |key: &str| {
@@ -190,7 +190,7 @@ pub async fn delete_label(
     principal: Principal,
     Path(label_id): Path<String>,
 ) -> HarborResult<()> {
-    principal.require_user()?;
+    principal.require_authenticated()?;
     let label = load_label(&state, &label_id).await?;
     require_scope(&state, &principal, label.project_id, Action::Delete).await?;
     state.store.labels().delete(label.id).await?;

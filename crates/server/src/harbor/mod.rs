@@ -19,6 +19,7 @@ mod metadata;
 mod ping;
 pub(crate) mod projects;
 mod quotas;
+mod robots;
 mod search;
 pub(crate) mod statistics;
 
@@ -42,6 +43,7 @@ pub fn router() -> Router<AppState> {
         .merge(ping::router())
         .merge(projects::router())
         .merge(quotas::router())
+        .merge(robots::router())
         .merge(immutable::router())
         .merge(audit_logs::router())
         .merge(search::router())

@@ -156,10 +156,13 @@ pub(super) fn project_wire(project: &Project, details: &ProjectDetails, full: bo
 
 /// The viewer of lists for a principal.
 pub(crate) fn viewer(principal: &Principal) -> Viewer {
-    match principal.user() {
-        Some(u) if u.sysadmin => Viewer::Admin,
-        Some(u) => Viewer::User(u.id),
-        None => Viewer::Anonymous,
+    match principal {
+        Principal::User(u) if u.sysadmin => Viewer::Admin,
+        Principal::User(u) => Viewer::User(u.id),
+        // A robot with a permission on every project sees them all.
+        Principal::Robot(r) if r.robot.covers_all_projects() => Viewer::Admin,
+        Principal::Robot(r) => Viewer::Robot(r.robot.id),
+        Principal::Anonymous => Viewer::Anonymous,
     }
 }
 
@@ -201,7 +204,7 @@ pub async fn head_project(
     principal: Principal,
     query: HarborQuery,
 ) -> HarborResult<StatusCode> {
-    principal.require_user()?;
+    principal.require_authenticated()?;
     let name = query.required("project_name")?;
     if name.contains(' ') {
         return Err(ApiError::bad_request(format!("invalid project name: {name}")).into());
@@ -310,6 +313,11 @@ pub async fn create_project(
     query: HarborQuery,
     HarborJson(req): HarborJson<ProjectReq>,
 ) -> HarborResult<Response> {
+    if let Principal::Robot(robot) = &principal
+        && robot.robot.project_id.is_some()
+    {
+        return Err(ApiError::forbidden("Only system level robot can create project").into());
+    }
     let user = principal.require_user()?;
     let project = create_project_as(&state, user, req).await?;
     let base = query.path.trim_end_matches('/');
@@ -431,7 +439,7 @@ impl ProjectCaller {
         action: Action,
     ) -> Result<ProjectAccess, ApiError> {
         let reference = self.project_ref(project_name_or_id);
-        require_project(state, self.principal.user(), &reference, resource, action).await
+        require_project(state, self.principal.actor(), &reference, resource, action).await
     }
 }
 

@@ -96,7 +96,7 @@ pub async fn list_repositories(
 ) -> HarborResult<Response> {
     let access = require_project(
         &state,
-        principal.user(),
+        principal.actor(),
         &ProjectRef::Name(project_name),
         Resource::Repository,
         Action::List,
@@ -138,7 +138,7 @@ pub(crate) async fn load_repository_access(
 ) -> Result<(ProjectAccess, String, Option<Repository>), ApiError> {
     let access = require_project(
         state,
-        principal.user(),
+        principal.actor(),
         &ProjectRef::Name(project_name.to_string()),
         resource,
         action,

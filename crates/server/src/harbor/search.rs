@@ -10,6 +10,7 @@ use crate::extract::Principal;
 use crate::extract::harbor::HarborQuery;
 use crate::harbor::projects::{ProjectWire, project_wire, viewer};
 use crate::state::AppState;
+use berth_store::repo::projects::Viewer;
 
 pub(super) fn router() -> Router<AppState> {
     Router::new().route("/search", get(search))
@@ -51,7 +52,11 @@ pub async fn search(
     query: HarborQuery,
 ) -> HarborResult<Json<Search>> {
     let text = query.required("q")?;
-    let viewer = viewer(&principal);
+    // Robots search public projects only (Harbor).
+    let viewer = match principal {
+        Principal::Robot(_) => Viewer::Anonymous,
+        _ => viewer(&principal),
+    };
     // Two independent statements, run at the same time.
     let (project_store, statistics) = (state.store.projects(), state.store.statistics());
     let ((projects, details), repositories) = tokio::try_join!(

@@ -48,21 +48,24 @@ pub async fn get_system_info(
     principal: Principal,
 ) -> HarborResult<Json<GeneralInfo>> {
     let config = state.store.configurations().load().await?;
-    let detail = principal.user().map(|_| GeneralInfoDetail {
-        current_time: berth_domain::time::now(),
-        registry_url: state
-            .external_url
-            .split_once("://")
-            .map_or(state.external_url.as_str(), |(_, rest)| rest)
-            .to_string(),
-        external_url: state.external_url.clone(),
-        project_creation_restriction: config.string("project_creation_restriction").to_string(),
-        has_ca_root: false,
-        harbor_version: HARBOR_VERSION,
-        registry_storage_provider_name: "filesystem",
-        read_only: config.flag("read_only"),
-        notification_enable: config.flag("notification_enable"),
-    });
+    let detail = principal
+        .require_authenticated()
+        .ok()
+        .map(|()| GeneralInfoDetail {
+            current_time: berth_domain::time::now(),
+            registry_url: state
+                .external_url
+                .split_once("://")
+                .map_or(state.external_url.as_str(), |(_, rest)| rest)
+                .to_string(),
+            external_url: state.external_url.clone(),
+            project_creation_restriction: config.string("project_creation_restriction").to_string(),
+            has_ca_root: false,
+            harbor_version: HARBOR_VERSION,
+            registry_storage_provider_name: "filesystem",
+            read_only: config.flag("read_only"),
+            notification_enable: config.flag("notification_enable"),
+        });
     Ok(Json(GeneralInfo {
         auth_mode: config.string("auth_mode").to_string(),
         primary_auth_mode: config.flag("primary_auth_mode"),

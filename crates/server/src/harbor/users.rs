@@ -10,7 +10,7 @@ use berth_domain::model::{ADMIN_USER_ID, NewUser, User};
 use berth_store::repo::users::UserFilter;
 use serde::{Deserialize, Serialize};
 
-use crate::error::{ApiError, HarborResult};
+use crate::error::{ApiError, ErrorKind, HarborResult};
 use crate::extract::Principal;
 use crate::extract::harbor::{HarborJson, HarborQuery, paged, path_int};
 use crate::identity;
@@ -57,6 +57,16 @@ pub(super) fn router() -> Router<AppState> {
 
 /// The signed-in caller; 401 for anonymous callers.
 pub async fn get_current_user_info(principal: Principal) -> HarborResult<Json<UserResp>> {
+    if let Principal::Robot(robot) = &principal {
+        return Err(ApiError::new(
+            ErrorKind::Precondition,
+            format!(
+                "get current user not available for security context: {}",
+                robot.login
+            ),
+        )
+        .into());
+    }
     Ok(Json(UserResp::from(principal.require_user()?)))
 }
 

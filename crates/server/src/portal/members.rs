@@ -11,7 +11,7 @@ use serde::Deserialize;
 
 use super::html::{self, esc, url_part};
 use super::{PortalError, PortalForm, PortalUser, check_form_csrf, see_other};
-use crate::access::{ProjectAccess, require_project};
+use crate::access::{Actor, ProjectAccess, require_project};
 use crate::error::{ApiError, ErrorKind};
 use crate::harbor::members::{ProjectMemberReq, add_member};
 use crate::session::SessionUser;
@@ -127,7 +127,7 @@ async fn create_member(
     let failed = |err: ApiError| PortalError::api(err, Some(session));
     let access = require_project(
         &state,
-        Some(&session.user),
+        Actor::User(&session.user),
         &ProjectRef::Name(project_name),
         Resource::Member,
         Action::Create,

@@ -13,7 +13,7 @@ use serde::Deserialize;
 
 use super::html::{self, esc, url_part};
 use super::{PortalError, PortalForm, PortalUser, check_form_csrf, pager, see_other};
-use crate::access::require_project;
+use crate::access::{Actor, require_project};
 use crate::error::{ApiError, ErrorKind};
 use crate::harbor::projects::{ProjectReq, create_project_as, delete_project_by_id, viewer};
 use crate::state::AppState;
@@ -219,7 +219,7 @@ async fn delete_project(
     let failed = |err: ApiError| PortalError::api(err, Some(session));
     let access = require_project(
         &state,
-        Some(&session.user),
+        Actor::User(&session.user),
         &ProjectRef::Name(project_name.clone()),
         Resource::Project,
         Action::Delete,

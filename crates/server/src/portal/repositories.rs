@@ -15,7 +15,7 @@ use serde::Deserialize;
 
 use super::html::{self, esc, url_part};
 use super::{PortalError, PortalForm, PortalUser, check_form_csrf, pager, see_other};
-use crate::access::require_project;
+use crate::access::{Actor, require_project};
 use crate::error::ApiError;
 use crate::harbor::repositories::load_repository_access;
 use crate::harbor::tags::remove_tag;
@@ -66,7 +66,7 @@ async fn show_project(
     let failed = |err: ApiError| PortalError::api(err, Some(session));
     let access = require_project(
         &state,
-        Some(&session.user),
+        Actor::User(&session.user),
         &ProjectRef::Name(project_name),
         Resource::Repository,
         Action::List,

@@ -16,9 +16,9 @@ use berth_domain::rbac::{Action, Resource};
 use serde_json::json;
 
 use super::{RegistryError, oci};
-use crate::access::{ProjectAccess, require_found_project};
+use crate::access::{Actor, project_access, require_found_project};
 use crate::error::{ApiError, ErrorKind};
-use crate::identity::{self, BasicCredentials};
+use crate::identity::{self, Accepts, Account, BasicCredentials, RobotLogin};
 use crate::state::AppState;
 
 /// How long an issued registry token lives (Harbor's default: 30 minutes).
@@ -31,6 +31,8 @@ pub enum Caller {
     Anonymous,
     /// Basic credentials of a user.
     User(Arc<User>),
+    /// Basic credentials of a robot account.
+    Robot(Arc<RobotLogin>),
     /// A token from `/service/token`.
     Token(Box<RegistryClaims>),
 }
@@ -41,6 +43,7 @@ impl Caller {
         match self {
             Self::Anonymous => crate::audit::ANONYMOUS,
             Self::User(user) => &user.username,
+            Self::Robot(robot) => &robot.login,
             Self::Token(claims) if claims.sub.is_empty() => crate::audit::ANONYMOUS,
             Self::Token(claims) => &claims.sub,
         }
@@ -60,11 +63,9 @@ impl Caller {
             .to_str()
             .map_err(|_| unauthorized("invalid authorization header"))?;
         if let Some(creds) = BasicCredentials::parse(value) {
-            return match identity::verify_password(state, client, &creds.login, &creds.password)
-                .await?
-            {
-                Some(user) => Ok(Self::User(user)),
-                None => Err(unauthorized("invalid username or password")),
+            return match verify(state, client, &creds).await? {
+                Account::User(user) => Ok(Self::User(user)),
+                Account::Robot(robot) => Ok(Self::Robot(robot)),
             };
         }
         if let Some(token) = identity::bearer_token(value) {
@@ -80,7 +81,7 @@ impl Caller {
     pub fn is_authenticated(&self) -> bool {
         match self {
             Self::Anonymous => false,
-            Self::User(_) => true,
+            Self::User(_) | Self::Robot(_) => true,
             Self::Token(claims) => !claims.sub.is_empty(),
         }
     }
@@ -88,7 +89,7 @@ impl Caller {
     /// Whether the caller may list the catalog (system administrators).
     pub fn may_list_catalog(&self) -> bool {
         match self {
-            Self::Anonymous => false,
+            Self::Anonymous | Self::Robot(_) => false,
             Self::User(user) => user.sysadmin,
             Self::Token(claims) => claims.allows("registry", "catalog", "*"),
         }
@@ -181,14 +182,15 @@ pub async fn authorize_found(
             }
             found.ok_or_else(name_unknown)
         }
-        Caller::Anonymous | Caller::User(_) => {
-            let user = match caller {
-                Caller::User(user) => Some(user.as_ref()),
-                _ => None,
+        Caller::Anonymous | Caller::User(_) | Caller::Robot(_) => {
+            let actor = match caller {
+                Caller::User(user) => Actor::User(user),
+                Caller::Robot(robot) => Actor::Robot(&robot.robot),
+                _ => Actor::Anonymous,
             };
             let project_ref = ProjectRef::Name(project_of(name).unwrap_or(name).to_string());
             let (resource, rbac_action) = action.rbac();
-            match require_found_project(state, user, &project_ref, found, resource, rbac_action)
+            match require_found_project(state, actor, &project_ref, found, resource, rbac_action)
                 .await
             {
                 Ok(access) => Ok(access.project),
@@ -209,6 +211,23 @@ pub async fn authorize_found(
     }
 }
 
+/// The account Basic credentials name (users and robot accounts); 401 when none.
+async fn verify(
+    state: &AppState,
+    client: IpAddr,
+    creds: &BasicCredentials,
+) -> Result<Account, RegistryError> {
+    identity::verify_basic(
+        state,
+        client,
+        &creds.login,
+        &creds.password,
+        Accepts::UsersAndRobots,
+    )
+    .await?
+    .ok_or_else(|| unauthorized("invalid username or password"))
+}
+
 /// `GET /service/token`: a registry token granting the requested scopes the
 /// caller holds (docker's token protocol; Harbor's `harbor-registry` service).
 pub async fn get_token(
@@ -221,7 +240,7 @@ pub async fn get_token(
     let pairs: Vec<(String, String)> =
         serde_urlencoded::from_str(query.as_deref().unwrap_or(""))
             .map_err(|_| RegistryError::from(ApiError::bad_request("invalid query string")))?;
-    let user = match headers.get(AUTHORIZATION) {
+    let account = match headers.get(AUTHORIZATION) {
         None => None,
         Some(value) => {
             let value = value
@@ -229,12 +248,13 @@ pub async fn get_token(
                 .map_err(|_| unauthorized("invalid authorization header"))?;
             let creds = BasicCredentials::parse(value)
                 .ok_or_else(|| unauthorized("the token service takes Basic credentials"))?;
-            Some(
-                identity::verify_password(&state, client, &creds.login, &creds.password)
-                    .await?
-                    .ok_or_else(|| unauthorized("invalid username or password"))?,
-            )
+            Some(verify(&state, client, &creds).await?)
         }
+    };
+    let actor = match &account {
+        None => Actor::Anonymous,
+        Some(Account::User(user)) => Actor::User(user),
+        Some(Account::Robot(robot)) => Actor::Robot(&robot.robot),
     };
     let mut access = Vec::new();
     for scope in pairs
@@ -243,12 +263,16 @@ pub async fn get_token(
         .flat_map(|(_, v)| v.split(' '))
         .filter(|s| !s.is_empty())
     {
-        if let Some(granted) = grant(&state, user.as_deref(), scope).await? {
+        if let Some(granted) = grant(&state, actor, scope).await? {
             access.push(granted);
         }
     }
     let now = time::OffsetDateTime::now_utc();
-    let subject = user.as_ref().map_or("", |u| u.username.as_str());
+    let subject = match &account {
+        None => "",
+        Some(Account::User(user)) => user.username.as_str(),
+        Some(Account::Robot(robot)) => robot.login.as_str(),
+    };
     let token =
         state
             .registry
@@ -266,7 +290,7 @@ pub async fn get_token(
 /// The part of one requested scope (`repository:<name>:<actions>`) the caller holds.
 async fn grant(
     state: &AppState,
-    user: Option<&User>,
+    actor: Actor<'_>,
     scope: &str,
 ) -> Result<Option<Access>, RegistryError> {
     let Some((kind, rest)) = scope.split_once(':') else {
@@ -278,7 +302,7 @@ async fn grant(
     let requested: Vec<&str> = actions.split(',').filter(|a| !a.is_empty()).collect();
     let granted: Vec<String> = match kind {
         "registry" if name == "catalog" => {
-            if user.is_some_and(|u| u.sysadmin) {
+            if actor.is_sysadmin() {
                 requested.iter().map(|a| (*a).to_string()).collect()
             } else {
                 Vec::new()
@@ -296,16 +320,7 @@ async fn grant(
                     actions: Vec::new(),
                 }));
             };
-            let roles = match user {
-                Some(u) => state.store.projects().roles_of(project.id, u.id).await?,
-                None => Vec::new(),
-            };
-            let access = ProjectAccess {
-                project,
-                roles,
-                sysadmin: user.is_some_and(|u| u.sysadmin),
-                anonymous: user.is_none(),
-            };
+            let access = project_access(state, actor, project).await?;
             let expanded: Vec<RepoAction> = requested
                 .iter()
                 .flat_map(|a| match *a {

@@ -202,7 +202,7 @@ pub(super) async fn may_push(ctx: &Ctx, name: &str) -> bool {
     match &ctx.caller {
         Caller::Anonymous => false,
         Caller::Token(claims) => claims.allows("repository", name, "push"),
-        Caller::User(_) => ctx.authorize(name, RepoAction::Push).await.is_ok(),
+        Caller::User(_) | Caller::Robot(_) => ctx.authorize(name, RepoAction::Push).await.is_ok(),
     }
 }
 

@@ -444,17 +444,19 @@ pub async fn get_tags_list(ctx: Ctx, name: &str) -> RegistryResult<Response> {
 /// `GET /v2/_catalog?n=&last=`: repository names (system administrators only).
 pub async fn get_catalog(ctx: Ctx) -> RegistryResult<Response> {
     if !ctx.caller.may_list_catalog() {
-        return Err(if matches!(ctx.caller, super::Caller::User(_)) {
-            oci(
-                ErrorKind::Forbidden,
-                "DENIED",
-                "only system administrators may list the catalog",
-            )
-            .into()
-        } else {
-            super::auth::unauthorized("authentication required")
-                .with_scope("registry:catalog:*".into())
-        });
+        return Err(
+            if matches!(ctx.caller, super::Caller::User(_) | super::Caller::Robot(_)) {
+                oci(
+                    ErrorKind::Forbidden,
+                    "DENIED",
+                    "only system administrators may list the catalog",
+                )
+                .into()
+            } else {
+                super::auth::unauthorized("authentication required")
+                    .with_scope("registry:catalog:*".into())
+            },
+        );
     }
     let (n, last) = pagination(&ctx)?;
     let names = if n == 0 {

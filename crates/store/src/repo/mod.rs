@@ -26,6 +26,7 @@ pub mod quotas;
 pub mod registry;
 pub mod repositories;
 mod rest_list;
+pub mod robots;
 pub mod sessions;
 pub(crate) mod sql;
 pub mod statistics;

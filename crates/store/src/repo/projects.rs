@@ -121,6 +121,8 @@ pub enum Viewer {
     Admin,
     /// A signed-in user: member projects and public ones.
     User(i64),
+    /// A robot account: the projects its permissions name and public ones.
+    Robot(i64),
     /// No credentials: public projects only.
     Anonymous,
 }
@@ -147,7 +149,28 @@ pub(crate) fn push_visibility(sql: &mut Sql, viewer: Viewer, public: Option<bool
             sql.push(" AND p.public = 0 AND ");
             push_is_member(sql, user);
         }
+        (Viewer::Robot(_), Some(true)) => {
+            sql.push(" AND p.public = 1");
+        }
+        (Viewer::Robot(robot), None) => {
+            sql.push(" AND (p.public = 1 OR ");
+            push_robot_projects(sql, robot);
+            sql.push(")");
+        }
+        (Viewer::Robot(robot), Some(false)) => {
+            sql.push(" AND p.public = 0 AND ");
+            push_robot_projects(sql, robot);
+        }
     }
+}
+
+/// Whether a permission of robot `robot` names project `p`.
+fn push_robot_projects(sql: &mut Sql, robot: i64) {
+    sql.push(
+        "EXISTS (SELECT 1 FROM robot_permissions rp WHERE rp.project_id = p.id AND rp.robot_id = ",
+    )
+    .int(robot)
+    .push(")");
 }
 
 /// Whether `user` is a member of project `p`, directly or through a group: a

@@ -83,7 +83,8 @@ impl Statistics<'_> {
                      0 AS total_storage_consumption",
                 );
             }
-            Viewer::Anonymous => {
+            // Robots count no private projects (Harbor).
+            Viewer::Robot(_) | Viewer::Anonymous => {
                 sql.push(
                     "0 AS private_project_count, 0 AS private_repo_count, 0 AS total_project_count, \
                      0 AS total_repo_count, 0 AS total_storage_consumption",

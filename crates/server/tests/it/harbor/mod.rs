@@ -14,6 +14,7 @@ mod metadata;
 mod projects;
 mod quotas;
 mod registry_content;
+mod robots;
 mod search_statistics;
 mod signin_security;
 mod system;

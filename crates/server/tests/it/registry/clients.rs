@@ -314,6 +314,110 @@ async fn skopeo_push_and_pull_round_trips_postgres_s3() {
     skopeo_round_trips(Backend::Postgres, Storage::S3).await;
 }
 
+/// A robot account's credentials with skopeo: push and pull where granted
+/// (through the token service skopeo asks), refused elsewhere.
+async fn skopeo_with_robot_credentials(backend: Backend) {
+    require("skopeo");
+    let work = tempfile::tempdir().unwrap();
+    let layout = build_layout(work.path());
+    let server = serve(
+        &work.path().join("data"),
+        &database_url(backend, work.path()).await,
+        None,
+    )
+    .await;
+    let client = reqwest::Client::new();
+    let res = client
+        .post(server.url("/api/v2.0/projects"))
+        .basic_auth("admin", Some(ADMIN_PASSWORD))
+        .json(&json!({"project_name": "ci", "metadata": {"public": "false"}}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 201);
+    let robot = json!({
+        "name": "builder", "level": "project", "duration": -1,
+        "permissions": [{"kind": "project", "namespace": "ci",
+            "access": [{"resource": "repository", "action": "push"}, {"resource": "repository", "action": "pull"}]}],
+    });
+    let res = client
+        .post(server.url("/api/v2.0/robots"))
+        .basic_auth("admin", Some(ADMIN_PASSWORD))
+        .json(&robot)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 201);
+    let created: Value = res.json().await.unwrap();
+    let creds = format!(
+        "{}:{}",
+        created["name"].as_str().unwrap(),
+        created["secret"].as_str().unwrap()
+    );
+    let remote = |path: &str| format!("docker://{}/{path}", server.host());
+
+    run(skopeo()
+        .args(["copy", "--dest-tls-verify=false", "--dest-creds", &creds])
+        .arg(format!("oci:{}:v3", layout.dir.display()))
+        .arg(remote("ci/app:v3")));
+    let raw = run(skopeo()
+        .args(["inspect", "--raw", "--tls-verify=false", "--creds", &creds])
+        .arg(remote("ci/app:v3")));
+    assert_eq!(digest_of(raw.as_bytes()), layout.v3);
+    let out = work.path().join("pulled");
+    run(skopeo()
+        .args(["copy", "--src-tls-verify=false", "--src-creds", &creds])
+        .arg(remote("ci/app:v3"))
+        .arg(format!("oci:{}:v3", out.display())));
+    assert_eq!(layout_ref(&out, "v3"), layout.v3);
+
+    // Beyond its permissions: another project, a delete, no credentials.
+    let refused = |command: &mut Command, what: &str| {
+        let output = command.output().unwrap();
+        assert!(!output.status.success(), "{what} must be refused");
+    };
+    refused(
+        skopeo()
+            .args(["copy", "--dest-tls-verify=false", "--dest-creds", &creds])
+            .arg(format!("oci:{}:v3", layout.dir.display()))
+            .arg(remote("library/app:v3")),
+        "a push to another project",
+    );
+    refused(
+        skopeo()
+            .args(["delete", "--tls-verify=false", "--creds", &creds])
+            .arg(remote("ci/app:v3")),
+        "a delete",
+    );
+    refused(
+        skopeo()
+            .args(["inspect", "--raw", "--tls-verify=false", "--no-creds"])
+            .arg(remote("ci/app:v3")),
+        "an anonymous pull of a private project",
+    );
+    let wrong = format!("{}:Wrong-Secret-1", created["name"].as_str().unwrap());
+    refused(
+        skopeo()
+            .args(["inspect", "--raw", "--tls-verify=false", "--creds", &wrong])
+            .arg(remote("ci/app:v3")),
+        "a wrong secret",
+    );
+    // The image is still there.
+    run(skopeo()
+        .args(["inspect", "--raw", "--tls-verify=false", "--creds", &creds])
+        .arg(remote("ci/app:v3")));
+}
+
+#[tokio::test]
+async fn skopeo_with_robot_credentials_sqlite() {
+    skopeo_with_robot_credentials(Backend::Sqlite).await;
+}
+
+#[tokio::test]
+async fn skopeo_with_robot_credentials_postgres() {
+    skopeo_with_robot_credentials(Backend::Postgres).await;
+}
+
 async fn crash_during_chunked_upload(backend: Backend, storage: Storage) {
     let work = tempfile::tempdir().unwrap();
     let data = work.path().join("data");
