@@ -395,3 +395,20 @@ backend_test!(
         assert_eq!(res.status, StatusCode::NOT_FOUND);
     }
 );
+
+backend_test!(
+    async fn concurrent_creates_of_one_name_make_one_robot(app) {
+        let body = project_robot("racer", "library", &[("repository", "pull")]);
+        let attempts = (0..8).map(|_| {
+            let (app, body) = (&app, body.clone());
+            async move { app.post("/api/v2.0/robots").admin().json(&body).send().await.status }
+        });
+        let mut statuses = futures_util::future::join_all(attempts).await;
+        statuses.sort();
+        assert_eq!(statuses[0], StatusCode::CREATED, "{statuses:?}");
+        assert!(statuses[1..].iter().all(|s| *s == StatusCode::CONFLICT), "{statuses:?}");
+        let res = app.get("/api/v2.0/robots?q=Level%3Dproject,ProjectID%3D1").admin().send().await;
+        assert_eq!(res.header("x-total-count"), Some("1"));
+        assert_eq!(res.json()[0]["permissions"][0]["access"].as_array().unwrap().len(), 1, "one set of permissions");
+    }
+);
