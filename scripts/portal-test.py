@@ -7,13 +7,15 @@ Starts the given berth on a free loopback port with a fresh SQLite data
 directory, builds a small OCI image with umoci, pushes it with skopeo, and walks
 the portal as a person would: a bad password shows an error; the administrator
 signs in, creates a project, finds the pushed image, copies its pull commands,
-deletes a tag and signs out; a user who is not a member does not see the
+deletes a tag, opens the artifact page (layers, tags, manifest), deletes an
+artifact and signs out; a user who is not a member does not see the
 private project, nor the administration links, and gets 403 on them; the
 administrator creates a user on the users page, who then signs in. Screenshots of the main pages go to SCREENSHOT_DIR (default
 docs/screenshots). Any missing tool or failed step exits non-zero.
 """
 
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -69,6 +71,21 @@ def build_image(work):
         f.write("hello from the portal test\n")
     run("umoci", "repack", "--image", f"{layout}:v1", bundle)
     return layout
+
+
+def layer_digests(layout):
+    """The layer digests of `layout:v1`, read from the OCI layout."""
+    def blob(digest):
+        algorithm, hex_digest = digest.split(":", 1)
+        with open(os.path.join(layout, "blobs", algorithm, hex_digest)) as f:
+            return json.load(f)
+
+    with open(os.path.join(layout, "index.json")) as f:
+        index = json.load(f)
+    for entry in index["manifests"]:
+        if entry.get("annotations", {}).get("org.opencontainers.image.ref.name") == "v1":
+            return [layer["digest"] for layer in blob(entry["digest"])["layers"]]
+    sys.exit("portal-test: the layout has no v1")
 
 
 def push(layout, host, reference):
@@ -211,6 +228,24 @@ def scenario(page, base, host, shots, clipboard_ok):
     expect(page.get_by_role("alert")).to_contain_text("Tag v2 was deleted")
     expect(page.locator('[data-tag="v2"]')).to_have_count(0)
     expect(page.locator('[data-tag="v1"]')).to_be_visible()
+
+    log("the artifact page shows its layers, tags and manifest")
+    artifact.locator("a.artifact-link").click()
+    expect(page.locator("#layers")).to_be_visible()
+    layer = layer_digests(LAYOUT)[0]
+    expect(page.locator(f'#layers tr[data-layer="{layer}"]')).to_contain_text(layer)
+    expect(page.locator('#tags tr[data-tag="v1"]')).to_be_visible()
+    expect(page.locator("#manifest")).to_contain_text('"schemaVersion": 2')
+    shot("artifact")
+
+    log("an artifact is deleted from its page")
+    push(LAYOUT, host, "demo/old:v1")
+    page.goto(base + "/harbor/projects/demo/repositories/old")
+    page.locator("tr[data-digest] a.artifact-link").click()
+    page.click("#delete_artifact")
+    expect(page).to_have_url(re.compile(r"/harbor/projects/demo/repositories/old\?removed="))
+    expect(page.get_by_role("alert")).to_contain_text("was deleted")
+    expect(page.locator("tr[data-digest]")).to_have_count(0)
 
     log("sign out")
     page.click("#log_out")

@@ -2,6 +2,7 @@
 //! checks and store functions as the Harbor API, signed in with a session
 //! cookie (see [`crate::session`]). Assets are embedded in the binary.
 
+mod artifacts;
 mod assets;
 mod configuration;
 mod html;
@@ -40,6 +41,7 @@ pub fn router() -> Router<AppState> {
         .merge(projects::router())
         .merge(members::router())
         .merge(repositories::router())
+        .merge(artifacts::router())
         .merge(users::router())
         .merge(configuration::router())
         .merge(system::router())

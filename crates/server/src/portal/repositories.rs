@@ -13,6 +13,9 @@ use berth_store::repo::projects::Viewer;
 use berth_store::repo::repositories::RepositoryFilter;
 use serde::Deserialize;
 
+use super::artifacts::{
+    artifact_link, repository_path, short_digest, show_artifact, split_artifact_path,
+};
 use super::html::{self, esc, url_part};
 use super::{PortalError, PortalForm, PortalUser, check_form_csrf, pager, see_other};
 use crate::access::require_project;
@@ -44,6 +47,8 @@ pub(super) struct PageQuery {
     deleted: Option<String>,
     #[serde(default)]
     added: Option<String>,
+    #[serde(default)]
+    removed: Option<String>,
 }
 
 impl PageQuery {
@@ -97,7 +102,7 @@ async fn show_project(
             r#"<tr data-repository="{name}"><td><a href="/harbor/projects/{project}/repositories/{path}">{name}</a></td><td>{artifacts}</td><td>{pulls}</td><td>{updated}</td></tr>"#,
             name = esc(&repository.name),
             project = url_part(&project.name),
-            path = short.split('/').map(url_part).collect::<Vec<_>>().join("/"),
+            path = repository_path(short),
             artifacts = repository.artifact_count,
             pulls = repository.pull_count,
             updated = esc(&html::when(&repository.updated_at)),
@@ -137,19 +142,23 @@ async fn show_project(
 }
 
 /// The host (and port) of the external URL, as pull commands name the registry.
-fn registry_host(state: &AppState) -> String {
+pub(super) fn registry_host(state: &AppState) -> String {
     let url = state.external_url.as_str();
     let rest = url.split_once("://").map_or(url, |(_, rest)| rest);
     rest.split('/').next().unwrap_or(rest).to_string()
 }
 
-/// `GET /harbor/projects/{project_name}/repositories/{repository_name...}`: the artifacts.
+/// `GET /harbor/projects/{project_name}/repositories/{repository_name...}`: the
+/// artifacts (or, for `.../artifacts/{digest}`, one artifact's page).
 async fn show_repository(
     State(state): State<AppState>,
     portal: PortalUser,
     Path((project_name, repository_name)): Path<(String, String)>,
     Query(query): Query<PageQuery>,
 ) -> Result<Response, PortalError> {
+    if let Some((repository, digest)) = split_artifact_path(&repository_name) {
+        return show_artifact(&state, &portal, &project_name, repository, digest).await;
+    }
     let session = &portal.0;
     let failed = |err: ApiError| PortalError::api(err, Some(session));
     let (access, full_name, repository) = load_repository_access(
@@ -204,9 +213,10 @@ async fn show_repository(
     if rows.is_empty() {
         rows = r#"<tr><td colspan="7" class="muted">No artifacts.</td></tr>"#.into();
     }
-    let notice = match &query.deleted {
-        Some(tag) => html::notice("ok", &format!("Tag {tag} was deleted.")),
-        None => String::new(),
+    let notice = match (&query.deleted, &query.removed) {
+        (Some(tag), _) => html::notice("ok", &format!("Tag {tag} was deleted.")),
+        (None, Some(digest)) => html::notice("ok", &format!("Artifact {digest} was deleted.")),
+        (None, None) => String::new(),
     };
     let main = format!(
         r#"<p><a href="/harbor/projects">Projects</a> / <a href="/harbor/projects/{project_path}">{project}</a> /</p>
@@ -218,11 +228,7 @@ async fn show_repository(
             &format!(
                 "/harbor/projects/{}/repositories/{}?",
                 url_part(&project.name),
-                in_project
-                    .split('/')
-                    .map(url_part)
-                    .collect::<Vec<_>>()
-                    .join("/")
+                repository_path(&in_project)
             ),
             query.paging().page,
             PAGE_SIZE,
@@ -248,11 +254,6 @@ fn artifact_row(
     tags: &[&Tag],
 ) -> String {
     let repository = &artifact.repository_name;
-    let short = artifact
-        .digest
-        .split_once(':')
-        .map_or(artifact.digest.as_str(), |(_, hex)| hex);
-    let short: String = short.chars().take(12).collect();
     let mut tag_cells = String::new();
     for tag in tags {
         let command = format!("docker pull {host}/{repository}:{}", tag.name);
@@ -278,9 +279,10 @@ fn artifact_row(
     }
     let by_digest = format!("docker pull {host}/{repository}@{}", artifact.digest);
     format!(
-        r#"<tr data-digest="{digest}"><td><code title="{digest}">{short}</code></td><td class="tags">{tag_cells}</td><td>{kind}</td><td>{size}</td><td>{pushed}</td><td>{pulled}</td><td><button type="button" class="secondary small copy-digest" data-copy="{by_digest}" title="{by_digest}">Copy pull command</button></td></tr>"#,
+        r#"<tr data-digest="{digest}"><td><a class="artifact-link" href="{href}"><code title="{digest}">{short}</code></a></td><td class="tags">{tag_cells}</td><td>{kind}</td><td>{size}</td><td>{pushed}</td><td>{pulled}</td><td><button type="button" class="secondary small copy-digest" data-copy="{by_digest}" title="{by_digest}">Copy pull command</button></td></tr>"#,
         digest = esc(&artifact.digest),
-        short = esc(&short),
+        href = esc(&artifact_link(project, in_project, &artifact.digest)),
+        short = esc(&short_digest(&artifact.digest)),
         kind = esc(&artifact.kind),
         size = esc(&html::human_size(artifact.size)),
         pushed = esc(&html::when(&artifact.push_time)),
@@ -318,11 +320,10 @@ async fn delete_tag(
     )
     .await
     .map_err(|err| PortalError::api(err, Some(session)))?;
-    let path: Vec<String> = form.repository.split('/').map(url_part).collect();
     Ok(see_other(&format!(
         "/harbor/projects/{}/repositories/{}?deleted={}",
         url_part(&form.project),
-        path.join("/"),
+        repository_path(&form.repository),
         url_part(&form.tag)
     )))
 }

@@ -2,11 +2,14 @@
 //! operations behind their forms (create and delete projects, delete tags).
 
 use axum::http::StatusCode;
+use serde_json::json;
 
-use super::{csrf_for, sign_in, sign_in_admin};
+use super::{csrf_for, post_form, sign_in, sign_in_admin};
 use crate::backend_test;
 use crate::harbor::fixtures;
-use crate::registry::push_image;
+use crate::registry::{descriptor, digest_of, push_blob, push_image, put_manifest};
+
+const OCI_MANIFEST: &str = "application/vnd.oci.image.manifest.v1+json";
 
 backend_test!(
     async fn portal_pages_escape_user_data(app) {
@@ -255,5 +258,107 @@ backend_test!(
         assert!(res.text().contains("There is no such page."));
         let res = app.get("/harbor/projects").header("cookie", &cookie).send().await;
         assert_eq!(res.status, StatusCode::OK, "known pages still win");
+    }
+);
+
+backend_test!(
+    async fn portal_artifact_page_shows_layers_and_accessories_and_deletes(app) {
+        let (image, digest) = push_image(&app, "library/app", "v1", &[b"layer one"]).await;
+        let empty = b"{}".to_vec();
+        push_blob(&app, "library/app", &empty).await;
+        let payload = b"a cosign signature".to_vec();
+        push_blob(&app, "library/app", &payload).await;
+        let signature = json!({
+            "schemaVersion": 2,
+            "mediaType": OCI_MANIFEST,
+            "artifactType": "application/vnd.dev.cosign.artifact.sig.v1+json",
+            "config": descriptor("application/vnd.oci.empty.v1+json", &empty),
+            "layers": [descriptor("application/vnd.dev.cosign.simplesigning.v1+json", &payload)],
+            "subject": {"mediaType": OCI_MANIFEST, "digest": digest, "size": image.len()},
+            "annotations": {"note": "<script>alert(1)</script>"},
+        })
+        .to_string()
+        .into_bytes();
+        let signature_digest = digest_of(&signature);
+        let res = put_manifest(&app, "library/app", &signature_digest, OCI_MANIFEST, &signature).await;
+        assert_eq!(res.status, StatusCode::CREATED, "{}", res.text());
+
+        let cookie = sign_in_admin(&app).await;
+        let csrf = csrf_for(&app, &cookie).await;
+        let page = app
+            .get("/harbor/projects/library/repositories/app")
+            .header("cookie", &cookie)
+            .send()
+            .await
+            .text();
+        let link = format!("/harbor/projects/library/repositories/app/artifacts/sha256%3A{}", &digest[7..]);
+        assert!(page.contains(&format!(r#"href="{link}""#)), "{page}");
+        let res = app.get(&link).header("cookie", &cookie).send().await;
+        assert_eq!(res.status, StatusCode::OK, "{}", res.text());
+        let page = res.text();
+        assert!(page.contains(&format!(r#"data-layer="{}""#, digest_of(b"layer one"))), "{page}");
+        assert!(page.contains(r#"<tr data-tag="v1">"#));
+        assert!(page.contains(&format!(r#"data-accessory="{signature_digest}""#)));
+        assert!(page.contains(r#"<td class="accessory-type">signature.cosign</td>"#));
+        assert!(page.contains("&quot;schemaVersion&quot;: 2"), "pretty-printed and escaped");
+        assert!(page.contains(r#"id="delete_artifact""#));
+        // The signature's own page: its subject, its manifest escaped.
+        let res = app
+            .get(&format!("/harbor/projects/library/repositories/app/artifacts/{signature_digest}"))
+            .header("cookie", &cookie)
+            .send()
+            .await;
+        let page = res.text();
+        assert!(page.contains(&format!("<code>{digest}</code></a>")), "{page}");
+        assert!(!page.contains("<script>alert") && page.contains("&lt;script&gt;alert(1)"));
+        let res = app
+            .get(&format!("/harbor/projects/library/repositories/app/artifacts/sha256:{}", "0".repeat(64)))
+            .header("cookie", &cookie)
+            .send()
+            .await;
+        assert_eq!(res.status, StatusCode::NOT_FOUND);
+        assert!(res.header("content-type").unwrap().starts_with("text/html"));
+
+        // A guest of the public project sees the page without the button, and is refused.
+        app.create_user("bob", "Bob-pass-1").await;
+        let bob = sign_in(&app, "bob", "Bob-pass-1").await;
+        let bob_csrf = csrf_for(&app, &bob).await;
+        let page = app.get(&link).header("cookie", &bob).send().await.text();
+        assert!(page.contains("data-layer") && !page.contains("delete_artifact"), "{page}");
+        let fields = [("project", "library"), ("repository", "app"), ("digest", digest.as_str())];
+        let res = post_form(&app, &bob, "/harbor/artifacts/delete", Some(&bob_csrf), &fields).await;
+        assert_eq!(res.status, StatusCode::FORBIDDEN);
+        // Without the CSRF token, even the administrator is refused.
+        let res = post_form(&app, &cookie, "/harbor/artifacts/delete", None, &fields).await;
+        assert_eq!(res.status, StatusCode::FORBIDDEN);
+        assert!(res.text().contains("CSRF token invalid"));
+        // An immutable tag protects it: 412, shown as a page.
+        let rules = "/api/v2.0/projects/library/immutabletagrules";
+        let rule = json!({
+            "action": "immutable",
+            "template": "immutable_template",
+            "tag_selectors": [{"kind": "doublestar", "decoration": "matches", "pattern": "v*"}],
+            "scope_selectors": {"repository": [{"kind": "doublestar", "decoration": "repoMatches", "pattern": "**"}]},
+        });
+        let res = app.post(rules).admin().json(&rule).send().await;
+        assert_eq!(res.status, StatusCode::CREATED, "{}", res.text());
+        let location = res.header("location").unwrap().to_string();
+        let res = post_form(&app, &cookie, "/harbor/artifacts/delete", Some(&csrf), &fields).await;
+        assert_eq!(res.status, StatusCode::PRECONDITION_FAILED);
+        assert!(res.text().contains("immutable"), "{}", res.text());
+        let res = app.delete(&location).admin().send().await;
+        assert_eq!(res.status, StatusCode::OK, "{}", res.text());
+        let res = post_form(&app, &cookie, "/harbor/artifacts/delete", Some(&csrf), &fields).await;
+        assert_eq!(res.status, StatusCode::SEE_OTHER, "{}", res.text());
+        assert_eq!(
+            res.header("location").map(str::to_string),
+            Some(format!("/harbor/projects/library/repositories/app?removed={}", &digest[7..19]))
+        );
+        let res = app
+            .get(&format!("/api/v2.0/projects/library/repositories/app/artifacts/{digest}"))
+            .admin()
+            .send()
+            .await;
+        assert_eq!(res.status, StatusCode::NOT_FOUND);
     }
 );
