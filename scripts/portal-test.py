@@ -7,8 +7,9 @@ Starts the given berth on a free loopback port with a fresh SQLite data
 directory, builds a small OCI image with umoci, pushes it with skopeo, and walks
 the portal as a person would: a bad password shows an error; the administrator
 signs in, creates a project, finds the pushed image, copies its pull commands,
-deletes a tag, opens the artifact page (layers, tags, manifest), deletes an
-artifact and signs out; a user who is not a member does not see the
+adds a member, changes another member's role and removes that member, deletes
+a tag, opens the artifact page (layers, tags, manifest), deletes an artifact
+and signs out; a user who is not a member does not see the
 private project, nor the administration links, and gets 403 on them; the
 administrator creates a user on the users page, who then signs in. Screenshots of the main pages go to SCREENSHOT_DIR (default
 docs/screenshots). Any missing tool or failed step exits non-zero.
@@ -168,11 +169,33 @@ def scenario(page, base, host, shots, clipboard_ok):
         "username": "dev", "email": "dev@example.com", "realname": "Developer",
         "password": "Dev-pass-1",
     })
+    page.click("#tab_members")
+    expect(page).to_have_url(base + "/harbor/projects/demo/members")
     page.fill("#member_username", "dev")
     page.select_option("#member_role", label="developer")
     page.click("#add_member")
     expect(page.get_by_role("alert")).to_contain_text("dev was added to the project")
     expect(page.locator('tr[data-member="dev"] .role')).to_have_text("developer")
+
+    log("admin changes a member's role, then removes the member")
+    api(base, "POST", "/api/v2.0/users", {
+        "username": "ops", "email": "ops@example.com", "realname": "Operator",
+        "password": "Ops-pass-1",
+    })
+    page.fill("#member_username", "ops")
+    page.select_option("#member_role", label="guest")
+    page.click("#add_member")
+    row = page.locator('tr[data-member="ops"]')
+    expect(row.locator(".role")).to_have_text("guest")
+    row.locator("select.role-select").select_option(label="maintainer")
+    row.locator("button.change-role").click()
+    expect(page.get_by_role("alert")).to_contain_text("The role of ops was changed")
+    expect(page.locator('tr[data-member="ops"] .role')).to_have_text("maintainer")
+    shot("project-members")
+    page.locator('tr[data-member="ops"] button.remove-member').click()
+    expect(page.get_by_role("alert")).to_contain_text("ops was removed from the project")
+    expect(page.locator('tr[data-member="ops"]')).to_have_count(0)
+    expect(page.locator('tr[data-member="dev"]')).to_be_visible()
 
     log("skopeo pushes demo/app:v1 and :v2")
     push(LAYOUT, host, "demo/app:v1")

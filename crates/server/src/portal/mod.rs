@@ -11,6 +11,7 @@ mod projects;
 mod repositories;
 mod signin;
 mod system;
+mod tabs;
 mod users;
 
 use axum::Router;
@@ -203,6 +204,14 @@ where
             )),
         }
     }
+}
+
+/// A form that carries nothing but the CSRF token (a delete button).
+#[derive(Debug, serde::Deserialize)]
+pub struct TokenForm {
+    /// The session's CSRF token.
+    #[serde(default)]
+    pub csrf_token: String,
 }
 
 /// Previous and next links of a paged list at `path` (which carries any other

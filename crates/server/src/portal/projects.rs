@@ -12,7 +12,7 @@ use berth_store::repo::projects::ProjectFilter;
 use serde::Deserialize;
 
 use super::html::{self, esc, url_part};
-use super::{PortalError, PortalForm, PortalUser, check_form_csrf, pager, see_other};
+use super::{PortalError, PortalForm, PortalUser, TokenForm, check_form_csrf, pager, see_other};
 use crate::access::require_project;
 use crate::error::{ApiError, ErrorKind};
 use crate::harbor::projects::{ProjectReq, create_project_as, delete_project_by_id, viewer};
@@ -199,20 +199,13 @@ async fn create_project(
     )))
 }
 
-/// The delete form's field.
-#[derive(Debug, Deserialize)]
-pub(super) struct DeleteForm {
-    #[serde(default)]
-    csrf_token: String,
-}
-
 /// `POST /harbor/projects/{project_name}/delete`: deleteProject's rules; a
 /// project that still has repositories is explained (412).
 async fn delete_project(
     State(state): State<AppState>,
     portal: PortalUser,
     Path(project_name): Path<String>,
-    PortalForm(form): PortalForm<DeleteForm>,
+    PortalForm(form): PortalForm<TokenForm>,
 ) -> Result<Response, PortalError> {
     let session = &portal.0;
     check_form_csrf(session, &form.csrf_token)?;

@@ -17,6 +17,7 @@ use super::artifacts::{
     artifact_link, repository_path, short_digest, show_artifact, split_artifact_path,
 };
 use super::html::{self, esc, url_part};
+use super::tabs::{Tab, header};
 use super::{PortalError, PortalForm, PortalUser, check_form_csrf, pager, see_other};
 use crate::access::require_project;
 use crate::error::ApiError;
@@ -45,8 +46,6 @@ pub(super) struct PageQuery {
     page: Option<i64>,
     #[serde(default)]
     deleted: Option<String>,
-    #[serde(default)]
-    added: Option<String>,
     #[serde(default)]
     removed: Option<String>,
 }
@@ -115,20 +114,12 @@ async fn show_project(
             esc(&project.name)
         );
     }
-    let members = super::members::section(&state, &access, session)
-        .await
-        .map_err(failed)?;
-    let notice = match &query.added {
-        Some(name) => html::notice("ok", &format!("{name} was added to the project.")),
-        None => String::new(),
-    };
     let main = format!(
-        r#"<p><a href="/harbor/projects">Projects</a> /</p>
-<h1>{name} <span class="badge">{access}</span></h1>{notice}
+        r#"{header}
 <h2>Repositories ({total})</h2>
 <table id="repositories"><thead><tr><th>Name</th><th>Artifacts</th><th>Pulls</th><th>Updated</th></tr></thead><tbody>{rows}</tbody></table>
-{pager}{members}"#,
-        name = esc(&project.name),
+{pager}"#,
+        header = header(&access, Tab::Repositories),
         pager = pager(
             &format!("/harbor/projects/{}?", url_part(&project.name)),
             filter.paging.page,
@@ -136,7 +127,6 @@ async fn show_project(
             total,
             "repositories"
         ),
-        access = if project.public { "Public" } else { "Private" },
     );
     Ok(html::page(&project.name, Some(session), &main).into_response())
 }

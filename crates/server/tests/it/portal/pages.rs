@@ -229,15 +229,17 @@ backend_test!(
         };
         let res = add("carol", "2").await;
         assert_eq!(res.status, StatusCode::SEE_OTHER, "{}", res.text());
-        let page = app.get("/harbor/projects/team").header("cookie", &cookie).send().await.text();
+        assert_eq!(res.header("location"), Some("/harbor/projects/team/members?added=carol"));
+        let page = app.get("/harbor/projects/team/members").header("cookie", &cookie).send().await.text();
         assert!(page.contains(r#"<tr data-member="carol"><td>carol</td><td>User</td><td class="role">developer</td>"#), "{page}");
         assert_eq!(add("carol", "3").await.status, StatusCode::CONFLICT);
         assert_eq!(add("nobody", "3").await.status, StatusCode::NOT_FOUND);
         assert_eq!(add("carol", "9").await.status, StatusCode::CONFLICT);
         // A developer sees the members but cannot add any.
         let carol = sign_in(&app, "carol", "Carol-pass-1").await;
-        let page = app.get("/harbor/projects/team").header("cookie", &carol).send().await.text();
+        let page = app.get("/harbor/projects/team/members").header("cookie", &carol).send().await.text();
         assert!(page.contains(r#"data-member="carol""#) && !page.contains("add_member"));
+        assert!(!page.contains("change-role") && !page.contains("remove-member"));
         let carol_csrf = csrf_for(&app, &carol).await;
         let res = app
             .post("/harbor/projects/team/members")
@@ -359,6 +361,68 @@ backend_test!(
             .admin()
             .send()
             .await;
+        assert_eq!(res.status, StatusCode::NOT_FOUND);
+    }
+);
+
+backend_test!(
+    async fn portal_project_admins_change_roles_and_remove_members(app) {
+        let team = fixtures::project(&app, None, "team", false).await;
+        let carol_id = app.create_user("carol", "Carol-pass-1").await;
+        let dave_id = app.create_user("dave", "Dave-pass-1").await;
+        let carol_member = fixtures::member(&app, team, carol_id, 2).await;
+        fixtures::member(&app, team, dave_id, 2).await;
+        let cookie = sign_in_admin(&app).await;
+        let csrf = csrf_for(&app, &cookie).await;
+        let page = app.get("/harbor/projects/team/members").header("cookie", &cookie).send().await.text();
+        let role_path = format!("/harbor/projects/team/members/{carol_member}/role");
+        let delete_path = format!("/harbor/projects/team/members/{carol_member}/delete");
+        assert!(page.contains(&format!(r#"action="{role_path}""#)), "{page}");
+        assert!(page.contains(&format!(r#"action="{delete_path}""#)));
+
+        // A developer may not change roles: no controls, and the server refuses.
+        let dave = sign_in(&app, "dave", "Dave-pass-1").await;
+        let dave_csrf = csrf_for(&app, &dave).await;
+        let page = app.get("/harbor/projects/team/members").header("cookie", &dave).send().await.text();
+        assert!(page.contains(r#"data-member="carol""#) && !page.contains("change-role"));
+        let res = post_form(&app, &dave, &role_path, Some(&dave_csrf), &[("role_id", "1")]).await;
+        assert_eq!(res.status, StatusCode::FORBIDDEN);
+        let res = post_form(&app, &dave, &delete_path, Some(&dave_csrf), &[]).await;
+        assert_eq!(res.status, StatusCode::FORBIDDEN);
+        // Without the CSRF token, not even the administrator.
+        let res = post_form(&app, &cookie, &role_path, None, &[("role_id", "1")]).await;
+        assert_eq!(res.status, StatusCode::FORBIDDEN);
+        assert!(res.text().contains("CSRF token invalid"));
+        let res = post_form(&app, &cookie, &delete_path, None, &[]).await;
+        assert_eq!(res.status, StatusCode::FORBIDDEN);
+        let member_url = format!("/api/v2.0/projects/{team}/members/{carol_member}");
+        let res = app.get(&member_url).admin().send().await;
+        assert_eq!(res.json()["role_id"], 2, "unchanged");
+
+        // The role, changed; a role that does not exist is a 400 page.
+        let res = post_form(&app, &cookie, &role_path, Some(&csrf), &[("role_id", "4")]).await;
+        assert_eq!(res.status, StatusCode::SEE_OTHER, "{}", res.text());
+        assert_eq!(res.header("location"), Some("/harbor/projects/team/members?updated=carol"));
+        assert_eq!(app.get(&member_url).admin().send().await.json()["role_name"], "maintainer");
+        let res = post_form(&app, &cookie, &role_path, Some(&csrf), &[("role_id", "9")]).await;
+        assert_eq!(res.status, StatusCode::BAD_REQUEST);
+        assert!(res.header("content-type").unwrap().starts_with("text/html"));
+        let page = app
+            .get("/harbor/projects/team/members?updated=carol")
+            .header("cookie", &cookie)
+            .send()
+            .await
+            .text();
+        assert!(page.contains(r#"<td class="role">maintainer</td>"#), "{page}");
+        assert!(page.contains("The role of carol was changed."));
+
+        // Removed; removing again is a 404 page.
+        let res = post_form(&app, &cookie, &delete_path, Some(&csrf), &[]).await;
+        assert_eq!(res.status, StatusCode::SEE_OTHER, "{}", res.text());
+        assert_eq!(app.get(&member_url).admin().send().await.status, StatusCode::NOT_FOUND);
+        let res = post_form(&app, &cookie, &delete_path, Some(&csrf), &[]).await;
+        assert_eq!(res.status, StatusCode::NOT_FOUND);
+        let res = post_form(&app, &cookie, "/harbor/projects/team/members/x/delete", Some(&csrf), &[]).await;
         assert_eq!(res.status, StatusCode::NOT_FOUND);
     }
 );
