@@ -8,8 +8,9 @@ directory, builds a small OCI image with umoci, pushes it with skopeo, and walks
 the portal as a person would: a bad password shows an error; the administrator
 signs in, creates a project, finds the pushed image, copies its pull commands,
 adds a member, changes another member's role and removes that member, deletes
-a tag, opens the artifact page (layers, tags, manifest), deletes an artifact
-and signs out; a user who is not a member does not see the
+a tag, opens the artifact page (layers, tags, manifest), deletes an artifact,
+creates and deletes a label, makes the project public and private again on its
+configuration tab, reads its summary and signs out; a user who is not a member does not see the
 private project, nor the administration links, and gets 403 on them; the
 administrator creates a user on the users page, who then signs in. Screenshots of the main pages go to SCREENSHOT_DIR (default
 docs/screenshots). Any missing tool or failed step exits non-zero.
@@ -269,6 +270,41 @@ def scenario(page, base, host, shots, clipboard_ok):
     expect(page).to_have_url(re.compile(r"/harbor/projects/demo/repositories/old\?removed="))
     expect(page.get_by_role("alert")).to_contain_text("was deleted")
     expect(page.locator("tr[data-digest]")).to_have_count(0)
+
+    log("a label is created and deleted on the labels tab")
+    page.goto(base + "/harbor/projects/demo")
+    page.click("#tab_labels")
+    expect(page).to_have_url(base + "/harbor/projects/demo/labels")
+    page.fill("#label_name", "release")
+    page.fill("#label_description", "shipped builds")
+    page.click("#create_label")
+    expect(page.get_by_role("alert")).to_contain_text("Label release was created")
+    expect(page.locator('tr[data-label="release"]')).to_contain_text("shipped builds")
+    shot("project-labels")
+    page.locator('tr[data-label="release"] button.delete-label').click()
+    expect(page.get_by_role("alert")).to_contain_text("Label release was deleted")
+    expect(page.locator('tr[data-label="release"]')).to_have_count(0)
+
+    log("the project is made public on the configuration tab, and private again")
+    page.click("#tab_configuration")
+    expect(page).to_have_url(base + "/harbor/projects/demo/configuration")
+    expect(page.locator("#setting_public")).not_to_be_checked()
+    page.check("#setting_public")
+    page.click("#save_project_configuration")
+    expect(page.get_by_role("alert")).to_contain_text("The configuration was saved")
+    expect(page.locator("#setting_public")).to_be_checked()
+    expect(page.locator("h1 .badge")).to_have_text("Public")
+    shot("project-configuration")
+    page.uncheck("#setting_public")
+    page.click("#save_project_configuration")
+    expect(page.locator("#setting_public")).not_to_be_checked()
+    expect(page.locator("h1 .badge")).to_have_text("Private")
+
+    log("the summary tab counts repositories and members")
+    page.click("#tab_summary")
+    expect(page.locator("#summary_repositories")).to_have_text("2")
+    expect(page.locator("#summary_members")).to_contain_text("2")
+    shot("project-summary")
 
     log("sign out")
     page.click("#log_out")

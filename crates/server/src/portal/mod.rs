@@ -6,7 +6,9 @@ mod artifacts;
 mod assets;
 mod configuration;
 mod html;
+mod labels;
 mod members;
+mod project_settings;
 mod projects;
 mod repositories;
 mod signin;
@@ -41,6 +43,8 @@ pub fn router() -> Router<AppState> {
         .merge(signin::router())
         .merge(projects::router())
         .merge(members::router())
+        .merge(labels::router())
+        .merge(project_settings::router())
         .merge(repositories::router())
         .merge(artifacts::router())
         .merge(users::router())

@@ -1,5 +1,5 @@
 //! The head of every project page: where it is, the project's name and
-//! visibility, and the tabs (repositories, members).
+//! visibility, and the tabs (summary, repositories, members, labels, configuration).
 
 use berth_domain::rbac::{Action, Resource};
 
@@ -9,34 +9,55 @@ use crate::access::ProjectAccess;
 /// A tab of a project's pages.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Tab {
+    /// `/harbor/projects/{p}/summary`.
+    Summary,
     /// `/harbor/projects/{p}`.
     Repositories,
     /// `/harbor/projects/{p}/members`.
     Members,
+    /// `/harbor/projects/{p}/labels`.
+    Labels,
+    /// `/harbor/projects/{p}/configuration`.
+    Configuration,
 }
 
 impl Tab {
-    const ALL: [Tab; 2] = [Tab::Repositories, Tab::Members];
+    const ALL: [Tab; 5] = [
+        Tab::Summary,
+        Tab::Repositories,
+        Tab::Members,
+        Tab::Labels,
+        Tab::Configuration,
+    ];
 
     fn label(self) -> &'static str {
         match self {
+            Tab::Summary => "Summary",
             Tab::Repositories => "Repositories",
             Tab::Members => "Members",
+            Tab::Labels => "Labels",
+            Tab::Configuration => "Configuration",
         }
     }
 
     /// The path under the project's page (empty for its repositories).
     fn suffix(self) -> &'static str {
         match self {
+            Tab::Summary => "/summary",
             Tab::Repositories => "",
             Tab::Members => "/members",
+            Tab::Labels => "/labels",
+            Tab::Configuration => "/configuration",
         }
     }
 
     fn id(self) -> &'static str {
         match self {
+            Tab::Summary => "tab_summary",
             Tab::Repositories => "tab_repositories",
             Tab::Members => "tab_members",
+            Tab::Labels => "tab_labels",
+            Tab::Configuration => "tab_configuration",
         }
     }
 

@@ -426,3 +426,130 @@ backend_test!(
         assert_eq!(res.status, StatusCode::NOT_FOUND);
     }
 );
+
+backend_test!(
+    async fn portal_project_labels_are_created_and_deleted(app) {
+        let team = fixtures::project(&app, None, "team", false).await;
+        let other = fixtures::project(&app, None, "other", false).await;
+        let dave_id = app.create_user("dave", "Dave-pass-1").await;
+        fixtures::member(&app, team, dave_id, 2).await;
+        let cookie = sign_in_admin(&app).await;
+        let csrf = csrf_for(&app, &cookie).await;
+        let create = |name: &'static str| {
+            let (app, cookie, csrf) = (&app, cookie.clone(), csrf.clone());
+            async move {
+                post_form(
+                    app,
+                    &cookie,
+                    "/harbor/projects/team/labels",
+                    Some(&csrf),
+                    &[("name", name), ("description", "needs <review>"), ("color", "#ff0000")],
+                )
+                .await
+            }
+        };
+        let res = create("<b>urgent</b>").await;
+        assert_eq!(res.status, StatusCode::SEE_OTHER, "{}", res.text());
+        assert_eq!(create("<b>urgent</b>").await.status, StatusCode::CONFLICT);
+        assert_eq!(create("   ").await.status, StatusCode::BAD_REQUEST);
+        let res = app.get(&format!("/api/v2.0/labels?scope=p&project_id={team}")).admin().send().await;
+        let labels = res.json();
+        assert_eq!(labels[0]["name"], "<b>urgent</b>");
+        assert_eq!(labels[0]["color"], "#ff0000");
+        let id = labels[0]["id"].as_i64().unwrap();
+        let page = app.get("/harbor/projects/team/labels").header("cookie", &cookie).send().await.text();
+        assert!(page.contains("&lt;b&gt;urgent&lt;/b&gt;") && !page.contains("<b>urgent"), "{page}");
+        assert!(page.contains("needs &lt;review&gt;"));
+        let delete_path = format!("/harbor/projects/team/labels/{id}/delete");
+        assert!(page.contains(&format!(r#"action="{delete_path}""#)));
+
+        // A developer sees the labels but neither form, and is refused.
+        let dave = sign_in(&app, "dave", "Dave-pass-1").await;
+        let dave_csrf = csrf_for(&app, &dave).await;
+        let page = app.get("/harbor/projects/team/labels").header("cookie", &dave).send().await.text();
+        assert!(page.contains("urgent") && !page.contains("delete-label") && !page.contains("create_label"));
+        let res = post_form(&app, &dave, "/harbor/projects/team/labels", Some(&dave_csrf), &[("name", "mine")]).await;
+        assert_eq!(res.status, StatusCode::FORBIDDEN);
+        let res = post_form(&app, &dave, &delete_path, Some(&dave_csrf), &[]).await;
+        assert_eq!(res.status, StatusCode::FORBIDDEN);
+        // No CSRF token, no change.
+        let res = post_form(&app, &cookie, "/harbor/projects/team/labels", None, &[("name", "x")]).await;
+        assert_eq!(res.status, StatusCode::FORBIDDEN);
+        let res = post_form(&app, &cookie, &delete_path, None, &[]).await;
+        assert_eq!(res.status, StatusCode::FORBIDDEN);
+        // Another project's path does not reach this label.
+        let res = post_form(&app, &cookie, &format!("/harbor/projects/other/labels/{id}/delete"), Some(&csrf), &[]).await;
+        assert_eq!(res.status, StatusCode::NOT_FOUND);
+        let _ = other;
+
+        let res = post_form(&app, &cookie, &delete_path, Some(&csrf), &[]).await;
+        assert_eq!(res.status, StatusCode::SEE_OTHER, "{}", res.text());
+        let res = app.get(&format!("/api/v2.0/labels/{id}")).admin().send().await;
+        assert_eq!(res.status, StatusCode::NOT_FOUND);
+    }
+);
+
+backend_test!(
+    async fn portal_project_configuration_and_summary(app) {
+        let team = fixtures::project(&app, None, "team", false).await;
+        let dave_id = app.create_user("dave", "Dave-pass-1").await;
+        fixtures::member(&app, team, dave_id, 2).await;
+        push_image(&app, "team/app", "v1", &[b"layer"]).await;
+        let cookie = sign_in_admin(&app).await;
+        let csrf = csrf_for(&app, &cookie).await;
+        let path = "/harbor/projects/team/configuration";
+        let page = app.get(path).header("cookie", &cookie).send().await.text();
+        assert!(page.contains(r#"id="setting_public" value="true">"#), "unchecked: {page}");
+        assert!(page.contains("save_project_configuration"));
+
+        let res = post_form(
+            &app,
+            &cookie,
+            path,
+            Some(&csrf),
+            &[("public", "true"), ("enable_content_trust_cosign", "true"), ("severity", "high")],
+        )
+        .await;
+        assert_eq!(res.status, StatusCode::SEE_OTHER, "{}", res.text());
+        let metadata = app.get("/api/v2.0/projects/team").admin().send().await.json()["metadata"].clone();
+        assert_eq!(metadata["public"], "true");
+        assert_eq!(metadata["enable_content_trust_cosign"], "true");
+        assert_eq!(metadata["auto_scan"], "false");
+        assert_eq!(metadata["severity"], "high");
+        let page = app.get(path).header("cookie", &cookie).send().await.text();
+        assert!(page.contains(r#"id="setting_public" value="true" checked>"#), "{page}");
+        assert!(page.contains(r#"<option value="high" selected>"#));
+        // Unchecked again: private.
+        let res = post_form(&app, &cookie, path, Some(&csrf), &[("severity", "high")]).await;
+        assert_eq!(res.status, StatusCode::SEE_OTHER);
+        let res = app.get("/api/v2.0/projects/team").admin().send().await;
+        assert_eq!(res.json()["metadata"]["public"], "false");
+        let res = post_form(&app, &cookie, path, Some(&csrf), &[("severity", "urgent")]).await;
+        assert_eq!(res.status, StatusCode::BAD_REQUEST);
+        assert!(res.text().contains("invalid value: urgent"));
+
+        // A developer reads the settings, cannot change them.
+        let dave = sign_in(&app, "dave", "Dave-pass-1").await;
+        let dave_csrf = csrf_for(&app, &dave).await;
+        let page = app.get(path).header("cookie", &dave).send().await.text();
+        assert!(page.contains(r#"id="setting_public" value="true" disabled>"#), "{page}");
+        assert!(!page.contains("save_project_configuration"));
+        let res = post_form(&app, &dave, path, Some(&dave_csrf), &[("public", "true")]).await;
+        assert_eq!(res.status, StatusCode::FORBIDDEN);
+        let res = post_form(&app, &cookie, path, None, &[("public", "true")]).await;
+        assert_eq!(res.status, StatusCode::FORBIDDEN);
+        let res = app.get("/api/v2.0/projects/team").admin().send().await;
+        assert_eq!(res.json()["metadata"]["public"], "false", "unchanged");
+
+        // The summary: repositories, members by role, the quota.
+        let page = app.get("/harbor/projects/team/summary").header("cookie", &dave).send().await.text();
+        assert!(page.contains(r#"<dd id="summary_repositories">1</dd>"#), "{page}");
+        assert!(page.contains(r#"<dd id="summary_members">2 (1 projectAdmin, 1 developer)</dd>"#), "{page}");
+        assert!(page.contains(r#"<dd id="summary_quota">"#) && page.contains("of unlimited"), "{page}");
+        assert!(page.contains(r#"id="tab_summary" aria-current="page""#));
+        app.create_user("erin", "Erin-pass-1").await;
+        let erin = sign_in(&app, "erin", "Erin-pass-1").await;
+        let res = app.get("/harbor/projects/team/summary").header("cookie", &erin).send().await;
+        assert_eq!(res.status, StatusCode::FORBIDDEN, "a private project");
+    }
+);
