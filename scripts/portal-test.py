@@ -10,7 +10,8 @@ signs in, creates a project, finds the pushed image, copies its pull commands,
 adds a member, changes another member's role and removes that member, deletes
 a tag, opens the artifact page (layers, tags, manifest), deletes an artifact,
 creates and deletes a label, makes the project public and private again on its
-configuration tab, reads its summary and signs out; a user who is not a member does not see the
+configuration tab, reads its summary, is refused deleting it while it has
+repositories (412, explained), deletes an empty project and signs out; a user who is not a member does not see the
 private project, nor the administration links, and gets 403 on them; the
 administrator creates a user on the users page, who then signs in. Screenshots of the main pages go to SCREENSHOT_DIR (default
 docs/screenshots). Any missing tool or failed step exits non-zero.
@@ -305,6 +306,20 @@ def scenario(page, base, host, shots, clipboard_ok):
     expect(page.locator("#summary_repositories")).to_have_text("2")
     expect(page.locator("#summary_members")).to_contain_text("2")
     shot("project-summary")
+
+    log("a project with repositories is not deleted, and the page says why; an empty one is")
+    page.goto(base + "/harbor/projects")
+    page.locator('tr[data-project="demo"] button.danger').click()
+    expect(page.get_by_role("alert")).to_contain_text("still contains repositories")
+    shot("project-delete-refused")
+    page.goto(base + "/harbor/projects")
+    page.fill("#create_project_name", "scratch")
+    page.click("#create_project")
+    expect(page).to_have_url(base + "/harbor/projects/scratch")
+    page.goto(base + "/harbor/projects")
+    page.locator('tr[data-project="scratch"] button.danger').click()
+    expect(page.get_by_role("alert")).to_contain_text("Project scratch was deleted")
+    expect(page.locator('tr[data-project="scratch"]')).to_have_count(0)
 
     log("sign out")
     page.click("#log_out")
