@@ -5,7 +5,7 @@ use axum::Router;
 use axum::extract::{Path, Query, State};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
-use berth_domain::model::{Label, ProjectRef};
+use berth_domain::model::Label;
 use berth_domain::query::Paging;
 use berth_domain::rbac::{Action, Resource};
 use berth_store::repo::labels::NewLabel;
@@ -14,7 +14,7 @@ use serde::Deserialize;
 use super::html::{self, esc, url_part};
 use super::tabs::{Tab, header, tab_path};
 use super::{PortalError, PortalForm, PortalUser, TokenForm, check_form_csrf, see_other};
-use crate::access::{ProjectAccess, require_project};
+use crate::access::ProjectAccess;
 use crate::error::ApiError;
 use crate::session::SessionUser;
 use crate::state::AppState;
@@ -43,25 +43,6 @@ pub(super) struct DoneQuery {
     deleted: Option<String>,
 }
 
-/// The project, after checking `action` on its labels (listLabels and
-/// createLabel/deleteLabel of a project label check the same).
-async fn label_access(
-    state: &AppState,
-    session: &SessionUser,
-    project_name: String,
-    action: Action,
-) -> Result<ProjectAccess, PortalError> {
-    require_project(
-        state,
-        Some(&session.user),
-        &ProjectRef::Name(project_name),
-        Resource::Label,
-        action,
-    )
-    .await
-    .map_err(|err| PortalError::api(err, Some(session)))
-}
-
 /// `GET /harbor/projects/{project_name}/labels`.
 async fn list_labels(
     State(state): State<AppState>,
@@ -70,7 +51,9 @@ async fn list_labels(
     Query(done): Query<DoneQuery>,
 ) -> Result<Response, PortalError> {
     let session = &portal.0;
-    let access = label_access(&state, session, project_name, Action::List).await?;
+    let access = portal
+        .require_project(&state, project_name, Resource::Label, Action::List)
+        .await?;
     let (labels, total) = state
         .store
         .labels()
@@ -175,7 +158,9 @@ async fn create_label(
 ) -> Result<Response, PortalError> {
     let session = &portal.0;
     check_form_csrf(session, &form.csrf_token)?;
-    let access = label_access(&state, session, project_name, Action::Create).await?;
+    let access = portal
+        .require_project(&state, project_name, Resource::Label, Action::Create)
+        .await?;
     let failed = |err: ApiError| PortalError::api(err, Some(session));
     let name = form.name.trim().to_string();
     if name.is_empty() || name.len() > 128 {
@@ -211,7 +196,9 @@ async fn delete_label(
 ) -> Result<Response, PortalError> {
     let session = &portal.0;
     check_form_csrf(session, &form.csrf_token)?;
-    let access = label_access(&state, session, project_name, Action::Delete).await?;
+    let access = portal
+        .require_project(&state, project_name, Resource::Label, Action::Delete)
+        .await?;
     let failed = |err: ApiError| PortalError::api(err, Some(session));
     let missing = || failed(ApiError::not_found("This project has no such label."));
     let id: i64 = label_id.parse().map_err(|_| missing())?;

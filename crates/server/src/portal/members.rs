@@ -5,7 +5,7 @@ use axum::Router;
 use axum::extract::{Path, Query, State};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
-use berth_domain::model::{Member, ProjectRef};
+use berth_domain::model::Member;
 use berth_domain::query::Paging;
 use berth_domain::rbac::{Action, Resource, Role};
 use serde::Deserialize;
@@ -13,7 +13,7 @@ use serde::Deserialize;
 use super::html::{self, esc, url_part};
 use super::tabs::{Tab, header, tab_path};
 use super::{PortalError, PortalForm, PortalUser, TokenForm, check_form_csrf, see_other};
-use crate::access::{ProjectAccess, require_project};
+use crate::access::ProjectAccess;
 use crate::audit::Event;
 use crate::error::{ApiError, ErrorKind};
 use crate::harbor::members::{ProjectMemberReq, add_member};
@@ -79,15 +79,9 @@ async fn list_members(
 ) -> Result<Response, PortalError> {
     let session = &portal.0;
     let failed = |err: ApiError| PortalError::api(err, Some(session));
-    let access = require_project(
-        &state,
-        Some(&session.user),
-        &ProjectRef::Name(project_name),
-        Resource::Member,
-        Action::List,
-    )
-    .await
-    .map_err(failed)?;
+    let access = portal
+        .require_project(&state, project_name, Resource::Member, Action::List)
+        .await?;
     let project_id = access.project.id;
     let members = state.store.members();
     let total = members
@@ -200,15 +194,9 @@ async fn create_member(
     let session = &portal.0;
     check_form_csrf(session, &form.csrf_token)?;
     let failed = |err: ApiError| PortalError::api(err, Some(session));
-    let access = require_project(
-        &state,
-        Some(&session.user),
-        &ProjectRef::Name(project_name),
-        Resource::Member,
-        Action::Create,
-    )
-    .await
-    .map_err(failed)?;
+    let access = portal
+        .require_project(&state, project_name, Resource::Member, Action::Create)
+        .await?;
     let username = form.username.trim().to_string();
     let request = ProjectMemberReq::user(username.clone(), form.role_id);
     add_member(&state, &access.project, &request, &session.user.username)
@@ -241,26 +229,27 @@ pub(super) struct RoleForm {
 /// The member `mid` of the project, after checking `action` on members there.
 async fn load_member(
     state: &AppState,
-    session: &SessionUser,
+    portal: &PortalUser,
     project_name: String,
     mid: &str,
     action: Action,
-) -> Result<(ProjectAccess, Member), ApiError> {
-    let access = require_project(
-        state,
-        Some(&session.user),
-        &ProjectRef::Name(project_name),
-        Resource::Member,
-        action,
-    )
-    .await?;
-    let missing = || ApiError::not_found("There is no such member in this project.");
+) -> Result<(ProjectAccess, Member), PortalError> {
+    let access = portal
+        .require_project(state, project_name, Resource::Member, action)
+        .await?;
+    let failed = |err: ApiError| PortalError::api(err, Some(&portal.0));
+    let missing = || {
+        failed(ApiError::not_found(
+            "There is no such member in this project.",
+        ))
+    };
     let mid: i64 = mid.parse().map_err(|_| missing())?;
     let member = state
         .store
         .members()
         .find(access.project.id, mid)
-        .await?
+        .await
+        .map_err(|e| failed(e.into()))?
         .ok_or_else(missing)?;
     Ok((access, member))
 }
@@ -286,9 +275,7 @@ async fn update_member_role(
     let session = &portal.0;
     check_form_csrf(session, &form.csrf_token)?;
     let failed = |err: ApiError| PortalError::api(err, Some(session));
-    let (access, member) = load_member(&state, session, project_name, &mid, Action::Update)
-        .await
-        .map_err(failed)?;
+    let (access, member) = load_member(&state, &portal, project_name, &mid, Action::Update).await?;
     if Role::from_id(form.role_id).is_none() {
         return Err(failed(ApiError::bad_request(
             "Failed to update project member, role is not in 1,2,3,4,5",
@@ -318,9 +305,7 @@ async fn delete_member(
     let session = &portal.0;
     check_form_csrf(session, &form.csrf_token)?;
     let failed = |err: ApiError| PortalError::api(err, Some(session));
-    let (access, member) = load_member(&state, session, project_name, &mid, Action::Delete)
-        .await
-        .map_err(failed)?;
+    let (access, member) = load_member(&state, &portal, project_name, &mid, Action::Delete).await?;
     state
         .store
         .members()

@@ -24,6 +24,10 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::get;
 
+use berth_domain::model::ProjectRef;
+use berth_domain::rbac::{Action, Resource};
+
+use crate::access::ProjectAccess;
 use crate::error::{ApiError, ErrorKind};
 use crate::extract::Principal;
 use crate::session::{self, SessionUser};
@@ -67,6 +71,26 @@ impl PortalUser {
     /// The caller as the API's access checks know it.
     pub fn principal(&self) -> Principal {
         Principal::User(self.0.user.clone())
+    }
+
+    /// Project `name`, after the API's check of `action` on `resource` in it
+    /// (everyone else gets the portal's 403 or 404 page).
+    pub async fn require_project(
+        &self,
+        state: &AppState,
+        name: String,
+        resource: Resource,
+        action: Action,
+    ) -> Result<ProjectAccess, PortalError> {
+        crate::access::require_project(
+            state,
+            Some(&self.0.user),
+            &ProjectRef::Name(name),
+            resource,
+            action,
+        )
+        .await
+        .map_err(|err| PortalError::api(err, Some(&self.0)))
     }
 
     /// Passes system administrators; everyone else gets the 403 page.

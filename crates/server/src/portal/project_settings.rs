@@ -8,16 +8,14 @@ use axum::Router;
 use axum::extract::{Path, Query, State};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
-use berth_domain::model::{ProjectRef, metadata};
+use berth_domain::model::metadata;
 use berth_domain::rbac::{Action, Resource, Role};
 use serde::Deserialize;
 
 use super::html::{self, esc};
 use super::tabs::{Tab, header, tab_path};
 use super::{PortalError, PortalForm, PortalUser, check_form_csrf, see_other};
-use crate::access::{ProjectAccess, require_project};
 use crate::error::ApiError;
-use crate::session::SessionUser;
 use crate::state::AppState;
 
 /// The yes/no settings of the configuration tab: metadata key and what it means.
@@ -49,25 +47,6 @@ pub(super) fn router() -> Router<AppState> {
         )
 }
 
-/// The project after checking `action` on `resource`.
-async fn project_access(
-    state: &AppState,
-    session: &SessionUser,
-    project_name: String,
-    resource: Resource,
-    action: Action,
-) -> Result<ProjectAccess, PortalError> {
-    require_project(
-        state,
-        Some(&session.user),
-        &ProjectRef::Name(project_name),
-        resource,
-        action,
-    )
-    .await
-    .map_err(|err| PortalError::api(err, Some(session)))
-}
-
 /// `GET /harbor/projects/{project_name}/summary`: what getProjectSummary
 /// returns to the caller (member counts only to those who may list members,
 /// the quota only when quotas are enabled).
@@ -77,14 +56,9 @@ async fn show_summary(
     Path(project_name): Path<String>,
 ) -> Result<Response, PortalError> {
     let session = &portal.0;
-    let access = project_access(
-        &state,
-        session,
-        project_name,
-        Resource::Project,
-        Action::Read,
-    )
-    .await?;
+    let access = portal
+        .require_project(&state, project_name, Resource::Project, Action::Read)
+        .await?;
     let failed = |err: ApiError| PortalError::api(err, Some(session));
     let project = &access.project;
     let counts = state
@@ -163,14 +137,9 @@ async fn show_configuration(
     Query(query): Query<SavedQuery>,
 ) -> Result<Response, PortalError> {
     let session = &portal.0;
-    let access = project_access(
-        &state,
-        session,
-        project_name,
-        Resource::Project,
-        Action::Read,
-    )
-    .await?;
+    let access = portal
+        .require_project(&state, project_name, Resource::Project, Action::Read)
+        .await?;
     let project = &access.project;
     let stored: HashMap<String, String> = state
         .store
@@ -243,14 +212,9 @@ async fn update_configuration(
 ) -> Result<Response, PortalError> {
     let session = &portal.0;
     check_form_csrf(session, form.get("csrf_token").map_or("", String::as_str))?;
-    let access = project_access(
-        &state,
-        session,
-        project_name,
-        Resource::Project,
-        Action::Update,
-    )
-    .await?;
+    let access = portal
+        .require_project(&state, project_name, Resource::Project, Action::Update)
+        .await?;
     let failed = |err: ApiError| PortalError::api(err, Some(session));
     let mut pairs: Vec<(String, String)> = SWITCHES
         .iter()

@@ -5,7 +5,6 @@ use axum::Router;
 use axum::extract::{Path, Query, State};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
-use berth_domain::model::ProjectRef;
 use berth_domain::query::Paging;
 use berth_domain::rbac::{self, Action, Resource, Role};
 use berth_store::repo::projects::ProjectFilter;
@@ -13,7 +12,6 @@ use serde::Deserialize;
 
 use super::html::{self, esc, url_part};
 use super::{PortalError, PortalForm, PortalUser, TokenForm, check_form_csrf, pager, see_other};
-use crate::access::require_project;
 use crate::error::{ApiError, ErrorKind};
 use crate::harbor::projects::{ProjectReq, create_project_as, delete_project_by_id, viewer};
 use crate::state::AppState;
@@ -210,15 +208,14 @@ async fn delete_project(
     let session = &portal.0;
     check_form_csrf(session, &form.csrf_token)?;
     let failed = |err: ApiError| PortalError::api(err, Some(session));
-    let access = require_project(
-        &state,
-        Some(&session.user),
-        &ProjectRef::Name(project_name.clone()),
-        Resource::Project,
-        Action::Delete,
-    )
-    .await
-    .map_err(failed)?;
+    let access = portal
+        .require_project(
+            &state,
+            project_name.clone(),
+            Resource::Project,
+            Action::Delete,
+        )
+        .await?;
     match delete_project_by_id(&state, &access.project, &session.user.username).await {
         Ok(()) => Ok(see_other(&format!(
             "/harbor/projects?deleted={}",

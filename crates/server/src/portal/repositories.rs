@@ -5,7 +5,7 @@ use axum::Router;
 use axum::extract::{Path, Query, State};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
-use berth_domain::model::{Artifact, ProjectRef, Tag};
+use berth_domain::model::{Artifact, Tag};
 use berth_domain::query::Paging;
 use berth_domain::query::artifact::ArtifactFilter;
 use berth_domain::rbac::{Action, Resource};
@@ -19,7 +19,6 @@ use super::artifacts::{
 use super::html::{self, esc, url_part};
 use super::tabs::{Tab, header};
 use super::{PortalError, PortalForm, PortalUser, check_form_csrf, pager, see_other};
-use crate::access::require_project;
 use crate::error::ApiError;
 use crate::harbor::repositories::load_repository_access;
 use crate::harbor::tags::remove_tag;
@@ -68,15 +67,9 @@ async fn show_project(
 ) -> Result<Response, PortalError> {
     let session = &portal.0;
     let failed = |err: ApiError| PortalError::api(err, Some(session));
-    let access = require_project(
-        &state,
-        Some(&session.user),
-        &ProjectRef::Name(project_name),
-        Resource::Repository,
-        Action::List,
-    )
-    .await
-    .map_err(failed)?;
+    let access = portal
+        .require_project(&state, project_name, Resource::Repository, Action::List)
+        .await?;
     let project = &access.project;
     let filter = RepositoryFilter {
         project_id: Some(project.id),

@@ -10,6 +10,7 @@ use crate::harbor::fixtures;
 use crate::registry::{descriptor, digest_of, push_blob, push_image, put_manifest};
 
 const OCI_MANIFEST: &str = "application/vnd.oci.image.manifest.v1+json";
+const OCI_INDEX: &str = "application/vnd.oci.image.index.v1+json";
 
 backend_test!(
     async fn portal_pages_escape_user_data(app) {
@@ -362,6 +363,44 @@ backend_test!(
             .send()
             .await;
         assert_eq!(res.status, StatusCode::NOT_FOUND);
+    }
+);
+
+backend_test!(
+    async fn portal_index_page_links_its_children_which_are_not_deleted_while_referenced(app) {
+        let (child, child_digest) = push_image(&app, "library/multi", "amd64", &[b"amd64 layer"]).await;
+        let index = json!({
+            "schemaVersion": 2,
+            "mediaType": OCI_INDEX,
+            "manifests": [{
+                "mediaType": OCI_MANIFEST,
+                "digest": child_digest,
+                "size": child.len(),
+                "platform": {"os": "linux", "architecture": "amd64"},
+            }],
+        })
+        .to_string()
+        .into_bytes();
+        let res = put_manifest(&app, "library/multi", "v1", OCI_INDEX, &index).await;
+        assert_eq!(res.status, StatusCode::CREATED, "{}", res.text());
+        let cookie = sign_in_admin(&app).await;
+        let csrf = csrf_for(&app, &cookie).await;
+        let page = app
+            .get(&format!("/harbor/projects/library/repositories/multi/artifacts/{}", digest_of(&index)))
+            .header("cookie", &cookie)
+            .send()
+            .await
+            .text();
+        assert!(page.contains("<h2>Children (1)</h2>"), "{page}");
+        assert!(page.contains("<td>linux/amd64</td>"));
+        assert!(page.contains(&format!(
+            r#"href="/harbor/projects/library/repositories/multi/artifacts/sha256%3A{}""#,
+            &child_digest[7..]
+        )));
+        let fields = [("project", "library"), ("repository", "multi"), ("digest", child_digest.as_str())];
+        let res = post_form(&app, &cookie, "/harbor/artifacts/delete", Some(&csrf), &fields).await;
+        assert_eq!(res.status, StatusCode::PRECONDITION_FAILED, "{}", res.text());
+        assert!(res.header("content-type").unwrap().starts_with("text/html"));
     }
 );
 
