@@ -5,7 +5,7 @@ use axum::Router;
 use axum::extract::{Path, Query, State};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
-use berth_domain::model::Member;
+use berth_domain::model::{Member, MemberEntity};
 use berth_domain::query::Paging;
 use berth_domain::rbac::{Action, Resource, Role};
 use serde::Deserialize;
@@ -140,9 +140,14 @@ async fn list_members(
     Ok(html::page(&title, Some(session), &main).into_response())
 }
 
-/// One member; with `manager` (a project admin's session), the role form and the remove button.
+/// One member; with `manager` (a project admin's session), the role form and
+/// the remove button, except on the manager's own row (as Harbor's UI: one
+/// does not demote or remove oneself by a slip; the API still allows it).
 fn member_row(access: &ProjectAccess, manager: Option<&SessionUser>, member: &Member) -> String {
     let controls = match manager {
+        Some(session) if member.entity == MemberEntity::User(session.user.id) => {
+            r#"<td class="actions muted">you</td>"#.to_string()
+        }
         Some(session) => {
             let base = format!(
                 "{}/{}",

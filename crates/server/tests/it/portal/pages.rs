@@ -418,6 +418,10 @@ backend_test!(
         let delete_path = format!("/harbor/projects/team/members/{carol_member}/delete");
         assert!(page.contains(&format!(r#"action="{role_path}""#)), "{page}");
         assert!(page.contains(&format!(r#"action="{delete_path}""#)));
+        assert!(
+            page.contains(r#"<tr data-member="admin"><td>admin</td><td>User</td><td class="role">projectAdmin</td><td class="actions muted">you</td></tr>"#),
+            "no controls on one's own row: {page}"
+        );
 
         // A developer may not change roles: no controls, and the server refuses.
         let dave = sign_in(&app, "dave", "Dave-pass-1").await;
