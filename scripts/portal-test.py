@@ -7,13 +7,18 @@ Starts the given berth on a free loopback port with a fresh SQLite data
 directory, builds a small OCI image with umoci, pushes it with skopeo, and walks
 the portal as a person would: a bad password shows an error; the administrator
 signs in, creates a project, finds the pushed image, copies its pull commands,
-deletes a tag and signs out; a user who is not a member does not see the
+adds a member, changes another member's role and removes that member, deletes
+a tag, opens the artifact page (layers, tags, manifest), deletes an artifact,
+creates and deletes a label, makes the project public and private again on its
+configuration tab, reads its summary, is refused deleting it while it has
+repositories (412, explained), deletes an empty project and signs out; a user who is not a member does not see the
 private project, nor the administration links, and gets 403 on them; the
 administrator creates a user on the users page, who then signs in. Screenshots of the main pages go to SCREENSHOT_DIR (default
 docs/screenshots). Any missing tool or failed step exits non-zero.
 """
 
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -69,6 +74,21 @@ def build_image(work):
         f.write("hello from the portal test\n")
     run("umoci", "repack", "--image", f"{layout}:v1", bundle)
     return layout
+
+
+def layer_digests(layout):
+    """The layer digests of `layout:v1`, read from the OCI layout."""
+    def blob(digest):
+        algorithm, hex_digest = digest.split(":", 1)
+        with open(os.path.join(layout, "blobs", algorithm, hex_digest)) as f:
+            return json.load(f)
+
+    with open(os.path.join(layout, "index.json")) as f:
+        index = json.load(f)
+    for entry in index["manifests"]:
+        if entry.get("annotations", {}).get("org.opencontainers.image.ref.name") == "v1":
+            return [layer["digest"] for layer in blob(entry["digest"])["layers"]]
+    sys.exit("portal-test: the layout has no v1")
 
 
 def push(layout, host, reference):
@@ -151,11 +171,33 @@ def scenario(page, base, host, shots, clipboard_ok):
         "username": "dev", "email": "dev@example.com", "realname": "Developer",
         "password": "Dev-pass-1",
     })
+    page.click("#tab_members")
+    expect(page).to_have_url(base + "/harbor/projects/demo/members")
     page.fill("#member_username", "dev")
     page.select_option("#member_role", label="developer")
     page.click("#add_member")
     expect(page.get_by_role("alert")).to_contain_text("dev was added to the project")
     expect(page.locator('tr[data-member="dev"] .role')).to_have_text("developer")
+
+    log("admin changes a member's role, then removes the member")
+    api(base, "POST", "/api/v2.0/users", {
+        "username": "ops", "email": "ops@example.com", "realname": "Operator",
+        "password": "Ops-pass-1",
+    })
+    page.fill("#member_username", "ops")
+    page.select_option("#member_role", label="guest")
+    page.click("#add_member")
+    row = page.locator('tr[data-member="ops"]')
+    expect(row.locator(".role")).to_have_text("guest")
+    row.locator("select.role-select").select_option(label="maintainer")
+    row.locator("button.change-role").click()
+    expect(page.get_by_role("alert")).to_contain_text("The role of ops was changed")
+    expect(page.locator('tr[data-member="ops"] .role')).to_have_text("maintainer")
+    shot("project-members")
+    page.locator('tr[data-member="ops"] button.remove-member').click()
+    expect(page.get_by_role("alert")).to_contain_text("ops was removed from the project")
+    expect(page.locator('tr[data-member="ops"]')).to_have_count(0)
+    expect(page.locator('tr[data-member="dev"]')).to_be_visible()
 
     log("skopeo pushes demo/app:v1 and :v2")
     push(LAYOUT, host, "demo/app:v1")
@@ -211,6 +253,73 @@ def scenario(page, base, host, shots, clipboard_ok):
     expect(page.get_by_role("alert")).to_contain_text("Tag v2 was deleted")
     expect(page.locator('[data-tag="v2"]')).to_have_count(0)
     expect(page.locator('[data-tag="v1"]')).to_be_visible()
+
+    log("the artifact page shows its layers, tags and manifest")
+    artifact.locator("a.artifact-link").click()
+    expect(page.locator("#layers")).to_be_visible()
+    layer = layer_digests(LAYOUT)[0]
+    expect(page.locator(f'#layers tr[data-layer="{layer}"]')).to_contain_text(layer)
+    expect(page.locator('#tags tr[data-tag="v1"]')).to_be_visible()
+    expect(page.locator("#manifest")).to_contain_text('"schemaVersion": 2')
+    shot("artifact")
+
+    log("an artifact is deleted from its page")
+    push(LAYOUT, host, "demo/old:v1")
+    page.goto(base + "/harbor/projects/demo/repositories/old")
+    page.locator("tr[data-digest] a.artifact-link").click()
+    page.click("#delete_artifact")
+    expect(page).to_have_url(re.compile(r"/harbor/projects/demo/repositories/old\?removed="))
+    expect(page.get_by_role("alert")).to_contain_text("was deleted")
+    expect(page.locator("tr[data-digest]")).to_have_count(0)
+
+    log("a label is created and deleted on the labels tab")
+    page.goto(base + "/harbor/projects/demo")
+    page.click("#tab_labels")
+    expect(page).to_have_url(base + "/harbor/projects/demo/labels")
+    page.fill("#label_name", "release")
+    page.fill("#label_description", "shipped builds")
+    page.click("#create_label")
+    expect(page.get_by_role("alert")).to_contain_text("Label release was created")
+    expect(page.locator('tr[data-label="release"]')).to_contain_text("shipped builds")
+    shot("project-labels")
+    page.locator('tr[data-label="release"] button.delete-label').click()
+    expect(page.get_by_role("alert")).to_contain_text("Label release was deleted")
+    expect(page.locator('tr[data-label="release"]')).to_have_count(0)
+
+    log("the project is made public on the configuration tab, and private again")
+    page.click("#tab_configuration")
+    expect(page).to_have_url(base + "/harbor/projects/demo/configuration")
+    expect(page.locator("#setting_public")).not_to_be_checked()
+    page.check("#setting_public")
+    page.click("#save_project_configuration")
+    expect(page.get_by_role("alert")).to_contain_text("The configuration was saved")
+    expect(page.locator("#setting_public")).to_be_checked()
+    expect(page.locator("h1 .badge")).to_have_text("Public")
+    shot("project-configuration")
+    page.uncheck("#setting_public")
+    page.click("#save_project_configuration")
+    expect(page.locator("#setting_public")).not_to_be_checked()
+    expect(page.locator("h1 .badge")).to_have_text("Private")
+
+    log("the summary tab counts repositories and members")
+    page.click("#tab_summary")
+    expect(page.locator("#summary_repositories")).to_have_text("2")
+    expect(page.locator("#summary_members")).to_contain_text("2")
+    shot("project-summary")
+
+    log("a project with repositories is not deleted, and the page says why; an empty one is")
+    page.goto(base + "/harbor/projects")
+    page.locator('tr[data-project="demo"] button.danger').click()
+    expect(page.get_by_role("alert")).to_contain_text("still contains repositories")
+    shot("project-delete-refused")
+    page.goto(base + "/harbor/projects")
+    page.fill("#create_project_name", "scratch")
+    page.click("#create_project")
+    expect(page).to_have_url(base + "/harbor/projects/scratch")
+    page.goto(base + "/harbor/projects")
+    page.locator('tr[data-project="scratch"] button.danger').click()
+    expect(page.get_by_role("alert")).to_contain_text("Project scratch was deleted")
+    expect(page.locator('tr[data-project="scratch"]')).to_have_count(0)
 
     log("sign out")
     page.click("#log_out")

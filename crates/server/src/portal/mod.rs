@@ -2,14 +2,18 @@
 //! checks and store functions as the Harbor API, signed in with a session
 //! cookie (see [`crate::session`]). Assets are embedded in the binary.
 
+mod artifacts;
 mod assets;
 mod configuration;
 mod html;
+mod labels;
 mod members;
+mod project_settings;
 mod projects;
 mod repositories;
 mod signin;
 mod system;
+mod tabs;
 mod users;
 
 use axum::Router;
@@ -20,6 +24,10 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::get;
 
+use berth_domain::model::ProjectRef;
+use berth_domain::rbac::{Action, Resource};
+
+use crate::access::ProjectAccess;
 use crate::error::{ApiError, ErrorKind};
 use crate::extract::Principal;
 use crate::session::{self, SessionUser};
@@ -39,7 +47,10 @@ pub fn router() -> Router<AppState> {
         .merge(signin::router())
         .merge(projects::router())
         .merge(members::router())
+        .merge(labels::router())
+        .merge(project_settings::router())
         .merge(repositories::router())
+        .merge(artifacts::router())
         .merge(users::router())
         .merge(configuration::router())
         .merge(system::router())
@@ -60,6 +71,26 @@ impl PortalUser {
     /// The caller as the API's access checks know it.
     pub fn principal(&self) -> Principal {
         Principal::User(self.0.user.clone())
+    }
+
+    /// Project `name`, after the API's check of `action` on `resource` in it
+    /// (everyone else gets the portal's 403 or 404 page).
+    pub async fn require_project(
+        &self,
+        state: &AppState,
+        name: String,
+        resource: Resource,
+        action: Action,
+    ) -> Result<ProjectAccess, PortalError> {
+        crate::access::require_project(
+            state,
+            Some(&self.0.user),
+            &ProjectRef::Name(name),
+            resource,
+            action,
+        )
+        .await
+        .map_err(|err| PortalError::api(err, Some(&self.0)))
     }
 
     /// Passes system administrators; everyone else gets the 403 page.
@@ -201,6 +232,14 @@ where
             )),
         }
     }
+}
+
+/// A form that carries nothing but the CSRF token (a delete button).
+#[derive(Debug, serde::Deserialize)]
+pub struct TokenForm {
+    /// The session's CSRF token.
+    #[serde(default)]
+    pub csrf_token: String,
 }
 
 /// Previous and next links of a paged list at `path` (which carries any other

@@ -5,15 +5,13 @@ use axum::Router;
 use axum::extract::{Path, Query, State};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
-use berth_domain::model::ProjectRef;
 use berth_domain::query::Paging;
 use berth_domain::rbac::{self, Action, Resource, Role};
 use berth_store::repo::projects::ProjectFilter;
 use serde::Deserialize;
 
 use super::html::{self, esc, url_part};
-use super::{PortalError, PortalForm, PortalUser, check_form_csrf, pager, see_other};
-use crate::access::{Actor, require_project};
+use super::{PortalError, PortalForm, PortalUser, TokenForm, check_form_csrf, pager, see_other};
 use crate::error::{ApiError, ErrorKind};
 use crate::harbor::projects::{ProjectReq, create_project_as, delete_project_by_id, viewer};
 use crate::state::AppState;
@@ -199,33 +197,25 @@ async fn create_project(
     )))
 }
 
-/// The delete form's field.
-#[derive(Debug, Deserialize)]
-pub(super) struct DeleteForm {
-    #[serde(default)]
-    csrf_token: String,
-}
-
 /// `POST /harbor/projects/{project_name}/delete`: deleteProject's rules; a
 /// project that still has repositories is explained (412).
 async fn delete_project(
     State(state): State<AppState>,
     portal: PortalUser,
     Path(project_name): Path<String>,
-    PortalForm(form): PortalForm<DeleteForm>,
+    PortalForm(form): PortalForm<TokenForm>,
 ) -> Result<Response, PortalError> {
     let session = &portal.0;
     check_form_csrf(session, &form.csrf_token)?;
     let failed = |err: ApiError| PortalError::api(err, Some(session));
-    let access = require_project(
-        &state,
-        Actor::User(&session.user),
-        &ProjectRef::Name(project_name.clone()),
-        Resource::Project,
-        Action::Delete,
-    )
-    .await
-    .map_err(failed)?;
+    let access = portal
+        .require_project(
+            &state,
+            project_name.clone(),
+            Resource::Project,
+            Action::Delete,
+        )
+        .await?;
     match delete_project_by_id(&state, &access.project, &session.user.username).await {
         Ok(()) => Ok(see_other(&format!(
             "/harbor/projects?deleted={}",

@@ -5,7 +5,7 @@ use axum::Router;
 use axum::extract::{Path, Query, State};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
-use berth_domain::model::{Artifact, ProjectRef, Tag};
+use berth_domain::model::{Artifact, Tag};
 use berth_domain::query::Paging;
 use berth_domain::query::artifact::ArtifactFilter;
 use berth_domain::rbac::{Action, Resource};
@@ -13,9 +13,12 @@ use berth_store::repo::projects::Viewer;
 use berth_store::repo::repositories::RepositoryFilter;
 use serde::Deserialize;
 
+use super::artifacts::{
+    artifact_link, repository_path, short_digest, show_artifact, split_artifact_path,
+};
 use super::html::{self, esc, url_part};
+use super::tabs::{Tab, header};
 use super::{PortalError, PortalForm, PortalUser, check_form_csrf, pager, see_other};
-use crate::access::{Actor, require_project};
 use crate::error::ApiError;
 use crate::harbor::repositories::load_repository_access;
 use crate::harbor::tags::remove_tag;
@@ -43,7 +46,7 @@ pub(super) struct PageQuery {
     #[serde(default)]
     deleted: Option<String>,
     #[serde(default)]
-    added: Option<String>,
+    removed: Option<String>,
 }
 
 impl PageQuery {
@@ -64,15 +67,9 @@ async fn show_project(
 ) -> Result<Response, PortalError> {
     let session = &portal.0;
     let failed = |err: ApiError| PortalError::api(err, Some(session));
-    let access = require_project(
-        &state,
-        Actor::User(&session.user),
-        &ProjectRef::Name(project_name),
-        Resource::Repository,
-        Action::List,
-    )
-    .await
-    .map_err(failed)?;
+    let access = portal
+        .require_project(&state, project_name, Resource::Repository, Action::List)
+        .await?;
     let project = &access.project;
     let filter = RepositoryFilter {
         project_id: Some(project.id),
@@ -97,7 +94,7 @@ async fn show_project(
             r#"<tr data-repository="{name}"><td><a href="/harbor/projects/{project}/repositories/{path}">{name}</a></td><td>{artifacts}</td><td>{pulls}</td><td>{updated}</td></tr>"#,
             name = esc(&repository.name),
             project = url_part(&project.name),
-            path = short.split('/').map(url_part).collect::<Vec<_>>().join("/"),
+            path = repository_path(short),
             artifacts = repository.artifact_count,
             pulls = repository.pull_count,
             updated = esc(&html::when(&repository.updated_at)),
@@ -110,20 +107,12 @@ async fn show_project(
             esc(&project.name)
         );
     }
-    let members = super::members::section(&state, &access, session)
-        .await
-        .map_err(failed)?;
-    let notice = match &query.added {
-        Some(name) => html::notice("ok", &format!("{name} was added to the project.")),
-        None => String::new(),
-    };
     let main = format!(
-        r#"<p><a href="/harbor/projects">Projects</a> /</p>
-<h1>{name} <span class="badge">{access}</span></h1>{notice}
+        r#"{header}
 <h2>Repositories ({total})</h2>
 <table id="repositories"><thead><tr><th>Name</th><th>Artifacts</th><th>Pulls</th><th>Updated</th></tr></thead><tbody>{rows}</tbody></table>
-{pager}{members}"#,
-        name = esc(&project.name),
+{pager}"#,
+        header = header(&access, Tab::Repositories),
         pager = pager(
             &format!("/harbor/projects/{}?", url_part(&project.name)),
             filter.paging.page,
@@ -131,25 +120,28 @@ async fn show_project(
             total,
             "repositories"
         ),
-        access = if project.public { "Public" } else { "Private" },
     );
     Ok(html::page(&project.name, Some(session), &main).into_response())
 }
 
 /// The host (and port) of the external URL, as pull commands name the registry.
-fn registry_host(state: &AppState) -> String {
+pub(super) fn registry_host(state: &AppState) -> String {
     let url = state.external_url.as_str();
     let rest = url.split_once("://").map_or(url, |(_, rest)| rest);
     rest.split('/').next().unwrap_or(rest).to_string()
 }
 
-/// `GET /harbor/projects/{project_name}/repositories/{repository_name...}`: the artifacts.
+/// `GET /harbor/projects/{project_name}/repositories/{repository_name...}`: the
+/// artifacts (or, for `.../artifacts/{digest}`, one artifact's page).
 async fn show_repository(
     State(state): State<AppState>,
     portal: PortalUser,
     Path((project_name, repository_name)): Path<(String, String)>,
     Query(query): Query<PageQuery>,
 ) -> Result<Response, PortalError> {
+    if let Some((repository, digest)) = split_artifact_path(&repository_name) {
+        return show_artifact(&state, &portal, &project_name, repository, digest).await;
+    }
     let session = &portal.0;
     let failed = |err: ApiError| PortalError::api(err, Some(session));
     let (access, full_name, repository) = load_repository_access(
@@ -204,9 +196,10 @@ async fn show_repository(
     if rows.is_empty() {
         rows = r#"<tr><td colspan="7" class="muted">No artifacts.</td></tr>"#.into();
     }
-    let notice = match &query.deleted {
-        Some(tag) => html::notice("ok", &format!("Tag {tag} was deleted.")),
-        None => String::new(),
+    let notice = match (&query.deleted, &query.removed) {
+        (Some(tag), _) => html::notice("ok", &format!("Tag {tag} was deleted.")),
+        (None, Some(digest)) => html::notice("ok", &format!("Artifact {digest} was deleted.")),
+        (None, None) => String::new(),
     };
     let main = format!(
         r#"<p><a href="/harbor/projects">Projects</a> / <a href="/harbor/projects/{project_path}">{project}</a> /</p>
@@ -218,11 +211,7 @@ async fn show_repository(
             &format!(
                 "/harbor/projects/{}/repositories/{}?",
                 url_part(&project.name),
-                in_project
-                    .split('/')
-                    .map(url_part)
-                    .collect::<Vec<_>>()
-                    .join("/")
+                repository_path(&in_project)
             ),
             query.paging().page,
             PAGE_SIZE,
@@ -248,11 +237,6 @@ fn artifact_row(
     tags: &[&Tag],
 ) -> String {
     let repository = &artifact.repository_name;
-    let short = artifact
-        .digest
-        .split_once(':')
-        .map_or(artifact.digest.as_str(), |(_, hex)| hex);
-    let short: String = short.chars().take(12).collect();
     let mut tag_cells = String::new();
     for tag in tags {
         let command = format!("docker pull {host}/{repository}:{}", tag.name);
@@ -278,9 +262,10 @@ fn artifact_row(
     }
     let by_digest = format!("docker pull {host}/{repository}@{}", artifact.digest);
     format!(
-        r#"<tr data-digest="{digest}"><td><code title="{digest}">{short}</code></td><td class="tags">{tag_cells}</td><td>{kind}</td><td>{size}</td><td>{pushed}</td><td>{pulled}</td><td><button type="button" class="secondary small copy-digest" data-copy="{by_digest}" title="{by_digest}">Copy pull command</button></td></tr>"#,
+        r#"<tr data-digest="{digest}"><td><a class="artifact-link" href="{href}"><code title="{digest}">{short}</code></a></td><td class="tags">{tag_cells}</td><td>{kind}</td><td>{size}</td><td>{pushed}</td><td>{pulled}</td><td><button type="button" class="secondary small copy-digest" data-copy="{by_digest}" title="{by_digest}">Copy pull command</button></td></tr>"#,
         digest = esc(&artifact.digest),
-        short = esc(&short),
+        href = esc(&artifact_link(project, in_project, &artifact.digest)),
+        short = esc(&short_digest(&artifact.digest)),
         kind = esc(&artifact.kind),
         size = esc(&html::human_size(artifact.size)),
         pushed = esc(&html::when(&artifact.push_time)),
@@ -318,11 +303,10 @@ async fn delete_tag(
     )
     .await
     .map_err(|err| PortalError::api(err, Some(session)))?;
-    let path: Vec<String> = form.repository.split('/').map(url_part).collect();
     Ok(see_other(&format!(
         "/harbor/projects/{}/repositories/{}?deleted={}",
         url_part(&form.project),
-        path.join("/"),
+        repository_path(&form.repository),
         url_part(&form.tag)
     )))
 }

@@ -3,26 +3,9 @@
 
 use axum::http::StatusCode;
 
-use super::{csrf_for, sign_in, sign_in_admin, sign_in_as};
+use super::{csrf_for, post_form, sign_in, sign_in_admin, sign_in_as};
 use crate::backend_test;
-use crate::util::{TestApp, TestResponse};
-
-/// Posts `fields` (after the CSRF token, when given) to `path` as `cookie`.
-async fn post_form(
-    app: &TestApp,
-    cookie: &str,
-    path: &str,
-    csrf: Option<&str>,
-    fields: &[(&str, &str)],
-) -> TestResponse {
-    let mut all: Vec<(&str, &str)> = csrf.map(|c| ("csrf_token", c)).into_iter().collect();
-    all.extend_from_slice(fields);
-    app.post(path)
-        .header("cookie", cookie)
-        .form(&all)
-        .send()
-        .await
-}
+use crate::util::TestApp;
 
 backend_test!(
     async fn portal_admin_manages_users(app) {

@@ -52,3 +52,20 @@ pub async fn csrf_for(app: &TestApp, cookie: &str) -> String {
     assert_eq!(page.status, StatusCode::OK, "{}", page.text());
     csrf_of(&page.text())
 }
+
+/// Posts `fields` (after the CSRF token, when given) to `path` as `cookie`.
+pub async fn post_form(
+    app: &TestApp,
+    cookie: &str,
+    path: &str,
+    csrf: Option<&str>,
+    fields: &[(&str, &str)],
+) -> TestResponse {
+    let mut all: Vec<(&str, &str)> = csrf.map(|c| ("csrf_token", c)).into_iter().collect();
+    all.extend_from_slice(fields);
+    app.post(path)
+        .header("cookie", cookie)
+        .form(&all)
+        .send()
+        .await
+}
