@@ -95,6 +95,16 @@ pub struct ArtifactReference {
     pub annotations: Option<String>,
 }
 
+/// Harbor's rule for a label's name: 1 to 128 bytes once trimmed.
+pub fn validate_label_name(name: &str) -> Result<(), crate::DomainError> {
+    if name.is_empty() || name.len() > 128 {
+        return Err(crate::DomainError::bad_request(
+            "the label name must have 1 to 128 characters",
+        ));
+    }
+    Ok(())
+}
+
 /// A label (global, or of one project).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Label {

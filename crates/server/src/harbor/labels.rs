@@ -9,6 +9,7 @@ use axum::http::header::LOCATION;
 use axum::http::{HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{delete, get, post};
+use berth_domain::model::artifact::validate_label_name;
 use berth_domain::model::{Label, ProjectRef};
 use berth_domain::rbac::{Action, Resource};
 use berth_store::repo::labels::NewLabel;
@@ -100,9 +101,7 @@ pub async fn create_label(
             .to_string()
     };
     let name = text("name");
-    if name.is_empty() || name.len() > 128 {
-        return Err(ApiError::bad_request("the label name must have 1 to 128 characters").into());
-    }
+    validate_label_name(&name)?;
     let project_id = match text("scope").as_str() {
         "g" => None,
         "p" => Some(

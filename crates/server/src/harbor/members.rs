@@ -7,7 +7,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Json, Router};
 use berth_auth::ldap;
-use berth_domain::model::{Member, MemberEntity};
+use berth_domain::model::{Member, MemberEntity, Project};
 use berth_domain::rbac::{Action, Resource, Role};
 use berth_store::repo::members::DUPLICATE_MEMBER;
 use serde::{Deserialize, Serialize};
@@ -314,25 +314,62 @@ pub async fn update_project_member(
     let Some(role) = req.role_id else {
         return Err(ApiError::bad_request("role can not be empty").into());
     };
+    change_member_role(
+        &state,
+        &access.project,
+        mid,
+        role,
+        caller.principal.audit_name(),
+    )
+    .await?;
+    Ok(StatusCode::OK)
+}
+
+/// Gives member `mid` of `project` role `role` (Harbor's 400 for a role
+/// outside 1-5; a missing member is a no-op) and notes it in the audit log:
+/// updateProjectMember's rules, for every surface.
+pub(crate) async fn change_member_role(
+    state: &AppState,
+    project: &Project,
+    mid: i64,
+    role: i64,
+    who: &str,
+) -> Result<(), ApiError> {
     if Role::from_id(role).is_none() {
         return Err(ApiError::bad_request(
             "Failed to update project member, role is not in 1,2,3,4,5",
-        )
-        .into());
+        ));
     }
     state
         .store
         .members()
-        .update_role(access.project.id, mid, role)
+        .update_role(project.id, mid, role)
         .await?;
+    audit_member(state, project, mid, "update", who);
+    Ok(())
+}
+
+/// Removes member `mid` of `project` (a missing member is a no-op) and notes
+/// it in the audit log: deleteProjectMember's rules, for every surface.
+pub(crate) async fn remove_member(
+    state: &AppState,
+    project: &Project,
+    mid: i64,
+    who: &str,
+) -> Result<(), ApiError> {
+    state.store.members().delete(project.id, mid).await?;
+    audit_member(state, project, mid, "delete", who);
+    Ok(())
+}
+
+fn audit_member(state: &AppState, project: &Project, mid: i64, operation: &str, who: &str) {
     state.audit(Event {
-        project_id: Some(access.project.id),
-        operation: "update",
+        project_id: Some(project.id),
+        operation,
         resource_type: "project_member",
-        resource: &format!("{}/members/{mid}", access.project.name),
-        username: caller.principal.audit_name(),
+        resource: &format!("{}/members/{mid}", project.name),
+        username: who,
     });
-    Ok(StatusCode::OK)
 }
 
 /// Removes a member (a missing member is a no-op, as in Harbor).
@@ -353,14 +390,7 @@ pub async fn delete_project_member(
     if mid == 0 {
         return Err(ApiError::bad_request("the project member id is required.").into());
     }
-    state.store.members().delete(access.project.id, mid).await?;
-    state.audit(Event {
-        project_id: Some(access.project.id),
-        operation: "delete",
-        resource_type: "project_member",
-        resource: &format!("{}/members/{mid}", access.project.name),
-        username: caller.principal.audit_name(),
-    });
+    remove_member(&state, &access.project, mid, caller.principal.audit_name()).await?;
     Ok(StatusCode::OK)
 }
 

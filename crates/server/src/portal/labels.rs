@@ -6,6 +6,7 @@ use axum::extract::{Path, Query, State};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use berth_domain::model::Label;
+use berth_domain::model::artifact::validate_label_name;
 use berth_domain::query::Paging;
 use berth_domain::rbac::{Action, Resource};
 use berth_store::repo::labels::NewLabel;
@@ -163,11 +164,7 @@ async fn create_label(
         .await?;
     let failed = |err: ApiError| PortalError::api(err, Some(session));
     let name = form.name.trim().to_string();
-    if name.is_empty() || name.len() > 128 {
-        return Err(failed(ApiError::bad_request(
-            "the label name must have 1 to 128 characters",
-        )));
-    }
+    validate_label_name(&name).map_err(|e| failed(e.into()))?;
     let label = state
         .store
         .labels()

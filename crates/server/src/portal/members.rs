@@ -14,9 +14,8 @@ use super::html::{self, esc, url_part};
 use super::tabs::{Tab, header, tab_path};
 use super::{PortalError, PortalForm, PortalUser, TokenForm, check_form_csrf, see_other};
 use crate::access::ProjectAccess;
-use crate::audit::Event;
 use crate::error::{ApiError, ErrorKind};
-use crate::harbor::members::{ProjectMemberReq, add_member};
+use crate::harbor::members::{ProjectMemberReq, add_member, change_member_role, remove_member};
 use crate::session::SessionUser;
 use crate::state::AppState;
 
@@ -259,17 +258,6 @@ async fn load_member(
     Ok((access, member))
 }
 
-/// Notes a change of member `member` by `session`'s user in the audit log.
-fn audit(state: &AppState, access: &ProjectAccess, member: &Member, operation: &str, who: &str) {
-    state.audit(Event {
-        project_id: Some(access.project.id),
-        operation,
-        resource_type: "project_member",
-        resource: &format!("{}/members/{}", access.project.name, member.id),
-        username: who,
-    });
-}
-
 /// `POST /harbor/projects/{project_name}/members/{mid}/role`: updateProjectMember's rules.
 async fn update_member_role(
     State(state): State<AppState>,
@@ -281,18 +269,15 @@ async fn update_member_role(
     check_form_csrf(session, &form.csrf_token)?;
     let failed = |err: ApiError| PortalError::api(err, Some(session));
     let (access, member) = load_member(&state, &portal, project_name, &mid, Action::Update).await?;
-    if Role::from_id(form.role_id).is_none() {
-        return Err(failed(ApiError::bad_request(
-            "Failed to update project member, role is not in 1,2,3,4,5",
-        )));
-    }
-    state
-        .store
-        .members()
-        .update_role(access.project.id, member.id, form.role_id)
-        .await
-        .map_err(|e| failed(e.into()))?;
-    audit(&state, &access, &member, "update", &session.user.username);
+    change_member_role(
+        &state,
+        &access.project,
+        member.id,
+        form.role_id,
+        &session.user.username,
+    )
+    .await
+    .map_err(failed)?;
     Ok(see_other(&format!(
         "{}?updated={}",
         tab_path(&access.project.name, Tab::Members),
@@ -311,13 +296,9 @@ async fn delete_member(
     check_form_csrf(session, &form.csrf_token)?;
     let failed = |err: ApiError| PortalError::api(err, Some(session));
     let (access, member) = load_member(&state, &portal, project_name, &mid, Action::Delete).await?;
-    state
-        .store
-        .members()
-        .delete(access.project.id, member.id)
+    remove_member(&state, &access.project, member.id, &session.user.username)
         .await
-        .map_err(|e| failed(e.into()))?;
-    audit(&state, &access, &member, "delete", &session.user.username);
+        .map_err(failed)?;
     Ok(see_other(&format!(
         "{}?removed={}",
         tab_path(&access.project.name, Tab::Members),

@@ -84,7 +84,7 @@ impl PortalUser {
     ) -> Result<ProjectAccess, PortalError> {
         crate::access::require_project(
             state,
-            Some(&self.0.user),
+            crate::access::Actor::User(&self.0.user),
             &ProjectRef::Name(name),
             resource,
             action,
