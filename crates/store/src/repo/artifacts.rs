@@ -201,20 +201,21 @@ impl Artifacts<'_> {
         let mut sql = Sql::new(
             " FROM artifacts a JOIN repositories r ON r.id = a.repository_id WHERE a.repository_id = ",
         );
-        sql.int(repository_id).push(" AND a.accessory_type IS NULL");
-        if !filter.all {
-            sql.push(
-                " AND (EXISTS (SELECT 1 FROM tags t WHERE t.artifact_id = a.id) \
-                 OR NOT EXISTS (SELECT 1 FROM artifact_references ar WHERE ar.child_id = a.id))",
-            );
+        sql.int(repository_id);
+        // `listed` (kept by triggers, migration 0010): not an accessory, and
+        // tagged or not a child of an index; one range of artifacts_listed_idx.
+        if filter.all {
+            sql.push(" AND a.accessory_type IS NULL");
+        } else {
+            sql.push(" AND a.listed = 1");
         }
         match &filter.tags {
             None => {}
             Some(TagFilter::Any) => {
-                sql.push(" AND EXISTS (SELECT 1 FROM tags t WHERE t.artifact_id = a.id)");
+                sql.push(" AND a.tag_count > 0");
             }
             Some(TagFilter::Nil) => {
-                sql.push(" AND NOT EXISTS (SELECT 1 FROM tags t WHERE t.artifact_id = a.id)");
+                sql.push(" AND a.tag_count = 0");
             }
             Some(TagFilter::Fuzzy(text)) => {
                 sql.push(" AND EXISTS (SELECT 1 FROM tags t WHERE t.artifact_id = a.id AND REPLACE(t.name, ")

@@ -394,3 +394,57 @@ backend_test!(
         assert!(body["push_time"].as_str().unwrap() <= body["pull_time"].as_str().unwrap());
     }
 );
+
+backend_test!(
+    async fn listing_follows_tags_and_references_as_they_change(app) {
+        let (v1, untagged, index, children) = seed(&app).await;
+        let base = "/api/v2.0/projects/library/repositories/app/artifacts";
+        let listed = |query: &'static str| {
+            let app = &app;
+            async move {
+                let res = app.get(&format!("{base}{query}")).send().await;
+                assert_eq!(res.status, StatusCode::OK, "{}", res.text());
+                let mut found = digests(&res);
+                found.sort();
+                assert_eq!(res.header("x-total-count"), Some(found.len().to_string().as_str()));
+                found
+            }
+        };
+        let sorted = |mut v: Vec<String>| {
+            v.sort();
+            v
+        };
+        assert_eq!(listed("").await, sorted(vec![v1.clone(), untagged.clone(), index.clone()]));
+
+        // A tagged child shows; moving its tag away hides it again.
+        let res = app.post(&format!("{base}/{}/tags", children[0])).admin().json(&json!({"name": "c"})).send().await;
+        assert_eq!(res.status, StatusCode::CREATED, "{}", res.text());
+        assert_eq!(listed("").await, sorted(vec![v1.clone(), untagged.clone(), index.clone(), children[0].clone()]));
+        let manifest = app.get(&format!("/v2/library/app/manifests/{v1}")).admin().header("accept", OCI_MANIFEST).send().await.body;
+        let res = put_manifest(&app, "library/app", "c", OCI_MANIFEST, &manifest).await;
+        assert_eq!(res.status, StatusCode::CREATED);
+        assert_eq!(listed("").await, sorted(vec![v1.clone(), untagged.clone(), index.clone()]));
+        assert_eq!(listed("?q=tags%3Dnil").await, vec![untagged.clone()]);
+
+        // An untagged index still shows; once it is gone, its children are
+        // untagged non-children and show.
+        let res = app.delete(&format!("{base}/multi/tags/multi")).admin().send().await;
+        assert_eq!(res.status, StatusCode::OK, "{}", res.text());
+        assert_eq!(listed("?q=tags%3Dnil").await, sorted(vec![untagged.clone(), index.clone()]));
+        let res = app.delete(&format!("{base}/{index}")).admin().send().await;
+        assert_eq!(res.status, StatusCode::OK, "{}", res.text());
+        assert_eq!(
+            listed("").await,
+            sorted(vec![v1.clone(), untagged.clone(), children[0].clone(), children[1].clone()])
+        );
+        assert_eq!(listed("?q=tags%3D*").await, vec![v1.clone()]);
+
+        // Tags removed one by one: v1 stays listed, untagged.
+        for tag in ["v1", "v1-beta", "c"] {
+            let res = app.delete(&format!("{base}/{v1}/tags/{tag}")).admin().send().await;
+            assert_eq!(res.status, StatusCode::OK, "{tag}: {}", res.text());
+        }
+        assert_eq!(listed("?q=tags%3D*").await, Vec::<String>::new());
+        assert_eq!(listed("?q=tags%3Dnil").await.len(), 4);
+    }
+);
