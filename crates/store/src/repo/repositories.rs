@@ -132,8 +132,10 @@ impl Repositories<'_> {
     }
 
     /// Fills in the artifact counts of `repositories`.
-    async fn with_artifact_counts(&self, rows: Vec<RepositoryRow>) -> StoreResult<Vec<Repository>> {
-        let mut repositories: Vec<Repository> = rows.into_iter().map(Repository::from).collect();
+    async fn with_artifact_counts(
+        &self,
+        mut repositories: Vec<Repository>,
+    ) -> StoreResult<Vec<Repository>> {
         if repositories.is_empty() {
             return Ok(repositories);
         }
@@ -159,20 +161,31 @@ impl Repositories<'_> {
             "r.created_at DESC",
             "r.id DESC",
         );
-        let (rows, total) = Self::repository_where(filter)?
+        let (rows, total): (Vec<RepositoryRow>, i64) = Self::repository_where(filter)?
             .fetch_page(&self.0.pool, REPOSITORY_COLUMNS, &order, filter.paging)
             .await?;
-        Ok((self.with_artifact_counts(rows).await?, total))
+        Ok((
+            self.with_artifact_counts(rows.into_iter().map(Repository::from).collect())
+                .await?,
+            total,
+        ))
     }
 
-    /// Repository `name` (full name) with its artifact count.
+    /// Repository `name` (full name), without its artifact count (which
+    /// costs a count of its artifacts: [`Repositories::find_counted`]).
     pub async fn find(&self, name: &str) -> StoreResult<Option<Repository>> {
         let mut sql = Sql::new(&format!(
             "SELECT {REPOSITORY_COLUMNS} FROM repositories r WHERE r.name = "
         ));
         sql.text(name);
         let rows: Vec<RepositoryRow> = sql.fetch_all(&self.0.pool).await?;
-        Ok(self.with_artifact_counts(rows).await?.pop())
+        Ok(rows.into_iter().map(Repository::from).next())
+    }
+
+    /// `repository` with its artifact count filled in.
+    pub async fn counted(&self, repository: Repository) -> StoreResult<Repository> {
+        let mut counted = self.with_artifact_counts(vec![repository]).await?;
+        Ok(counted.remove(0))
     }
 
     /// Sets a repository's description; `false` when it does not exist.

@@ -310,7 +310,9 @@ registry_test!(
                     let manifest = image_manifest(&config, &layers);
                     let tag = format!("c{client}s{step}");
                     let mut stored = false;
-                    for attempt in 0..50u64 {
+                    // A liveness bound, generous for a loaded machine: a collection
+                    // may take the fresh blobs again and again before a push wins.
+                    for attempt in 0..200u64 {
                         for blob in [config.as_slice(), layers[0], layers[1]] {
                             let res = app.post(&format!("/v2/{name}/blobs/uploads/?digest={}", digest_of(blob)))
                                 .admin().raw("application/octet-stream", blob.to_vec()).send().await;
