@@ -169,7 +169,6 @@ pub async fn get_repository(
     )
     .await?;
     let repository = repository.ok_or_else(|| repository_not_found(&name))?;
-    let repository = state.store.repositories().counted(repository).await?;
     Ok(axum::Json(repository_json(&repository)))
 }
 

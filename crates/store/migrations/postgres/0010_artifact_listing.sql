@@ -2,11 +2,17 @@
 -- untagged child of an index. Whether it does is kept on the row (`listed`),
 -- with the counts it follows from, so that a listing and its total read one
 -- index range instead of probing tags and references for every artifact.
+-- A repository's artifact count is kept the same way, for repository lists;
+-- every transaction that deletes artifacts locks their repository row first,
+-- as a push does, so the two never wait for each other in opposite orders.
 -- Triggers keep the counts: every write path, present and future, is covered.
 -- Keep in step with the other backend's file of the same name.
 ALTER TABLE artifacts ADD COLUMN tag_count BIGINT NOT NULL DEFAULT 0;
 ALTER TABLE artifacts ADD COLUMN parent_count BIGINT NOT NULL DEFAULT 0;
 ALTER TABLE artifacts ADD COLUMN listed BIGINT NOT NULL DEFAULT 1;
+ALTER TABLE repositories ADD COLUMN artifact_count BIGINT NOT NULL DEFAULT 0;
+
+UPDATE repositories SET artifact_count = (SELECT COUNT(*) FROM artifacts a WHERE a.repository_id = repositories.id);
 
 UPDATE artifacts SET
     tag_count = (SELECT COUNT(*) FROM tags t WHERE t.artifact_id = artifacts.id),
@@ -61,3 +67,17 @@ $$;
 
 CREATE TRIGGER references_counted AFTER INSERT OR DELETE OR UPDATE OF child_id
 ON artifact_references FOR EACH ROW EXECUTE FUNCTION berth_count_references();
+
+CREATE FUNCTION berth_count_artifacts() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF TG_OP = 'INSERT' THEN
+        UPDATE repositories SET artifact_count = artifact_count + 1 WHERE id = NEW.repository_id;
+    ELSE
+        UPDATE repositories SET artifact_count = artifact_count - 1 WHERE id = OLD.repository_id;
+    END IF;
+    RETURN NULL;
+END
+$$;
+
+CREATE TRIGGER artifacts_counted AFTER INSERT OR DELETE
+ON artifacts FOR EACH ROW EXECUTE FUNCTION berth_count_artifacts();

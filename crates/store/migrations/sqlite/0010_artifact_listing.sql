@@ -2,11 +2,17 @@
 -- untagged child of an index. Whether it does is kept on the row (`listed`),
 -- with the counts it follows from, so that a listing and its total read one
 -- index range instead of probing tags and references for every artifact.
+-- A repository's artifact count is kept the same way, for repository lists;
+-- every transaction that deletes artifacts locks their repository row first,
+-- as a push does, so the two never wait for each other in opposite orders.
 -- Triggers keep the counts: every write path, present and future, is covered.
 -- Keep in step with the other backend's file of the same name.
 ALTER TABLE artifacts ADD COLUMN tag_count BIGINT NOT NULL DEFAULT 0;
 ALTER TABLE artifacts ADD COLUMN parent_count BIGINT NOT NULL DEFAULT 0;
 ALTER TABLE artifacts ADD COLUMN listed BIGINT NOT NULL DEFAULT 1;
+ALTER TABLE repositories ADD COLUMN artifact_count BIGINT NOT NULL DEFAULT 0;
+
+UPDATE repositories SET artifact_count = (SELECT COUNT(*) FROM artifacts a WHERE a.repository_id = repositories.id);
 
 UPDATE artifacts SET
     tag_count = (SELECT COUNT(*) FROM tags t WHERE t.artifact_id = artifacts.id),
@@ -62,4 +68,14 @@ WHEN OLD.child_id <> NEW.child_id
 BEGIN
     UPDATE artifacts SET parent_count = parent_count + CASE WHEN id = NEW.child_id THEN 1 ELSE -1 END
     WHERE id IN (OLD.child_id, NEW.child_id);
+END;
+
+CREATE TRIGGER artifacts_counted_on_insert AFTER INSERT ON artifacts
+BEGIN
+    UPDATE repositories SET artifact_count = artifact_count + 1 WHERE id = NEW.repository_id;
+END;
+
+CREATE TRIGGER artifacts_counted_on_delete AFTER DELETE ON artifacts
+BEGIN
+    UPDATE repositories SET artifact_count = artifact_count - 1 WHERE id = OLD.repository_id;
 END;

@@ -11,6 +11,7 @@ use crate::error::{StoreResult, conflict_on_unique};
 use crate::repo::immutable::{check_artifact_mutable, check_mutable};
 use crate::repo::labels::LabelRow;
 use crate::repo::manifests::delete_artifact_tree;
+use crate::repo::repositories::lock_repository;
 use crate::repo::sql::{Column, Kind, Sql, order_clause};
 
 const ARTIFACT_COLUMNS: &str = "a.id, a.project_id, a.repository_id, r.name AS repository_name, a.digest, \
@@ -429,7 +430,8 @@ impl Artifacts<'_> {
     /// `Precondition` while an index refers to it.
     pub async fn delete_artifact(&self, artifact: &Artifact) -> StoreResult<()> {
         let mut tx = self.0.begin_write().await?;
-        // Locked first (on PostgreSQL), as in `Registry::delete_manifest`.
+        // The repository, then the artifact (on PostgreSQL), as in `Registry::delete_manifest`.
+        lock_repository(self.0, &mut tx, artifact.repository_id).await?;
         sqlx::query(sqlx::AssertSqlSafe(format!(
             "SELECT id FROM artifacts WHERE id = $1{}",
             self.0.locking(crate::db::Locking::Update)

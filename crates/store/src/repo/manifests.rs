@@ -196,6 +196,21 @@ impl Registry<'_> {
         deps.dedup();
         let mut dep_ids = Vec::with_capacity(deps.len());
         if !deps.is_empty() {
+            // Locked in blob order first (on PostgreSQL): two pushes sharing
+            // layers would otherwise take the same links in different orders
+            // and deadlock.
+            let sql = format!(
+                "SELECT blob_id FROM project_blobs WHERE project_id = $1 \
+                 AND blob_id IN (SELECT id FROM blobs WHERE deleting = 0 AND digest IN ({})) \
+                 ORDER BY blob_id{}",
+                placeholders(2, deps.len()),
+                self.0.locking(Locking::Update)
+            );
+            let mut lock = sqlx::query(sqlx::AssertSqlSafe(sql)).bind(m.project_id);
+            for d in &deps {
+                lock = lock.bind(*d);
+            }
+            lock.fetch_all(&mut *tx).await?;
             let sql = format!(
                 "UPDATE project_blobs SET version = version + 1, pending_since = NULL \
                  WHERE project_id = $1 AND blob_id IN (SELECT id FROM blobs WHERE deleting = 0 AND digest IN ({})) \
@@ -504,16 +519,26 @@ impl Registry<'_> {
         digest: &str,
     ) -> StoreResult<DeleteManifest> {
         let mut tx = self.0.begin_write().await?;
-        // Locked (on PostgreSQL) before the reference check, so an index being
-        // pushed with it as a child either sees it gone or makes it referenced
-        // first. Only the artifact row: the repository row is what a manifest
-        // push locks first.
-        let found: Option<(i64, i64)> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
-            "SELECT id, repository_id FROM artifacts \
-             WHERE repository_id = (SELECT id FROM repositories WHERE name = $1) AND digest = $2{}",
+        // The repository row first (on PostgreSQL), as a manifest push takes
+        // it: deleting the artifact updates the repository's artifact count.
+        let Some((repository_id,)): Option<(i64,)> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
+            "SELECT id FROM repositories WHERE name = $1{}",
             self.0.locking(Locking::Update)
         )))
         .bind(repository)
+        .fetch_optional(&mut *tx)
+        .await?
+        else {
+            return Ok(DeleteManifest::NotFound);
+        };
+        // Then the artifact, before the reference check, so an index being
+        // pushed with it as a child either sees it gone or makes it referenced
+        // first.
+        let found: Option<(i64, i64)> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
+            "SELECT id, repository_id FROM artifacts WHERE repository_id = $1 AND digest = $2{}",
+            self.0.locking(Locking::Update)
+        )))
+        .bind(repository_id)
         .bind(digest)
         .fetch_optional(&mut *tx)
         .await?;

@@ -73,8 +73,8 @@ const REPOSITORY_SORT_COLUMNS: &[(&[&str], &str)] = &[
     (&["update_time", "UpdateTime"], "r.updated_at"),
 ];
 
-const REPOSITORY_COLUMNS: &str =
-    "r.id, r.project_id, r.name, r.description, r.pull_count, r.created_at, r.updated_at";
+const REPOSITORY_COLUMNS: &str = "r.id, r.project_id, r.name, r.description, r.artifact_count, \
+     r.pull_count, r.created_at, r.updated_at";
 
 #[derive(sqlx::FromRow)]
 struct RepositoryRow {
@@ -82,6 +82,8 @@ struct RepositoryRow {
     project_id: i64,
     name: String,
     description: String,
+    /// Kept by triggers (migration 0010).
+    artifact_count: i64,
     pull_count: i64,
     created_at: String,
     updated_at: String,
@@ -94,7 +96,7 @@ impl From<RepositoryRow> for Repository {
             project_id: row.project_id,
             name: row.name,
             description: row.description,
-            artifact_count: 0,
+            artifact_count: row.artifact_count,
             pull_count: row.pull_count,
             created_at: row.created_at,
             updated_at: row.updated_at,
@@ -131,28 +133,6 @@ impl Repositories<'_> {
         Ok(sql)
     }
 
-    /// Fills in the artifact counts of `repositories`.
-    async fn with_artifact_counts(
-        &self,
-        mut repositories: Vec<Repository>,
-    ) -> StoreResult<Vec<Repository>> {
-        if repositories.is_empty() {
-            return Ok(repositories);
-        }
-        let ids: Vec<i64> = repositories.iter().map(|r| r.id).collect();
-        let mut counts =
-            Sql::new("SELECT repository_id, COUNT(*) FROM artifacts WHERE repository_id IN ");
-        counts.int_list(&ids).push(" GROUP BY repository_id");
-        let counts: Vec<(i64, i64)> = counts.fetch_all(&self.0.pool).await?;
-        for repository in &mut repositories {
-            repository.artifact_count = counts
-                .iter()
-                .find(|(id, _)| *id == repository.id)
-                .map_or(0, |(_, n)| *n);
-        }
-        Ok(repositories)
-    }
-
     /// One page of repositories (with artifact counts) and the total.
     pub async fn list(&self, filter: &RepositoryFilter) -> StoreResult<(Vec<Repository>, i64)> {
         let order = order_clause(
@@ -164,15 +144,10 @@ impl Repositories<'_> {
         let (rows, total): (Vec<RepositoryRow>, i64) = Self::repository_where(filter)?
             .fetch_page(&self.0.pool, REPOSITORY_COLUMNS, &order, filter.paging)
             .await?;
-        Ok((
-            self.with_artifact_counts(rows.into_iter().map(Repository::from).collect())
-                .await?,
-            total,
-        ))
+        Ok((rows.into_iter().map(Repository::from).collect(), total))
     }
 
-    /// Repository `name` (full name), without its artifact count (which
-    /// costs a count of its artifacts: [`Repositories::find_counted`]).
+    /// Repository `name` (full name) with its artifact count.
     pub async fn find(&self, name: &str) -> StoreResult<Option<Repository>> {
         let mut sql = Sql::new(&format!(
             "SELECT {REPOSITORY_COLUMNS} FROM repositories r WHERE r.name = "
@@ -180,12 +155,6 @@ impl Repositories<'_> {
         sql.text(name);
         let rows: Vec<RepositoryRow> = sql.fetch_all(&self.0.pool).await?;
         Ok(rows.into_iter().map(Repository::from).next())
-    }
-
-    /// `repository` with its artifact count filled in.
-    pub async fn counted(&self, repository: Repository) -> StoreResult<Repository> {
-        let mut counted = self.with_artifact_counts(vec![repository]).await?;
-        Ok(counted.remove(0))
     }
 
     /// Sets a repository's description; `false` when it does not exist.
@@ -204,6 +173,7 @@ impl Repositories<'_> {
     /// Blob links are left for garbage collection.
     pub async fn delete(&self, id: i64) -> StoreResult<bool> {
         let mut tx = self.0.begin_write().await?;
+        lock_repository(self.0, &mut tx, id).await?;
         sqlx::query(
             "DELETE FROM artifact_references WHERE parent_id IN (SELECT id FROM artifacts WHERE repository_id = $1)",
         )
@@ -221,4 +191,23 @@ impl Repositories<'_> {
         tx.commit().await?;
         Ok(done.rows_affected() == 1)
     }
+}
+
+/// Locks repository `id`'s row (on PostgreSQL) for the rest of `tx`: what a
+/// transaction that deletes artifacts does first, as a manifest push does, so
+/// that the artifact count the triggers keep on that row is never waited for
+/// in the opposite order to an artifact row.
+pub(crate) async fn lock_repository(
+    store: &Store,
+    tx: &mut sqlx::Transaction<'_, sqlx::Any>,
+    id: i64,
+) -> StoreResult<()> {
+    sqlx::query(sqlx::AssertSqlSafe(format!(
+        "SELECT id FROM repositories WHERE id = $1{}",
+        store.locking(crate::db::Locking::Update)
+    )))
+    .bind(id)
+    .fetch_optional(&mut **tx)
+    .await?;
+    Ok(())
 }

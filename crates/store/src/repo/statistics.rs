@@ -105,7 +105,7 @@ impl Statistics<'_> {
         let mut sql = Sql::new(
             "SELECT p.id AS project_id, p.name AS project_name, p.public AS project_public, \
              r.name AS repository_name, r.pull_count, \
-             (SELECT COUNT(*) FROM artifacts a WHERE a.repository_id = r.id) AS artifact_count \
+             r.artifact_count \
              FROM repositories r JOIN projects p ON p.id = r.project_id WHERE LOWER(r.name)",
         );
         sql.like(text);

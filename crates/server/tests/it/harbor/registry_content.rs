@@ -415,6 +415,17 @@ backend_test!(
             v
         };
         assert_eq!(listed("").await, sorted(vec![v1.clone(), untagged.clone(), index.clone()]));
+        // The repository's artifact count (kept by triggers) counts every artifact.
+        let artifact_count = || {
+            let app = &app;
+            async move {
+                let one = app.get("/api/v2.0/projects/library/repositories/app").admin().send().await.json()["artifact_count"].clone();
+                let listed = app.get("/api/v2.0/projects/library/repositories").admin().send().await.json()[0]["artifact_count"].clone();
+                assert_eq!(one, listed);
+                one
+            }
+        };
+        assert_eq!(artifact_count().await, 5);
 
         // A tagged child shows; moving its tag away hides it again.
         let res = app.post(&format!("{base}/{}/tags", children[0])).admin().json(&json!({"name": "c"})).send().await;
@@ -438,6 +449,7 @@ backend_test!(
             sorted(vec![v1.clone(), untagged.clone(), children[0].clone(), children[1].clone()])
         );
         assert_eq!(listed("?q=tags%3D*").await, vec![v1.clone()]);
+        assert_eq!(artifact_count().await, 4);
 
         // Tags removed one by one: v1 stays listed, untagged.
         for tag in ["v1", "v1-beta", "c"] {
