@@ -218,17 +218,21 @@ impl Artifacts<'_> {
             Some(TagFilter::Nil) => {
                 sql.push(" AND a.tag_count = 0");
             }
+            // Driven from the repository's tags (one pass over its tag names,
+            // or one lookup), not probed once per artifact.
             Some(TagFilter::Fuzzy(text)) => {
-                sql.push(" AND EXISTS (SELECT 1 FROM tags t WHERE t.artifact_id = a.id AND REPLACE(t.name, ")
+                sql.push(" AND a.id IN (SELECT t.artifact_id FROM tags t WHERE t.repository_id = ")
+                    .int(repository_id)
+                    .push(" AND REPLACE(t.name, ")
                     .text(text.as_str())
                     .push(", '') <> t.name)");
             }
             Some(TagFilter::Exact(name)) => {
-                sql.push(
-                    " AND EXISTS (SELECT 1 FROM tags t WHERE t.artifact_id = a.id AND t.name = ",
-                )
-                .text(name.as_str())
-                .push(")");
+                sql.push(" AND a.id IN (SELECT t.artifact_id FROM tags t WHERE t.repository_id = ")
+                    .int(repository_id)
+                    .push(" AND t.name = ")
+                    .text(name.as_str())
+                    .push(")");
             }
         }
         for label in &filter.labels {
