@@ -67,6 +67,16 @@ pub enum Account {
     Robot(Arc<RobotLogin>),
 }
 
+impl Account {
+    /// The account as the role model sees it.
+    pub fn actor(&self) -> crate::access::Actor<'_> {
+        match self {
+            Self::User(user) => crate::access::Actor::User(user),
+            Self::Robot(robot) => crate::access::Actor::Robot(&robot.robot),
+        }
+    }
+}
+
 /// A robot account as it signed in.
 #[derive(Debug, Clone)]
 pub struct RobotLogin {

@@ -192,13 +192,6 @@ impl Robot {
     pub fn in_project(&self, project_id: i64) -> bool {
         self.permissions.iter().any(|p| p.scope.covers(project_id))
     }
-
-    /// Whether a permission covers every project.
-    pub fn covers_all_projects(&self) -> bool {
-        self.permissions
-            .iter()
-            .any(|p| p.scope == RobotScope::AllProjects)
-    }
 }
 
 /// A permission as a request gives it, before its namespace is resolved.
@@ -412,7 +405,10 @@ mod tests {
         assert!(r.allows(99, Resource::Repository, Action::Delete));
         assert!(!r.allows(3, Resource::Repository, Action::Pull));
         assert!(r.allows(3, Resource::Repository, Action::Push));
-        assert!(r.covers_all_projects());
+        assert!(
+            r.allows(12_345, Resource::Repository, Action::Pull),
+            "every project"
+        );
         assert!(r.allows_system("project", "create"));
     }
 

@@ -159,8 +159,6 @@ pub(crate) fn viewer(principal: &Principal) -> Viewer {
     match principal {
         Principal::User(u) if u.sysadmin => Viewer::Admin,
         Principal::User(u) => Viewer::User(u.id),
-        // A robot with a permission on every project sees them all.
-        Principal::Robot(r) if r.robot.covers_all_projects() => Viewer::Admin,
         Principal::Robot(r) => Viewer::Robot(r.robot.id),
         Principal::Anonymous => Viewer::Anonymous,
     }

@@ -10,11 +10,11 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Json, Router};
 use berth_auth::secret::random_alphanumeric;
-use berth_domain::model::ProjectRef;
 use berth_domain::model::robot::{
     self, LEVEL_PROJECT, LEVEL_SYSTEM, RequestedPermission, RequestedScope, Robot, RobotAccess,
     RobotPermission, RobotScope,
 };
+use berth_domain::model::{Configuration, ProjectRef};
 use berth_domain::query::QueryValue;
 use berth_domain::rbac::{Action, Resource};
 use berth_store::repo::robots::{NewRobot, RobotLevel};
@@ -179,6 +179,15 @@ async fn robot_prefix(state: &AppState) -> Result<String, ApiError> {
     Ok(config.string("robot_name_prefix").to_string())
 }
 
+/// A robot's lifetime in days: as asked, or the configured
+/// `robot_token_duration` for 0 (Harbor's default).
+fn lifetime_days(config: &Configuration, days: i64) -> i64 {
+    match days {
+        0 => config.int("robot_token_duration"),
+        days => days,
+    }
+}
+
 /// A generated secret that meets Harbor's rule (upper, lower, digit).
 fn generate_secret() -> String {
     loop {
@@ -218,23 +227,25 @@ async fn require_robot_access(
 /// its maker in that project.
 async fn resolve_permissions(
     state: &AppState,
-    requested: &[PermissionWire],
+    requested: Vec<RequestedPermission>,
     maker: Option<&ProjectAccess>,
 ) -> Result<Vec<RobotPermission>, ApiError> {
     let mut permissions = Vec::with_capacity(requested.len());
-    for wire in requested {
-        let permission = wire.requested();
+    for permission in requested {
         let scope = match permission.scope()? {
             RequestedScope::System => RobotScope::System,
             RequestedScope::AllProjects => RobotScope::AllProjects,
             RequestedScope::Project(name) => {
-                let project_ref = ProjectRef::Name(name.clone());
-                let project = state
-                    .store
-                    .projects()
-                    .find(&project_ref)
-                    .await?
-                    .ok_or_else(|| ApiError::not_found(format!("project {name} not found")))?;
+                // A project robot's own project was loaded by the access check.
+                let project = match maker.map(|m| &m.project).filter(|p| p.name == name) {
+                    Some(project) => project.clone(),
+                    None => state
+                        .store
+                        .projects()
+                        .find(&ProjectRef::Name(name.clone()))
+                        .await?
+                        .ok_or_else(|| ApiError::not_found(format!("project {name} not found")))?,
+                };
                 RobotScope::Project {
                     id: project.id,
                     name: project.name,
@@ -290,12 +301,9 @@ pub async fn create_robot(
     }
     let project = project_of(&req.level, &req.permissions);
     let access = require_robot_access(&state, &principal, project, Action::Create).await?;
-    let permissions = resolve_permissions(&state, &req.permissions, access.as_ref()).await?;
+    let permissions = resolve_permissions(&state, requested, access.as_ref()).await?;
     let config = state.store.configurations().load().await?;
-    let duration = match req.duration {
-        0 => config.int("robot_token_duration"),
-        days => days,
-    };
+    let duration = lifetime_days(&config, req.duration);
     let secret = req.secret.unwrap_or_else(generate_secret);
     let (name, project_id) = match &access {
         Some(access) => (
@@ -445,7 +453,8 @@ pub async fn update_robot(
         .map(PermissionWire::requested)
         .collect();
     robot::validate_grant(duration, &req.level, &requested)?;
-    let prefix = robot_prefix(&state).await?;
+    let config = state.store.configurations().load().await?;
+    let prefix = config.string("robot_name_prefix");
     if req.level != robot.level() || req.name != format!("{prefix}{}", robot.name) {
         return Err(ApiError::bad_request("cannot update the level or name of robot").into());
     }
@@ -454,17 +463,9 @@ pub async fn update_robot(
     {
         return Err(ApiError::bad_request("bad request permission").into());
     }
-    let permissions = resolve_permissions(&state, &req.permissions, access.as_ref()).await?;
+    let permissions = resolve_permissions(&state, requested, access.as_ref()).await?;
     if duration != robot.duration {
-        let duration = match duration {
-            0 => state
-                .store
-                .configurations()
-                .load()
-                .await?
-                .int("robot_token_duration"),
-            days => days,
-        };
+        let duration = lifetime_days(&config, duration);
         let created = berth_domain::time::parse_timestamp(&robot.created_at)
             .map_or_else(berth_domain::time::unix_now, |t| t.unix_timestamp());
         robot.duration = duration;

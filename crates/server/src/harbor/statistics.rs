@@ -9,7 +9,6 @@ use crate::error::{ApiError, HarborResult};
 use crate::extract::Principal;
 use crate::harbor::projects::viewer;
 use crate::state::AppState;
-use berth_store::repo::projects::Viewer;
 
 pub(super) fn router() -> Router<AppState> {
     Router::new().route("/statistics", get(get_statistic))
@@ -46,12 +45,11 @@ pub async fn get_statistic(
 /// getStatistic for `principal` (the API and the portal).
 pub async fn statistic_as(state: &AppState, principal: &Principal) -> Result<Statistic, ApiError> {
     principal.require_authenticated()?;
-    // Robots count no private projects, whatever they may reach (Harbor).
-    let viewer = match principal {
-        Principal::Robot(robot) => Viewer::Robot(robot.robot.id),
-        _ => viewer(principal),
-    };
-    let s = state.store.statistics().statistic(viewer).await?;
+    let s = state
+        .store
+        .statistics()
+        .statistic(viewer(principal))
+        .await?;
     Ok(Statistic {
         private_project_count: s.private_project_count,
         private_repo_count: s.private_repo_count,

@@ -186,7 +186,7 @@ pub async fn authorize_found(
             let actor = match caller {
                 Caller::User(user) => Actor::User(user),
                 Caller::Robot(robot) => Actor::Robot(&robot.robot),
-                _ => Actor::Anonymous,
+                Caller::Anonymous | Caller::Token(_) => Actor::Anonymous,
             };
             let project_ref = ProjectRef::Name(project_of(name).unwrap_or(name).to_string());
             let (resource, rbac_action) = action.rbac();
@@ -251,11 +251,7 @@ pub async fn get_token(
             Some(verify(&state, client, &creds).await?)
         }
     };
-    let actor = match &account {
-        None => Actor::Anonymous,
-        Some(Account::User(user)) => Actor::User(user),
-        Some(Account::Robot(robot)) => Actor::Robot(&robot.robot),
-    };
+    let actor = account.as_ref().map_or(Actor::Anonymous, Account::actor);
     let mut access = Vec::new();
     for scope in pairs
         .iter()

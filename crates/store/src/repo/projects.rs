@@ -164,13 +164,12 @@ pub(crate) fn push_visibility(sql: &mut Sql, viewer: Viewer, public: Option<bool
     }
 }
 
-/// Whether a permission of robot `robot` names project `p`.
+/// Whether a project permission of robot `robot` covers project `p` (names
+/// it, or every project: `namespace: *`).
 fn push_robot_projects(sql: &mut Sql, robot: i64) {
-    sql.push(
-        "EXISTS (SELECT 1 FROM robot_permissions rp WHERE rp.project_id = p.id AND rp.robot_id = ",
-    )
-    .int(robot)
-    .push(")");
+    sql.push("EXISTS (SELECT 1 FROM robot_permissions rp WHERE rp.robot_id = ")
+        .int(robot)
+        .push(" AND rp.kind = 'project' AND (rp.project_id = p.id OR rp.project_id IS NULL))");
 }
 
 /// Whether `user` is a member of project `p`, directly or through a group: a
