@@ -1,22 +1,26 @@
 //! Harbor's artifacts: listArtifacts, getArtifact, deleteArtifact, getAddition.
 
+use std::collections::HashMap;
+
 use axum::Router;
 use axum::extract::{Path, State};
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
-use berth_domain::model::{Artifact, ArtifactReference, Label};
+use berth_domain::model::{Artifact, ArtifactReference, Label, Tag};
 use berth_domain::oci::manifest::image_build_history;
 use berth_domain::oci::reference::project_of;
 use berth_domain::oci::{Digest, Manifest, ManifestKind};
 use berth_domain::query::ArtifactFilter;
 use berth_domain::rbac::{Action, Resource};
 use percent_encoding::{NON_ALPHANUMERIC, utf8_percent_encode};
+use serde::Serialize;
+use serde_json::value::RawValue;
 use serde_json::{Value, json};
 
-use super::labels::label_json;
+use super::labels::LabelJson;
 use super::repositories::load_repository;
-use super::tags::tag_json;
+use super::tags::TagJson;
 use crate::error::{ApiError, HarborResult};
 use crate::extract::Principal;
 use crate::extract::harbor::{HarborQuery, paged};
@@ -101,57 +105,111 @@ fn reference_json(r: &ArtifactReference) -> Value {
     body
 }
 
-/// Renders artifacts with their tags, labels and references, batched per page.
-async fn artifacts_json(
+/// Harbor's Artifact model. The embedded lists are `null` unless asked for
+/// and non-empty, as in Harbor; stored JSON (`extra_attrs`, `annotations`) is
+/// written out as stored, not parsed and re-serialized.
+#[derive(Serialize)]
+struct ArtifactJson<'a> {
+    id: i64,
+    #[serde(rename = "type")]
+    kind: &'a str,
+    media_type: &'a str,
+    manifest_media_type: &'a str,
+    artifact_type: &'a str,
+    project_id: i64,
+    repository_id: i64,
+    repository_name: &'a str,
+    digest: &'a str,
+    size: i64,
+    icon: &'a str,
+    push_time: &'a str,
+    pull_time: &'a str,
+    extra_attrs: &'a RawValue,
+    addition_links: AdditionLinks,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    annotations: Option<&'a RawValue>,
+    references: Option<Vec<Value>>,
+    tags: Option<Vec<TagJson<'a>>>,
+    labels: Option<Vec<LabelJson<'a>>>,
+    accessories: Option<()>,
+}
+
+#[derive(Serialize)]
+struct AdditionLinks {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    build_history: Option<AdditionLink>,
+}
+
+#[derive(Serialize)]
+struct AdditionLink {
+    absolute: bool,
+    href: String,
+}
+
+/// Stored JSON text as it is, or `None` when it is absent or not JSON.
+fn raw_json(text: Option<&str>) -> Option<&RawValue> {
+    text.and_then(|t| serde_json::from_str(t).ok())
+}
+
+/// The empty object, for an artifact without extra attributes.
+fn empty_object() -> &'static RawValue {
+    serde_json::from_str("{}").expect("{} is JSON")
+}
+
+/// Renders artifacts with their tags, labels and references, batched per page
+/// (one query per embedded list, whatever the page size).
+async fn artifacts_json<'a>(
     state: &AppState,
     project_name: &str,
-    artifacts: &[Artifact],
+    artifacts: &'a [Artifact],
     embed: Embed,
-) -> Result<Vec<Value>, ApiError> {
+    embedded: &'a mut Embedded,
+) -> Result<Vec<ArtifactJson<'a>>, ApiError> {
     let ids: Vec<i64> = artifacts.iter().map(|a| a.id).collect();
     let store = state.store.artifacts();
-    let tags = if embed.tags {
-        store.tags_of(&ids).await?
-    } else {
-        Vec::new()
-    };
-    let labels = if embed.labels {
-        store.labels_of(&ids).await?
-    } else {
-        Vec::new()
-    };
-    let references = store.references_of(&ids).await?;
+    if embed.tags {
+        embedded.tags = store.tags_of(&ids).await?;
+    }
+    if embed.labels {
+        embedded.labels = store.labels_of(&ids).await?;
+    }
+    embedded.references = store.references_of(&ids).await?;
+    let embedded = &*embedded;
+    let mut tags: HashMap<i64, Vec<TagJson<'a>>> = HashMap::new();
+    for tag in &embedded.tags {
+        tags.entry(tag.artifact_id)
+            .or_default()
+            .push(TagJson::from(tag));
+    }
+    let mut labels: HashMap<i64, Vec<LabelJson<'a>>> = HashMap::new();
+    for (id, label) in &embedded.labels {
+        labels.entry(*id).or_default().push(LabelJson::from(label));
+    }
+    let mut references: HashMap<i64, Vec<Value>> = HashMap::new();
+    for reference in &embedded.references {
+        references
+            .entry(reference.parent_id)
+            .or_default()
+            .push(reference_json(reference));
+    }
     Ok(artifacts
         .iter()
         .map(|a| {
             let mut body = artifact_json(project_name, a);
-            let own_tags: Vec<Value> = tags
-                .iter()
-                .filter(|t| t.artifact_id == a.id)
-                .map(tag_json)
-                .collect();
-            if !own_tags.is_empty() {
-                body["tags"] = Value::Array(own_tags);
-            }
-            let own_labels: Vec<Value> = labels
-                .iter()
-                .filter(|(id, _)| *id == a.id)
-                .map(|(_, l): &(i64, Label)| label_json(l))
-                .collect();
-            if !own_labels.is_empty() {
-                body["labels"] = Value::Array(own_labels);
-            }
-            let own_refs: Vec<Value> = references
-                .iter()
-                .filter(|r| r.parent_id == a.id)
-                .map(reference_json)
-                .collect();
-            if !own_refs.is_empty() {
-                body["references"] = Value::Array(own_refs);
-            }
+            body.tags = tags.remove(&a.id);
+            body.labels = labels.remove(&a.id);
+            body.references = references.remove(&a.id);
             body
         })
         .collect())
+}
+
+/// What [`artifacts_json`] embeds, loaded once per page.
+#[derive(Default)]
+struct Embedded {
+    tags: Vec<Tag>,
+    labels: Vec<(i64, Label)>,
+    references: Vec<ArtifactReference>,
 }
 
 /// Whether an artifact has a build history: an image manifest (not an index).
@@ -164,7 +222,7 @@ fn has_build_history(a: &Artifact) -> bool {
 }
 
 /// Harbor's Artifact model without the embedded lists (those are `null`).
-fn artifact_json(project_name: &str, a: &Artifact) -> Value {
+fn artifact_json<'a>(project_name: &str, a: &'a Artifact) -> ArtifactJson<'a> {
     let icon = if !a.icon.is_empty() {
         a.icon.as_str()
     } else if a.kind == "IMAGE" {
@@ -172,47 +230,44 @@ fn artifact_json(project_name: &str, a: &Artifact) -> Value {
     } else {
         ICON_DEFAULT
     };
-    let repo_in_project = a
-        .repository_name
-        .strip_prefix(&format!("{project_name}/"))
-        .unwrap_or(&a.repository_name);
-    let encoded = utf8_percent_encode(repo_in_project, NON_ALPHANUMERIC).to_string();
-    let double = utf8_percent_encode(&encoded, NON_ALPHANUMERIC).to_string();
-    let mut addition_links = json!({});
-    if has_build_history(a) {
-        addition_links["build_history"] = json!({
-            "absolute": false,
-            "href": format!(
+    let build_history = has_build_history(a).then(|| {
+        let repo_in_project = a
+            .repository_name
+            .strip_prefix(project_name)
+            .and_then(|rest| rest.strip_prefix('/'))
+            .unwrap_or(&a.repository_name);
+        let encoded = utf8_percent_encode(repo_in_project, NON_ALPHANUMERIC).to_string();
+        let double = utf8_percent_encode(&encoded, NON_ALPHANUMERIC);
+        AdditionLink {
+            absolute: false,
+            href: format!(
                 "/api/v2.0/projects/{project_name}/repositories/{double}/artifacts/{}/additions/build_history",
                 a.digest
             ),
-        });
-    }
-    let mut body = json!({
-        "id": a.id,
-        "type": a.kind,
-        "media_type": a.media_type,
-        "manifest_media_type": a.manifest_media_type,
-        "artifact_type": a.artifact_type,
-        "project_id": a.project_id,
-        "repository_id": a.repository_id,
-        "repository_name": a.repository_name,
-        "digest": a.digest,
-        "size": a.size,
-        "icon": icon,
-        "push_time": a.push_time,
-        "pull_time": a.pull_time,
-        "extra_attrs": parse_json(Some(&a.extra_attrs)).unwrap_or(json!({})),
-        "addition_links": addition_links,
-        "references": Value::Null,
-        "tags": Value::Null,
-        "labels": Value::Null,
-        "accessories": Value::Null,
+        }
     });
-    if let Some(annotations) = parse_json(a.annotations.as_deref()) {
-        body["annotations"] = annotations;
+    ArtifactJson {
+        id: a.id,
+        kind: &a.kind,
+        media_type: &a.media_type,
+        manifest_media_type: &a.manifest_media_type,
+        artifact_type: &a.artifact_type,
+        project_id: a.project_id,
+        repository_id: a.repository_id,
+        repository_name: &a.repository_name,
+        digest: &a.digest,
+        size: a.size,
+        icon,
+        push_time: &a.push_time,
+        pull_time: &a.pull_time,
+        extra_attrs: raw_json(Some(a.extra_attrs.as_str())).unwrap_or_else(|| empty_object()),
+        addition_links: AdditionLinks { build_history },
+        annotations: raw_json(a.annotations.as_deref()),
+        references: None,
+        tags: None,
+        labels: None,
+        accessories: None,
     }
-    body
 }
 
 /// `GET .../artifacts`: Harbor's listing (tagged plus untagged non-children
@@ -237,14 +292,22 @@ pub async fn list_artifacts(
     .await?;
     let Some(repository) = repository else {
         // Harbor does not check the repository here: an unknown one lists nothing.
-        return Ok(paged(&Vec::<Value>::new(), 0, None));
+        return Ok(paged(&[(); 0], 0, None));
     };
     let (artifacts, total) = state
         .store
         .artifacts()
         .list_artifacts(repository.id, &filter, &sort, paging)
         .await?;
-    let body = artifacts_json(&state, &project_name, &artifacts, Embed::from_query(&query)).await?;
+    let mut embedded = Embedded::default();
+    let body = artifacts_json(
+        &state,
+        &project_name,
+        &artifacts,
+        Embed::from_query(&query),
+        &mut embedded,
+    )
+    .await?;
     Ok(paged(&body, total, query.link(paging, total)))
 }
 
@@ -295,7 +358,7 @@ pub async fn get_artifact(
     principal: Principal,
     Path((project_name, repository_name, reference)): Path<(String, String, String)>,
     query: HarborQuery,
-) -> HarborResult<axum::Json<Value>> {
+) -> HarborResult<Response> {
     let artifact = load_artifact(
         &state,
         &principal,
@@ -306,14 +369,16 @@ pub async fn get_artifact(
         Action::Read,
     )
     .await?;
-    let mut body = artifacts_json(
+    let mut embedded = Embedded::default();
+    let body = artifacts_json(
         &state,
         &project_name,
         std::slice::from_ref(&artifact),
         Embed::from_query(&query),
+        &mut embedded,
     )
     .await?;
-    Ok(axum::Json(body.pop().unwrap_or(Value::Null)))
+    Ok(axum::Json(&body[0]).into_response())
 }
 
 /// `DELETE .../artifacts/{reference}`: 412 while an index refers to it.

@@ -13,7 +13,8 @@ use berth_domain::model::artifact::validate_label_name;
 use berth_domain::model::{Label, ProjectRef};
 use berth_domain::rbac::{Action, Resource};
 use berth_store::repo::labels::NewLabel;
-use serde_json::{Value, json};
+use serde::Serialize;
+use serde_json::Value;
 
 use super::artifacts::{BASE, load_artifact};
 use crate::access::require_project;
@@ -37,24 +38,34 @@ pub(super) fn router() -> Router<AppState> {
 }
 
 /// Harbor's Label model (`project_id` omitted for global labels, as go-swagger does with 0).
-pub(super) fn label_json(label: &Label) -> Value {
-    let mut body = json!({
-        "id": label.id,
-        "name": label.name,
-        "scope": label.scope,
-        "creation_time": label.created_at,
-        "update_time": label.updated_at,
-    });
-    if !label.description.is_empty() {
-        body["description"] = json!(label.description);
+#[derive(Serialize)]
+pub(super) struct LabelJson<'a> {
+    id: i64,
+    name: &'a str,
+    scope: &'a str,
+    creation_time: &'a str,
+    update_time: &'a str,
+    #[serde(skip_serializing_if = "str::is_empty")]
+    description: &'a str,
+    #[serde(skip_serializing_if = "str::is_empty")]
+    color: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    project_id: Option<i64>,
+}
+
+impl<'a> From<&'a Label> for LabelJson<'a> {
+    fn from(label: &'a Label) -> Self {
+        Self {
+            id: label.id,
+            name: &label.name,
+            scope: &label.scope,
+            creation_time: &label.created_at,
+            update_time: &label.updated_at,
+            description: &label.description,
+            color: &label.color,
+            project_id: label.project_id,
+        }
     }
-    if !label.color.is_empty() {
-        body["color"] = json!(label.color);
-    }
-    if let Some(project_id) = label.project_id {
-        body["project_id"] = json!(project_id);
-    }
-    body
 }
 
 /// Checks `action` on a label's scope: system administrators for global labels,
@@ -156,7 +167,7 @@ pub async fn list_labels(
         .labels()
         .list(project_id, name.as_deref(), &query.query()?, paging)
         .await?;
-    let body: Vec<Value> = labels.iter().map(label_json).collect();
+    let body: Vec<LabelJson> = labels.iter().map(LabelJson::from).collect();
     Ok(paged(&body, total, query.link(paging, total)))
 }
 
@@ -177,10 +188,10 @@ pub async fn get_label_by_id(
     State(state): State<AppState>,
     principal: Principal,
     Path(label_id): Path<String>,
-) -> HarborResult<axum::Json<Value>> {
+) -> HarborResult<Response> {
     let label = load_label(&state, &label_id).await?;
     require_scope(&state, &principal, label.project_id, Action::Read).await?;
-    Ok(axum::Json(label_json(&label)))
+    Ok(axum::Json(LabelJson::from(&label)).into_response())
 }
 
 /// `DELETE /labels/{label_id}`: also takes it off every artifact.

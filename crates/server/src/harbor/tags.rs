@@ -9,7 +9,8 @@ use axum::routing::{delete, get};
 use berth_domain::model::Tag;
 use berth_domain::oci::is_valid_tag;
 use berth_domain::rbac::{Action, Resource};
-use serde_json::{Value, json};
+use serde::Serialize;
+use serde_json::Value;
 
 use super::artifacts::{BASE, load_artifact};
 use crate::error::{ApiError, HarborResult};
@@ -30,16 +31,29 @@ pub(super) fn router() -> Router<AppState> {
 }
 
 /// Harbor's Tag model.
-pub(super) fn tag_json(tag: &Tag) -> Value {
-    json!({
-        "id": tag.id,
-        "repository_id": tag.repository_id,
-        "artifact_id": tag.artifact_id,
-        "name": tag.name,
-        "push_time": tag.push_time,
-        "pull_time": tag.pull_time,
-        "immutable": false,
-    })
+#[derive(Serialize)]
+pub(super) struct TagJson<'a> {
+    id: i64,
+    repository_id: i64,
+    artifact_id: i64,
+    name: &'a str,
+    push_time: &'a str,
+    pull_time: &'a str,
+    immutable: bool,
+}
+
+impl<'a> From<&'a Tag> for TagJson<'a> {
+    fn from(tag: &'a Tag) -> Self {
+        Self {
+            id: tag.id,
+            repository_id: tag.repository_id,
+            artifact_id: tag.artifact_id,
+            name: &tag.name,
+            push_time: &tag.push_time,
+            pull_time: &tag.pull_time,
+            immutable: false,
+        }
+    }
 }
 
 /// `GET .../artifacts/{reference}/tags`.
@@ -66,7 +80,7 @@ pub async fn list_tags(
         .artifacts()
         .list_tags(artifact.id, &q, &sort, paging)
         .await?;
-    let body: Vec<Value> = tags.iter().map(tag_json).collect();
+    let body: Vec<TagJson> = tags.iter().map(TagJson::from).collect();
     Ok(paged(&body, total, query.link(paging, total)))
 }
 

@@ -178,6 +178,21 @@ const TAG_SORT_COLUMNS: &[(&[&str], &str)] = &[
     (&["pull_time", "PullTime"], "t.pull_time"),
 ];
 
+/// The repository column (migration 0011) that holds the total of a listing
+/// with this filter, when one does: Harbor's base set, alone or with
+/// `tags=*` or `tags=nil`.
+fn listing_total(filter: &ArtifactFilter) -> Option<&'static str> {
+    if filter.all || !filter.labels.is_empty() || !filter.query.terms.is_empty() {
+        return None;
+    }
+    match filter.tags {
+        None => Some("listed_count"),
+        Some(TagFilter::Any) => Some("tagged_count"),
+        Some(TagFilter::Nil) => Some("listed_count - tagged_count"),
+        Some(TagFilter::Exact(_) | TagFilter::Fuzzy(_)) => None,
+    }
+}
+
 /// Access to artifacts, tags and references.
 pub struct Artifacts<'a>(pub(crate) &'a Store);
 
@@ -212,6 +227,7 @@ impl Artifacts<'_> {
         }
         match &filter.tags {
             None => {}
+            // Written as artifacts_tagged_idx's condition, so that it is used.
             Some(TagFilter::Any) => {
                 sql.push(" AND a.tag_count > 0");
             }
@@ -242,8 +258,22 @@ impl Artifacts<'_> {
         }
         sql.query_terms(ARTIFACT_Q_COLUMNS, &filter.query)?;
         let order = order_clause(ARTIFACT_SORT_COLUMNS, sort, "a.push_time DESC", "a.id DESC");
+        let total = match listing_total(filter) {
+            Some(counter) => {
+                let mut count = Sql::new("SELECT ");
+                count
+                    .push(counter)
+                    .push(" FROM repositories WHERE id = ")
+                    .int(repository_id);
+                Some(count.fetch_count(&self.0.pool).await?)
+            }
+            None => None,
+        };
+        let select = format!(
+            "SELECT {ARTIFACT_COLUMNS} FROM artifacts a JOIN repositories r ON r.id = a.repository_id WHERE "
+        );
         let (rows, total): (Vec<ArtifactRow>, i64) = sql
-            .fetch_page(&self.0.pool, ARTIFACT_COLUMNS, &order, paging)
+            .fetch_keyed_page(&self.0.pool, &select, "a.id", &order, paging, total)
             .await?;
         Ok((
             rows.into_iter().map(Artifact::from).collect::<Vec<_>>(),

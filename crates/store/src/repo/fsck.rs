@@ -6,6 +6,9 @@
 //! what nothing can need: stray files (claimed first, as garbage collection
 //! does), corrupt files (moved aside, so a push of the digest restores it),
 //! claims and runs left by a dead collector, and sessions whose parts are gone.
+//! The counts triggers keep for listings (an artifact's tags and parents and
+//! whether Harbor lists it; a repository's artifacts, listed and tagged ones)
+//! must match a recount; repair recounts them.
 
 use std::collections::HashSet;
 
@@ -215,5 +218,79 @@ pub async fn check(store: &Store, blobs: &BlobStore, repair: bool) -> StoreResul
             repaired,
         );
     }
+    check_counts(store, repair, &mut report).await?;
     Ok(report)
+}
+
+/// What an artifact's kept counts should be, from its tags and references.
+const ARTIFACT_RECOUNT: &str = "SELECT a.id, \
+     (SELECT COUNT(*) FROM tags t WHERE t.artifact_id = a.id) AS tags, \
+     (SELECT COUNT(*) FROM artifact_references ar WHERE ar.child_id = a.id) AS parents \
+     FROM artifacts a";
+
+/// What a repository's kept counts should be, from its artifacts' (checked first).
+const REPOSITORY_RECOUNT: &str = "SELECT r.id, \
+     (SELECT COUNT(*) FROM artifacts a WHERE a.repository_id = r.id) AS artifacts, \
+     (SELECT COUNT(*) FROM artifacts a WHERE a.repository_id = r.id AND a.listed = 1) AS listed, \
+     (SELECT COUNT(*) FROM artifacts a WHERE a.repository_id = r.id AND a.listed = 1 AND a.tag_count > 0) AS tagged \
+     FROM repositories r";
+
+/// Checks the counts the listing triggers keep (migrations 0010 and 0011).
+async fn check_counts(store: &Store, repair: bool, report: &mut FsckReport) -> StoreResult<()> {
+    let artifacts: Vec<(i64, String)> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
+        "SELECT a.id, a.digest FROM artifacts a JOIN ({ARTIFACT_RECOUNT}) c ON c.id = a.id \
+         WHERE a.tag_count <> c.tags OR a.parent_count <> c.parents OR a.listed <> \
+         CASE WHEN a.accessory_type IS NULL AND (c.tags > 0 OR c.parents = 0) THEN 1 ELSE 0 END"
+    )))
+    .fetch_all(&store.pool)
+    .await?;
+    for (id, digest) in artifacts {
+        let repaired = if repair {
+            // The listing trigger sets `listed` from the counts.
+            sqlx::query(sqlx::AssertSqlSafe(format!(
+                "UPDATE artifacts SET tag_count = c.tags, parent_count = c.parents \
+                 FROM ({ARTIFACT_RECOUNT} WHERE a.id = $1) c WHERE artifacts.id = c.id"
+            )))
+            .bind(id)
+            .execute(&store.pool)
+            .await?;
+            Some("recounted".to_string())
+        } else {
+            None
+        };
+        note(
+            report,
+            &digest,
+            format!("artifact {id}: its tag or parent count, or whether it is listed, is wrong"),
+            repaired,
+        );
+    }
+    let repositories: Vec<(i64, String)> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
+        "SELECT r.id, r.name FROM repositories r JOIN ({REPOSITORY_RECOUNT}) c ON c.id = r.id \
+         WHERE r.artifact_count <> c.artifacts OR r.listed_count <> c.listed OR r.tagged_count <> c.tagged"
+    )))
+    .fetch_all(&store.pool)
+    .await?;
+    for (id, name) in repositories {
+        let repaired = if repair {
+            sqlx::query(sqlx::AssertSqlSafe(format!(
+                "UPDATE repositories SET artifact_count = c.artifacts, listed_count = c.listed, \
+                 tagged_count = c.tagged FROM ({REPOSITORY_RECOUNT} WHERE r.id = $1) c \
+                 WHERE repositories.id = c.id"
+            )))
+            .bind(id)
+            .execute(&store.pool)
+            .await?;
+            Some("recounted".to_string())
+        } else {
+            None
+        };
+        note(
+            report,
+            &name,
+            "the repository's artifact, listed or tagged count is wrong".into(),
+            repaired,
+        );
+    }
+    Ok(())
 }

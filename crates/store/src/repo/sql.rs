@@ -120,11 +120,7 @@ impl Sql {
     where
         T: for<'r> FromRow<'r, AnyRow> + Send + Unpin,
     {
-        let count = Sql {
-            text: format!("SELECT COUNT(*){}", self.text),
-            binds: self.binds.clone(),
-        };
-        let total = count.fetch_count(pool).await?;
+        let total = self.count().fetch_count(pool).await?;
         if total == 0 {
             return Ok((Vec::new(), 0));
         }
@@ -134,6 +130,47 @@ impl Sql {
         };
         rows.paging(paging);
         Ok((rows.fetch_all(pool).await?, total))
+    }
+
+    /// One page of a listing found by its keys first: `SELECT key` over
+    /// `self` (the shared ` FROM ... WHERE ...` part) with `order` and the
+    /// page's `LIMIT/OFFSET`, which an index holding the filter, the order and
+    /// the key answers without reading a row, however deep the page; then
+    /// `select` (ending in ` WHERE `) reads just the page's rows. The total is
+    /// `total` when the caller knows it, else `SELECT COUNT(*)` over `self`.
+    pub(crate) async fn fetch_keyed_page<T>(
+        &self,
+        pool: &AnyPool,
+        select: &str,
+        key: &str,
+        order: &str,
+        paging: Paging,
+        total: Option<i64>,
+    ) -> Result<(Vec<T>, i64), sqlx::Error>
+    where
+        T: for<'r> FromRow<'r, AnyRow> + Send + Unpin,
+    {
+        let total = match total {
+            Some(total) => total,
+            None => self.count().fetch_count(pool).await?,
+        };
+        if total == 0 {
+            return Ok((Vec::new(), 0));
+        }
+        let mut rows = Sql {
+            text: format!("{select}{key} IN (SELECT {key}{}{order}", self.text),
+            binds: self.binds.clone(),
+        };
+        rows.paging(paging).push(")").push(order);
+        Ok((rows.fetch_all(pool).await?, total))
+    }
+
+    /// `SELECT COUNT(*)` over `self`, the ` FROM ... WHERE ...` part of a listing.
+    fn count(&self) -> Sql {
+        Sql {
+            text: format!("SELECT COUNT(*){}", self.text),
+            binds: self.binds.clone(),
+        }
     }
 
     /// Runs a `SELECT COUNT(*) ...`.

@@ -460,3 +460,28 @@ backend_test!(
         assert_eq!(listed("?q=tags%3Dnil").await.len(), 4);
     }
 );
+
+backend_test!(
+    async fn fsck_finds_and_recounts_wrong_listing_counts(app) {
+        seed(&app).await;
+        let check = |repair| berth_store::repo::fsck::check(app.store(), &app.state.registry.blobs, repair);
+        assert_eq!(check(false).await.unwrap().findings, vec![], "the triggers keep every count");
+        app.execute_sql("UPDATE repositories SET listed_count = listed_count + 5, tagged_count = 0").await;
+        app.execute_sql("UPDATE artifacts SET parent_count = 3 WHERE id = (SELECT MIN(id) FROM artifacts)").await;
+        let found = check(false).await.unwrap().findings;
+        assert_eq!(found.len(), 2, "{found:?}");
+        assert!(found.iter().all(|f| f.repaired.is_none()));
+        let base = "/api/v2.0/projects/library/repositories/app/artifacts";
+        let res = app.get(base).send().await;
+        assert_ne!(res.header("x-total-count"), Some("3"), "the listing reads the kept count");
+        let repaired = check(true).await.unwrap().findings;
+        assert_eq!(repaired.len(), 2, "{repaired:?}");
+        assert!(repaired.iter().all(|f| f.repaired.is_some()));
+        assert_eq!(check(false).await.unwrap().findings, vec![]);
+        let res = app.get(base).send().await;
+        assert_eq!(res.header("x-total-count"), Some("3"));
+        assert_eq!(digests(&res).len(), 3);
+        let res = app.get(&format!("{base}?q=tags%3D*")).send().await;
+        assert_eq!(res.header("x-total-count"), Some("2"));
+    }
+);

@@ -152,6 +152,19 @@ impl TestApp {
         found
     }
 
+    /// Runs `statement` on the test's database behind the server's back, to
+    /// damage what a check must then find.
+    pub async fn execute_sql(&self, statement: &str) {
+        let pool = sqlx::AnyPool::connect(&self.database_url)
+            .await
+            .expect("connect");
+        sqlx::query(sqlx::AssertSqlSafe(statement))
+            .execute(&pool)
+            .await
+            .unwrap_or_else(|e| panic!("{statement}: {e}"));
+        pool.close().await;
+    }
+
     /// The test's private data directory.
     pub fn data_dir(&self) -> &std::path::Path {
         self.dir.path()
