@@ -193,6 +193,16 @@ fn listing_total(filter: &ArtifactFilter) -> Option<&'static str> {
     }
 }
 
+/// The distinct three-character pieces of `text`, as migration 0012 keeps
+/// them for tag names (by character, as SQL's `substr` counts).
+fn trigrams(text: &str) -> Vec<String> {
+    let chars: Vec<char> = text.chars().collect();
+    let mut found: Vec<String> = chars.windows(3).map(|w| w.iter().collect()).collect();
+    found.sort();
+    found.dedup();
+    found
+}
+
 /// Access to artifacts, tags and references.
 pub struct Artifacts<'a>(pub(crate) &'a Store);
 
@@ -234,12 +244,28 @@ impl Artifacts<'_> {
             Some(TagFilter::Nil) => {
                 sql.push(" AND a.tag_count = 0");
             }
-            // Driven from the repository's tags (one pass over its tag names,
-            // or one lookup), not probed once per artifact.
+            // Driven from the repository's tags, not probed once per artifact:
+            // the tags holding every trigram of the text (migration 0012), or
+            // for a text under three characters every tag, checked whole.
             Some(TagFilter::Fuzzy(text)) => {
                 sql.push(" AND a.id IN (SELECT t.artifact_id FROM tags t WHERE t.repository_id = ")
-                    .int(repository_id)
-                    .push(" AND REPLACE(t.name, ")
+                    .int(repository_id);
+                let trigrams = trigrams(text);
+                if !trigrams.is_empty() {
+                    sql.push(" AND t.id IN (SELECT tg.tag_id FROM tag_trigrams tg WHERE tg.repository_id = ")
+                        .int(repository_id)
+                        .push(" AND tg.trigram IN (");
+                    for (i, trigram) in trigrams.iter().enumerate() {
+                        if i > 0 {
+                            sql.push(", ");
+                        }
+                        sql.text(trigram.as_str());
+                    }
+                    sql.push(") GROUP BY tg.tag_id HAVING COUNT(*) = ")
+                        .int(trigrams.len() as i64)
+                        .push(")");
+                }
+                sql.push(" AND REPLACE(t.name, ")
                     .text(text.as_str())
                     .push(", '') <> t.name)");
             }

@@ -485,3 +485,54 @@ backend_test!(
         assert_eq!(res.header("x-total-count"), Some("2"));
     }
 );
+
+backend_test!(
+    async fn fuzzy_tag_matches_follow_tags_as_they_change(app) {
+        let (_, a) = push_image(&app, "library/fz", "release-2024.10", &[b"a"]).await;
+        let (_, b) = push_image(&app, "library/fz", "aaaa", &[b"b"]).await;
+        let (_, c) = push_image(&app, "library/other", "release-2024.10", &[b"c"]).await;
+        let base = "/api/v2.0/projects/library/repositories/fz/artifacts";
+        let matching = |text: &'static str| {
+            let app = &app;
+            async move {
+                let res = app.get(&format!("{base}?q=tags%3D~{text}")).send().await;
+                assert_eq!(res.status, StatusCode::OK, "{}", res.text());
+                let mut found = digests(&res);
+                found.sort();
+                assert_eq!(res.header("x-total-count"), Some(found.len().to_string().as_str()), "{text}");
+                found
+            }
+        };
+        let sorted = |mut v: Vec<String>| {
+            v.sort();
+            v
+        };
+        // Pieces of three or more characters, anywhere in the name, each
+        // trigram needed; shorter texts; a trigram repeated in the name.
+        assert_eq!(matching("2024.1").await, vec![a.clone()]);
+        assert_eq!(matching("ease-2").await, vec![a.clone()]);
+        assert_eq!(matching("2024.11").await, Vec::<String>::new());
+        assert_eq!(matching("aaa").await, vec![b.clone()]);
+        assert_eq!(matching("aaaaa").await, Vec::<String>::new());
+        assert_eq!(matching("a").await, sorted(vec![a.clone(), b.clone()]));
+        assert_eq!(matching("10").await, vec![a.clone()]);
+        // Another repository's tag of the same name is not this one's.
+        assert!(!matching("release").await.contains(&c));
+
+        // A second tag, a moved tag and a removed tag are seen at once.
+        let res = app.post(&format!("{base}/{b}/tags")).admin().json(&json!({"name": "release-2025.01"})).send().await;
+        assert_eq!(res.status, StatusCode::CREATED, "{}", res.text());
+        assert_eq!(matching("release").await, sorted(vec![a.clone(), b.clone()]));
+        let manifest = app.get(&format!("/v2/library/fz/manifests/{a}")).admin().header("accept", OCI_MANIFEST).send().await.body;
+        let res = put_manifest(&app, "library/fz", "aaaa", OCI_MANIFEST, &manifest).await;
+        assert_eq!(res.status, StatusCode::CREATED);
+        assert_eq!(matching("aaa").await, vec![a.clone()]);
+        let res = app.delete(&format!("{base}/{a}/tags/release-2024.10")).admin().send().await;
+        assert_eq!(res.status, StatusCode::OK, "{}", res.text());
+        assert_eq!(matching("2024").await, Vec::<String>::new());
+        assert_eq!(matching("release").await, vec![b.clone()]);
+        let res = app.delete(&format!("{base}/{b}")).admin().send().await;
+        assert_eq!(res.status, StatusCode::OK, "{}", res.text());
+        assert_eq!(matching("release").await, Vec::<String>::new());
+    }
+);
