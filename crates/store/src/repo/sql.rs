@@ -77,12 +77,17 @@ impl Sql {
     /// sorts every match.)
     pub(crate) fn paging(&mut self, paging: Paging) -> &mut Self {
         if let Some((limit, offset)) = paging.limit_offset() {
-            self.push(" LIMIT CAST(")
-                .int(limit)
-                .push(" AS BIGINT) OFFSET ")
-                .int(offset);
+            self.limit(limit, offset);
         }
         self
+    }
+
+    /// `LIMIT/OFFSET`, the limit bound as [`Sql::paging`] explains.
+    fn limit(&mut self, limit: i64, offset: i64) -> &mut Self {
+        self.push(" LIMIT CAST(")
+            .int(limit)
+            .push(" AS BIGINT) OFFSET ")
+            .int(offset)
     }
 
     fn bound(&self) -> sqlx::query::Query<'_, Any, AnyArguments> {
@@ -157,11 +162,35 @@ impl Sql {
         if total == 0 {
             return Ok((Vec::new(), 0));
         }
+        // A page nearer the end than the start is found from the end, in the
+        // reverse order: the walk past the offset is at most half the rows.
+        let (inner_order, limit) = match paging.limit_offset() {
+            Some((limit, offset)) => {
+                let after = total - offset - limit;
+                if after < offset {
+                    let (limit, offset) = if after < 0 {
+                        (limit + after, 0)
+                    } else {
+                        (limit, after)
+                    };
+                    if limit <= 0 {
+                        return Ok((Vec::new(), total));
+                    }
+                    (reversed(order), Some((limit, offset)))
+                } else {
+                    (order.to_string(), Some((limit, offset)))
+                }
+            }
+            None => (order.to_string(), None),
+        };
         let mut rows = Sql {
-            text: format!("{select}{key} IN (SELECT {key}{}{order}", self.text),
+            text: format!("{select}{key} IN (SELECT {key}{}{inner_order}", self.text),
             binds: self.binds.clone(),
         };
-        rows.paging(paging).push(")").push(order);
+        if let Some((limit, offset)) = limit {
+            rows.limit(limit, offset);
+        }
+        rows.push(")").push(order);
         Ok((rows.fetch_all(pool).await?, total))
     }
 
@@ -379,9 +408,38 @@ pub(crate) fn order_clause(
     format!(" ORDER BY {}", parts.join(", "))
 }
 
+/// An [`order_clause`] with every direction turned around (a term without
+/// one is ascending).
+fn reversed(order: &str) -> String {
+    let terms = order.trim_start().trim_start_matches("ORDER BY ");
+    let flipped: Vec<String> = terms
+        .split(", ")
+        .map(|term| match term.strip_suffix(" DESC") {
+            Some(column) => format!("{column} ASC"),
+            None => format!("{} DESC", term.trim_end_matches(" ASC")),
+        })
+        .collect();
+    format!(" ORDER BY {}", flipped.join(", "))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn orders_turn_around() {
+        assert_eq!(
+            reversed(" ORDER BY a.push_time DESC, a.size ASC, a.id"),
+            " ORDER BY a.push_time ASC, a.size DESC, a.id DESC"
+        );
+        let order = order_clause(
+            &[(&["size"], "a.size")],
+            &[],
+            "a.push_time DESC",
+            "a.id DESC",
+        );
+        assert_eq!(reversed(&reversed(&order)), order);
+    }
 
     #[test]
     fn placeholders_are_numbered() {

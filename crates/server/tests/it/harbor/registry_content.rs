@@ -536,3 +536,29 @@ backend_test!(
         assert_eq!(matching("release").await, Vec::<String>::new());
     }
 );
+
+backend_test!(
+    async fn every_page_holds_its_rows_from_either_end(app) {
+        // Seven artifacts; pages of two, read page by page, give the one-page
+        // listing in order, for the default order, another sort, and a
+        // filter whose total is counted rather than kept.
+        for i in 0..7u8 {
+            push_image(&app, "library/pages", &format!("t{i}"), &[&[b'p', i][..]]).await;
+        }
+        let base = "/api/v2.0/projects/library/repositories/pages/artifacts";
+        for query in ["", "&sort=size,-id", "&sort=-push_time", "&q=tags%3D~t", "&q=tags%3D*"] {
+            let whole = digests(&app.get(&format!("{base}?page_size=100{query}")).send().await);
+            assert_eq!(whole.len(), 7, "{query}");
+            let mut paged = Vec::new();
+            for page in 1..=5 {
+                let res = app.get(&format!("{base}?page_size=2&page={page}{query}")).send().await;
+                assert_eq!(res.status, StatusCode::OK, "{}", res.text());
+                assert_eq!(res.header("x-total-count"), Some("7"), "{query}");
+                let rows = digests(&res);
+                assert_eq!(rows.len(), [2, 2, 2, 1, 0][page - 1], "{query} page {page}");
+                paged.extend(rows);
+            }
+            assert_eq!(paged, whole, "{query}");
+        }
+    }
+);
