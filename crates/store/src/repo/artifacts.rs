@@ -295,11 +295,16 @@ impl Artifacts<'_> {
             }
             None => None,
         };
-        let select = format!(
-            "SELECT {ARTIFACT_COLUMNS} FROM artifacts a JOIN repositories r ON r.id = a.repository_id WHERE "
-        );
         let (rows, total): (Vec<ArtifactRow>, i64) = sql
-            .fetch_keyed_page(&self.0.pool, &select, "a.id", &order, paging, total)
+            .fetch_keyed_page(
+                &self.0.pool,
+                ARTIFACT_COLUMNS,
+                "artifacts a JOIN repositories r ON r.id = a.repository_id",
+                "a.id",
+                &order,
+                paging,
+                total,
+            )
             .await?;
         Ok((
             rows.into_iter().map(Artifact::from).collect::<Vec<_>>(),

@@ -6,7 +6,7 @@
 use berth_domain::DomainError;
 use berth_domain::query::{Paging, Query, QueryOp, QueryValue, Scalar, SortKey};
 use sqlx::any::{AnyArguments, AnyRow};
-use sqlx::{Any, AnyPool, FromRow};
+use sqlx::{Any, AnyPool, FromRow, Row};
 
 /// A bound value.
 #[derive(Debug, Clone)]
@@ -141,12 +141,17 @@ impl Sql {
     /// `self` (the shared ` FROM ... WHERE ...` part) with `order` and the
     /// page's `LIMIT/OFFSET`, which an index holding the filter, the order and
     /// the key answers without reading a row, however deep the page; then
-    /// `select` (ending in ` WHERE `) reads just the page's rows. The total is
-    /// `total` when the caller knows it, else `SELECT COUNT(*)` over `self`.
+    /// `SELECT columns FROM from` reads just the page's rows.
+    ///
+    /// The total is `total` when the caller keeps it. Otherwise the key query
+    /// counts its matches as it finds them (`COUNT(*) OVER ()`): one pass over
+    /// them, not a count and then a page.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) async fn fetch_keyed_page<T>(
         &self,
         pool: &AnyPool,
-        select: &str,
+        columns: &str,
+        from: &str,
         key: &str,
         order: &str,
         paging: Paging,
@@ -155,9 +160,29 @@ impl Sql {
     where
         T: for<'r> FromRow<'r, AnyRow> + Send + Unpin,
     {
-        let total = match total {
-            Some(total) => total,
-            None => self.count().fetch_count(pool).await?,
+        let Some(total) = total else {
+            let mut rows = Sql {
+                text: format!(
+                    "SELECT {columns}, k.listing_total FROM {from} JOIN \
+                     (SELECT {key} AS listing_key, COUNT(*) OVER () AS listing_total{}{order}",
+                    self.text
+                ),
+                binds: self.binds.clone(),
+            };
+            rows.paging(paging)
+                .push(&format!(") k ON k.listing_key = {key}"))
+                .push(order);
+            let found = rows.bound().fetch_all(pool).await?;
+            let total = match found.first() {
+                Some(row) => row.try_get::<i64, _>("listing_total")?,
+                // Past the last page, or nothing matches.
+                None if paging.limit_offset().is_some_and(|(_, offset)| offset > 0) => {
+                    self.count().fetch_count(pool).await?
+                }
+                None => 0,
+            };
+            let rows = found.iter().map(T::from_row).collect::<Result<_, _>>()?;
+            return Ok((rows, total));
         };
         if total == 0 {
             return Ok((Vec::new(), 0));
@@ -184,7 +209,10 @@ impl Sql {
             None => (order.to_string(), None),
         };
         let mut rows = Sql {
-            text: format!("{select}{key} IN (SELECT {key}{}{inner_order}", self.text),
+            text: format!(
+                "SELECT {columns} FROM {from} WHERE {key} IN (SELECT {key}{}{inner_order}",
+                self.text
+            ),
             binds: self.binds.clone(),
         };
         if let Some((limit, offset)) = limit {
