@@ -6,13 +6,13 @@ use berth_domain::model::{Artifact, ArtifactReference, Label, Tag};
 use berth_domain::query::{ArtifactFilter, Paging, Query, SortKey, TagFilter};
 use berth_domain::time;
 
-use crate::Store;
 use crate::error::{StoreResult, conflict_on_unique};
 use crate::repo::immutable::{check_artifact_mutable, check_mutable};
 use crate::repo::labels::LabelRow;
 use crate::repo::manifests::delete_artifact_tree;
 use crate::repo::repositories::lock_repository;
-use crate::repo::sql::{Column, Kind, Sql, order_clause};
+use crate::repo::sql::{Column, Kind, Sql, Total, order_clause};
+use crate::{Backend, Store};
 
 const ARTIFACT_COLUMNS: &str = "a.id, a.project_id, a.repository_id, r.name AS repository_name, a.digest, \
      a.manifest_media_type, a.media_type, a.artifact_type, a.type AS kind, a.size, a.icon, a.subject_digest, \
@@ -193,6 +193,16 @@ fn listing_total(filter: &ArtifactFilter) -> Option<&'static str> {
     }
 }
 
+/// Whether the filter's matches come from a lookup of the repository's tags
+/// (an exact name, or a text with trigrams) rather than a scan.
+fn tags_looked_up(filter: &ArtifactFilter) -> bool {
+    match &filter.tags {
+        Some(TagFilter::Exact(_)) => true,
+        Some(TagFilter::Fuzzy(text)) => !trigrams(text).is_empty(),
+        _ => false,
+    }
+}
+
 /// The distinct three-character pieces of `text`, as migration 0012 keeps
 /// them for tag names (by character, as SQL's `substr` counts).
 fn trigrams(text: &str) -> Vec<String> {
@@ -291,9 +301,16 @@ impl Artifacts<'_> {
                     .push(counter)
                     .push(" FROM repositories WHERE id = ")
                     .int(repository_id);
-                Some(count.fetch_count(&self.0.pool).await?)
+                Total::Kept(count.fetch_count(&self.0.pool).await?)
             }
-            None => None,
+            // PostgreSQL 15 plans a count along with a page as if the page's
+            // LIMIT could end the walk early: for matches found by scanning
+            // (`q=tags=~v9` at 100,000 tags) it probed per artifact, 109 ms
+            // against 40 ms counted first. SQLite gains on every form.
+            None if self.0.backend() == Backend::Sqlite || tags_looked_up(filter) => {
+                Total::CountAlong
+            }
+            None => Total::Count,
         };
         let (rows, total): (Vec<ArtifactRow>, i64) = sql
             .fetch_keyed_page(

@@ -143,9 +143,7 @@ impl Sql {
     /// the key answers without reading a row, however deep the page; then
     /// `SELECT columns FROM from` reads just the page's rows.
     ///
-    /// The total is `total` when the caller keeps it. Otherwise the key query
-    /// counts its matches as it finds them (`COUNT(*) OVER ()`): one pass over
-    /// them, not a count and then a page.
+    /// The total comes as [`Total`] says.
     #[allow(clippy::too_many_arguments)]
     pub(crate) async fn fetch_keyed_page<T>(
         &self,
@@ -155,34 +153,38 @@ impl Sql {
         key: &str,
         order: &str,
         paging: Paging,
-        total: Option<i64>,
+        total: Total,
     ) -> Result<(Vec<T>, i64), sqlx::Error>
     where
         T: for<'r> FromRow<'r, AnyRow> + Send + Unpin,
     {
-        let Some(total) = total else {
-            let mut rows = Sql {
-                text: format!(
-                    "SELECT {columns}, k.listing_total FROM {from} JOIN \
+        let total = match total {
+            Total::Kept(total) => total,
+            Total::Count => self.count().fetch_count(pool).await?,
+            Total::CountAlong => {
+                let mut rows = Sql {
+                    text: format!(
+                        "SELECT {columns}, k.listing_total FROM {from} JOIN \
                      (SELECT {key} AS listing_key, COUNT(*) OVER () AS listing_total{}{order}",
-                    self.text
-                ),
-                binds: self.binds.clone(),
-            };
-            rows.paging(paging)
-                .push(&format!(") k ON k.listing_key = {key}"))
-                .push(order);
-            let found = rows.bound().fetch_all(pool).await?;
-            let total = match found.first() {
-                Some(row) => row.try_get::<i64, _>("listing_total")?,
-                // Past the last page, or nothing matches.
-                None if paging.limit_offset().is_some_and(|(_, offset)| offset > 0) => {
-                    self.count().fetch_count(pool).await?
-                }
-                None => 0,
-            };
-            let rows = found.iter().map(T::from_row).collect::<Result<_, _>>()?;
-            return Ok((rows, total));
+                        self.text
+                    ),
+                    binds: self.binds.clone(),
+                };
+                rows.paging(paging)
+                    .push(&format!(") k ON k.listing_key = {key}"))
+                    .push(order);
+                let found = rows.bound().fetch_all(pool).await?;
+                let total = match found.first() {
+                    Some(row) => row.try_get::<i64, _>("listing_total")?,
+                    // Past the last page, or nothing matches.
+                    None if paging.limit_offset().is_some_and(|(_, offset)| offset > 0) => {
+                        self.count().fetch_count(pool).await?
+                    }
+                    None => 0,
+                };
+                let rows = found.iter().map(T::from_row).collect::<Result<_, _>>()?;
+                return Ok((rows, total));
+            }
         };
         if total == 0 {
             return Ok((Vec::new(), 0));
@@ -239,6 +241,18 @@ impl Sql {
         let (count,): (i64,) = FromRow::from_row(&row)?;
         Ok(count)
     }
+}
+
+/// Where [`Sql::fetch_keyed_page`] takes a listing's total from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Total {
+    /// Kept by the caller (a count triggers keep).
+    Kept(i64),
+    /// `SELECT COUNT(*)` first; then a page near the end is found from the end.
+    Count,
+    /// Counted by the key query as it finds the matches (`COUNT(*) OVER ()`):
+    /// one pass over them instead of two.
+    CountAlong,
 }
 
 /// How a filterable column compares.

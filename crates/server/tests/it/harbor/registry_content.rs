@@ -540,13 +540,21 @@ backend_test!(
 backend_test!(
     async fn every_page_holds_its_rows_from_either_end(app) {
         // Seven artifacts; pages of two, read page by page, give the one-page
-        // listing in order, for the default order, another sort, and a
-        // filter whose total is counted rather than kept.
+        // listing in order, for the default order, other sorts, and filters
+        // whose total is kept, counted first, or counted along with the page.
         for i in 0..7u8 {
-            push_image(&app, "library/pages", &format!("t{i}"), &[&[b'p', i][..]]).await;
+            push_image(&app, "library/pages", &format!("tag-{i}"), &[&[b'p', i][..]]).await;
         }
         let base = "/api/v2.0/projects/library/repositories/pages/artifacts";
-        for query in ["", "&sort=size,-id", "&sort=-push_time", "&q=tags%3D~t", "&q=tags%3D*"] {
+        for query in [
+            "",
+            "&sort=size,-id",
+            "&sort=-push_time",
+            "&q=tags%3D*",
+            "&q=tags%3D~ag-",
+            "&q=tags%3D~g",
+            "&q=type%3DIMAGE",
+        ] {
             let whole = digests(&app.get(&format!("{base}?page_size=100{query}")).send().await);
             assert_eq!(whole.len(), 7, "{query}");
             let mut paged = Vec::new();
