@@ -244,53 +244,53 @@ async fn check_counts(store: &Store, repair: bool, report: &mut FsckReport) -> S
     )))
     .fetch_all(&store.pool)
     .await?;
-    for (id, digest) in artifacts {
-        let repaired = if repair {
-            // The listing trigger sets `listed` from the counts.
-            sqlx::query(sqlx::AssertSqlSafe(format!(
-                "UPDATE artifacts SET tag_count = c.tags, parent_count = c.parents \
-                 FROM ({ARTIFACT_RECOUNT} WHERE a.id = $1) c WHERE artifacts.id = c.id"
-            )))
-            .bind(id)
-            .execute(&store.pool)
-            .await?;
-            Some("recounted".to_string())
-        } else {
-            None
-        };
-        note(
-            report,
-            &digest,
-            format!("artifact {id}: its tag or parent count, or whether it is listed, is wrong"),
-            repaired,
-        );
-    }
+    // The listing trigger sets `listed` from the counts.
+    let recount = format!(
+        "UPDATE artifacts SET tag_count = c.tags, parent_count = c.parents \
+         FROM ({ARTIFACT_RECOUNT} WHERE a.id = $1) c WHERE artifacts.id = c.id"
+    );
+    note_recounts(store, repair, report, artifacts, &recount, |id| {
+        format!("artifact {id}: its tag or parent count, or whether it is listed, is wrong")
+    })
+    .await?;
     let repositories: Vec<(i64, String)> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
         "SELECT r.id, r.name FROM repositories r JOIN ({REPOSITORY_RECOUNT}) c ON c.id = r.id \
          WHERE r.artifact_count <> c.artifacts OR r.listed_count <> c.listed OR r.tagged_count <> c.tagged"
     )))
     .fetch_all(&store.pool)
     .await?;
-    for (id, name) in repositories {
+    let recount = format!(
+        "UPDATE repositories SET artifact_count = c.artifacts, listed_count = c.listed, \
+         tagged_count = c.tagged FROM ({REPOSITORY_RECOUNT} WHERE r.id = $1) c \
+         WHERE repositories.id = c.id"
+    );
+    note_recounts(store, repair, report, repositories, &recount, |_| {
+        "the repository's artifact, listed or tagged count is wrong".into()
+    })
+    .await
+}
+
+/// Notes each row `(id, subject)` whose counts are wrong; with `repair`,
+/// recounts it with `recount` (bound to the id).
+async fn note_recounts(
+    store: &Store,
+    repair: bool,
+    report: &mut FsckReport,
+    wrong: Vec<(i64, String)>,
+    recount: &str,
+    problem: impl Fn(i64) -> String,
+) -> StoreResult<()> {
+    for (id, subject) in wrong {
         let repaired = if repair {
-            sqlx::query(sqlx::AssertSqlSafe(format!(
-                "UPDATE repositories SET artifact_count = c.artifacts, listed_count = c.listed, \
-                 tagged_count = c.tagged FROM ({REPOSITORY_RECOUNT} WHERE r.id = $1) c \
-                 WHERE repositories.id = c.id"
-            )))
-            .bind(id)
-            .execute(&store.pool)
-            .await?;
+            sqlx::query(sqlx::AssertSqlSafe(recount.to_string()))
+                .bind(id)
+                .execute(&store.pool)
+                .await?;
             Some("recounted".to_string())
         } else {
             None
         };
-        note(
-            report,
-            &name,
-            "the repository's artifact, listed or tagged count is wrong".into(),
-            repaired,
-        );
+        note(report, &subject, problem(id), repaired);
     }
     Ok(())
 }
