@@ -198,19 +198,21 @@ impl Registry<'_> {
         if !deps.is_empty() {
             // Locked in blob order first (on PostgreSQL): two pushes sharing
             // layers would otherwise take the same links in different orders
-            // and deadlock.
-            let sql = format!(
-                "SELECT blob_id FROM project_blobs WHERE project_id = $1 \
-                 AND blob_id IN (SELECT id FROM blobs WHERE deleting = 0 AND digest IN ({})) \
-                 ORDER BY blob_id{}",
-                placeholders(2, deps.len()),
-                self.0.locking(Locking::Update)
-            );
-            let mut lock = sqlx::query(sqlx::AssertSqlSafe(sql)).bind(m.project_id);
-            for d in &deps {
-                lock = lock.bind(*d);
+            // and deadlock. SQLite's write transactions exclude each other.
+            let locking = self.0.locking(Locking::Update);
+            if !locking.is_empty() {
+                let sql = format!(
+                    "SELECT blob_id FROM project_blobs WHERE project_id = $1 \
+                     AND blob_id IN (SELECT id FROM blobs WHERE deleting = 0 AND digest IN ({})) \
+                     ORDER BY blob_id{locking}",
+                    placeholders(2, deps.len()),
+                );
+                let mut lock = sqlx::query(sqlx::AssertSqlSafe(sql)).bind(m.project_id);
+                for d in &deps {
+                    lock = lock.bind(*d);
+                }
+                lock.fetch_all(&mut *tx).await?;
             }
-            lock.fetch_all(&mut *tx).await?;
             let sql = format!(
                 "UPDATE project_blobs SET version = version + 1, pending_since = NULL \
                  WHERE project_id = $1 AND blob_id IN (SELECT id FROM blobs WHERE deleting = 0 AND digest IN ({})) \

@@ -91,24 +91,14 @@ pub(crate) async fn link_blob(
     pending_since: Option<&str>,
     now: &str,
 ) -> StoreResult<()> {
-    // The existing link is updated (and so locked until commit: a collector's
-    // version-guarded delete then fails), else a new one inserted. On
-    // PostgreSQL a link can be deleted, or inserted, between two statements of
-    // this transaction, so each statement's outcome decides the next.
+    // A new link is inserted, else the existing one is updated (and so
+    // locked until commit: a collector's version-guarded delete then fails).
+    // Inserting first costs one statement for the usual case, a blob new to
+    // the project. On PostgreSQL a link can be deleted, or inserted, between
+    // two statements of this transaction, so each statement's outcome decides
+    // the next.
     let mut attempts = 0;
     loop {
-        let renewed = sqlx::query(
-            "UPDATE project_blobs SET version = version + 1, pending_since = $3 \
-             WHERE project_id = $1 AND blob_id = $2",
-        )
-        .bind(project_id)
-        .bind(blob_id)
-        .bind(pending_since)
-        .execute(&mut **tx)
-        .await?;
-        if renewed.rows_affected() == 1 {
-            return Ok(());
-        }
         let inserted = sqlx::query(
             "INSERT INTO project_blobs (project_id, blob_id, version, pending_since, created_at) \
              VALUES ($1, $2, 1, $3, $4) ON CONFLICT (project_id, blob_id) DO NOTHING",
@@ -121,6 +111,18 @@ pub(crate) async fn link_blob(
         .await?;
         if inserted.rows_affected() == 1 {
             break;
+        }
+        let renewed = sqlx::query(
+            "UPDATE project_blobs SET version = version + 1, pending_since = $3 \
+             WHERE project_id = $1 AND blob_id = $2",
+        )
+        .bind(project_id)
+        .bind(blob_id)
+        .bind(pending_since)
+        .execute(&mut **tx)
+        .await?;
+        if renewed.rows_affected() == 1 {
+            return Ok(());
         }
         attempts += 1;
         if attempts == 3 {
