@@ -386,6 +386,7 @@ pub(crate) async fn create_project_as(
             owner_id: user.id,
             metadata: validated,
             storage_limit,
+            registry_id: None,
         })
         .await?;
     state.audit(Event {

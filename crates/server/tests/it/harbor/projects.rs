@@ -234,6 +234,7 @@ backend_test!(
                 owner_id: 1,
                 metadata: vec![("public".into(), "true".into())],
                 storage_limit: -1,
+                registry_id: None,
             }).await.unwrap();
         }
         let res = app.get("/api/v2.0/projects?page=2&page_size=10&q=name%3D~te").send().await;
