@@ -159,6 +159,26 @@ fn checked_ca(pem: String) -> Result<String, ApiError> {
     Ok(pem)
 }
 
+/// Applies the endpoint fields a request gives (URL, certificate check, CA
+/// certificates) to `settings`, checked.
+fn set_endpoint(
+    settings: &mut RegistrySettings,
+    url: Option<String>,
+    insecure: Option<bool>,
+    ca_certificate: Option<String>,
+) -> Result<(), ApiError> {
+    if let Some(url) = url {
+        settings.url = registry::normalize_url(&url)?;
+    }
+    if let Some(insecure) = insecure {
+        settings.insecure = insecure;
+    }
+    if let Some(ca) = ca_certificate {
+        settings.ca_certificate = checked_ca(ca)?;
+    }
+    Ok(())
+}
+
 /// Pings a registry of `kind` with `settings` and `secret`: Harbor's 400
 /// `the registry is unhealthy` (with why) when it is unreachable or refuses
 /// the credential. A secret without an access key is no credential (it is
@@ -286,15 +306,7 @@ pub async fn update_registry(
     if let Some(description) = req.description {
         settings.description = description;
     }
-    if let Some(url) = req.url {
-        settings.url = registry::normalize_url(&url)?;
-    }
-    if let Some(insecure) = req.insecure {
-        settings.insecure = insecure;
-    }
-    if let Some(ca) = req.ca_certificate {
-        settings.ca_certificate = checked_ca(ca)?;
-    }
+    set_endpoint(&mut settings, req.url, req.insecure, req.ca_certificate)?;
     if let Some(access_key) = req.access_key {
         settings.access_key = access_key;
     }
@@ -304,7 +316,6 @@ pub async fn update_registry(
     settings.credential_type = registry::credential_type(&requested_type, &settings.access_key)?;
     registry::validate_name(&settings.name)?;
     let change = match req.access_secret {
-        _ if settings.access_key.is_empty() => SecretChange::Clear,
         Some(secret) => SecretChange::Set(secret),
         None if settings.url != registry.url => SecretChange::Clear,
         None => SecretChange::Keep,
@@ -394,15 +405,7 @@ pub async fn ping_registry(
         settings.kind = kind;
     }
     if req.id.is_none() {
-        if let Some(url) = req.url {
-            settings.url = registry::normalize_url(&url)?;
-        }
-        if let Some(insecure) = req.insecure {
-            settings.insecure = insecure;
-        }
-        if let Some(ca) = req.ca_certificate {
-            settings.ca_certificate = checked_ca(ca)?;
-        }
+        set_endpoint(&mut settings, req.url, req.insecure, req.ca_certificate)?;
     }
     if let Some(access_key) = req.access_key {
         settings.access_key = access_key;
