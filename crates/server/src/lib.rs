@@ -22,3 +22,4 @@ pub mod secrets;
 pub mod session;
 pub mod signin;
 pub mod state;
+pub mod upstream;

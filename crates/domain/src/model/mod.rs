@@ -7,6 +7,7 @@ pub mod immutable;
 pub mod member;
 pub mod metadata;
 pub mod project;
+pub mod registry;
 pub mod robot;
 pub mod user;
 

@@ -39,7 +39,7 @@ pub struct Project {
     pub owner_id: i64,
     /// Whether anyone may read and pull.
     pub public: bool,
-    /// Proxy-cache upstream (reserved).
+    /// The upstream registry of a proxy-cache project, which takes no pushes.
     pub registry_id: Option<i64>,
     /// Creation time, store format.
     pub created_at: String,
@@ -91,6 +91,8 @@ pub struct NewProject {
     pub metadata: Vec<(String, String)>,
     /// Storage quota in bytes (`-1` = unlimited).
     pub storage_limit: i64,
+    /// The upstream registry of a proxy-cache project.
+    pub registry_id: Option<i64>,
 }
 
 impl NewProject {

@@ -23,7 +23,7 @@ use serde_json::{Value, json};
 use super::artifacts::load_artifact;
 use super::repositories::full_name;
 use crate::access::require_project;
-use crate::error::{ApiError, HarborResult};
+use crate::error::{ApiError, ErrorKind, HarborResult};
 use crate::extract::Principal;
 use crate::extract::harbor::{HarborQuery, paged};
 use crate::registry::manifest_record;
@@ -59,6 +59,13 @@ pub async fn copy_artifact(
         Action::Create,
     )
     .await?;
+    if target.project.registry_id.is_some() {
+        return Err(ApiError::new(
+            ErrorKind::MethodNotAllowed,
+            "the operation isn't supported for a proxy cache project",
+        )
+        .into());
+    }
     let copy = Copy {
         state: &state,
         source_project,

@@ -19,6 +19,7 @@ mod metadata;
 mod ping;
 pub(crate) mod projects;
 mod quotas;
+pub(crate) mod registries;
 mod robots;
 mod search;
 pub(crate) mod statistics;
@@ -43,6 +44,7 @@ pub fn router() -> Router<AppState> {
         .merge(ping::router())
         .merge(projects::router())
         .merge(quotas::router())
+        .merge(registries::router())
         .merge(robots::router())
         .merge(immutable::router())
         .merge(audit_logs::router())

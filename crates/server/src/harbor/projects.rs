@@ -1,5 +1,6 @@
 //! Projects: listProjects, headProject, createProject, getProject, updateProject,
-//! deleteProject, getProjectDeletable, getProjectSummary.
+//! deleteProject, getProjectDeletable, getProjectSummary. A project created
+//! with a `registry_id` is a proxy cache of that upstream registry.
 
 use std::collections::BTreeMap;
 
@@ -10,6 +11,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Json, Router};
 use berth_domain::model::project::{MAX_STORAGE_LIMIT, validate_project_name};
+use berth_domain::model::registry::RegistryType;
 use berth_domain::model::{CveAllowlist, NewProject, Project, ProjectRef, User, metadata};
 use berth_domain::rbac::{Action, Resource, Role};
 use berth_domain::time::ZERO_TIME;
@@ -17,6 +19,7 @@ use berth_store::repo::projects::{ProjectDetails, ProjectFilter, REPOSITORIES_LE
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::registries::{RegistryWire, registry_wire};
 use crate::access::{ProjectAccess, require_project};
 use crate::audit::Event;
 use crate::error::{ApiError, HarborError, HarborResult};
@@ -271,16 +274,23 @@ const RETENTION_ON_UPDATE: &str = "the retention_id in the request's payload whe
 
 /// The metadata of a ProjectReq, as given: unknown keys are dropped (as
 /// go-swagger's binding drops them), and so are the proxy-cache keys of a
-/// normal project; values must be strings; a non-empty `retention_id` is a 400
-/// with `retention_message`.
+/// normal project and `enable_content_trust` of a proxy-cache one (`proxy`);
+/// values must be strings; a non-empty `retention_id` is a 400 with
+/// `retention_message`.
 fn request_metadata(
     map: Option<&serde_json::Map<String, Value>>,
+    proxy: bool,
     retention_message: &'static str,
 ) -> Result<Vec<(String, String)>, ApiError> {
     let mut out = Vec::new();
     for (key, value) in map.into_iter().flatten() {
         let proxy_only = key.starts_with("proxy_") || key == "max_upstream_conn";
-        if key != "retention_id" && (!metadata::is_writable(key) || proxy_only) {
+        let dropped = if proxy {
+            key == "enable_content_trust"
+        } else {
+            proxy_only
+        };
+        if key != "retention_id" && (!metadata::is_writable(key) || dropped) {
             continue;
         }
         let value = match value {
@@ -338,16 +348,10 @@ pub(crate) async fn create_project_as(
     if config.string("project_creation_restriction") == "adminonly" && !user.sysadmin {
         return Err(ApiError::forbidden("Only system admin can create project"));
     }
-    if req.registry_id.is_some() {
-        if !user.sysadmin {
-            return Err(ApiError::forbidden(
-                "Only system admin can create proxy cache project",
-            ));
-        }
-        return Err(ApiError::bad_request(format!(
-            "bad request: registry {} not found: proxy cache projects are not supported",
-            req.registry_id.unwrap_or_default()
-        )));
+    if req.registry_id.is_some() && !user.sysadmin {
+        return Err(ApiError::forbidden(
+            "Only system admin can create proxy cache project",
+        ));
     }
     let mut storage_limit = -1;
     if config.flag("quota_per_project_enable") {
@@ -356,7 +360,11 @@ pub(crate) async fn create_project_as(
             _ => config.int("storage_per_project"),
         };
     }
-    let mut pairs = request_metadata(req.metadata.as_ref(), RETENTION_ON_CREATE)?;
+    let mut pairs = request_metadata(
+        req.metadata.as_ref(),
+        req.registry_id.is_some(),
+        RETENTION_ON_CREATE,
+    )?;
     if !pairs.iter().any(|(k, v)| k == "public" && !v.is_empty()) {
         pairs.retain(|(k, _)| k != "public");
         let public = req.public.unwrap_or(false);
@@ -371,6 +379,10 @@ pub(crate) async fn create_project_as(
         }
         validated.push((key.clone(), metadata::normalize(&key, &value)?));
     }
+    let registry_id = match req.registry_id {
+        Some(id) => Some(proxy_registry(state, id).await?),
+        None => None,
+    };
     if storage_limit != -1 && !(1..=MAX_STORAGE_LIMIT).contains(&storage_limit) {
         return Err(ApiError::bad_request(format!(
             "bad request: invalid storage limit {storage_limit}: it should be -1 or between 1 and {MAX_STORAGE_LIMIT}"
@@ -386,6 +398,7 @@ pub(crate) async fn create_project_as(
             owner_id: user.id,
             metadata: validated,
             storage_limit,
+            registry_id,
         })
         .await?;
     state.audit(Event {
@@ -396,6 +409,28 @@ pub(crate) async fn create_project_as(
         username: &user.username,
     });
     Ok(project)
+}
+
+/// The upstream registry `id` of a new proxy-cache project, checked as
+/// Harbor does (a positive id of a registry of a type proxies support); a
+/// missing registry is a 400 (Harbor answers 500).
+async fn proxy_registry(state: &AppState, id: i64) -> Result<i64, ApiError> {
+    if id <= 0 {
+        return Err(ApiError::bad_request(format!(
+            "bad request: {id} is invalid value of registry_id, it should be greater than 0"
+        )));
+    }
+    let registry =
+        state.store.registries().get(id).await?.ok_or_else(|| {
+            ApiError::bad_request(format!("bad request: registry {id} not found"))
+        })?;
+    if RegistryType::parse(&registry.kind).is_none() {
+        return Err(ApiError::bad_request(format!(
+            "bad request: unsupported registry type {}",
+            registry.kind
+        )));
+    }
+    Ok(registry.id)
 }
 
 /// The caller of a project-scoped operation, with how its path names the
@@ -477,7 +512,8 @@ pub async fn update_project(
         .await?;
     let req = body.parse()?;
     let project_id = access.project.id;
-    let validated = request_metadata(req.metadata.as_ref(), RETENTION_ON_UPDATE)?
+    let proxy = access.project.registry_id.is_some();
+    let validated = request_metadata(req.metadata.as_ref(), proxy, RETENTION_ON_UPDATE)?
         .into_iter()
         .map(|(key, value)| metadata::normalize(&key, &value).map(|v| (key, v)))
         .collect::<Result<Vec<_>, _>>()?;
@@ -640,6 +676,8 @@ pub struct ProjectSummary {
     limited_guest_count: i64,
     #[serde(skip_serializing_if = "Option::is_none")]
     quota: Option<SummaryQuota>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    registry: Option<RegistryWire>,
 }
 
 /// Repository count, member counts (for callers who may list members) and quota.
@@ -678,6 +716,14 @@ pub async fn get_project_summary(
                 used: ResourceList { storage: used },
             });
         }
+    }
+    if let Some(id) = access.project.registry_id {
+        summary.registry = state
+            .store
+            .registries()
+            .get(id)
+            .await?
+            .map(|r| registry_wire(&r, false));
     }
     Ok(Json(summary))
 }

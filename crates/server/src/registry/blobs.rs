@@ -235,6 +235,7 @@ pub async fn delete_blob(ctx: Ctx, name: &str, digest: &str) -> RegistryResult<R
 /// `digest-algorithm`, default `sha256`).
 pub async fn post_blob_upload(ctx: Ctx, body: Body, name: &str) -> RegistryResult<Response> {
     let project = ctx.authorize(name, RepoAction::Push).await?;
+    super::refuse_proxy_push(&project)?;
     let state = &ctx.state;
     let algorithm = match ctx.query("digest-algorithm") {
         None => Algorithm::Sha256,

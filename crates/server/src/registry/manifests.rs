@@ -191,6 +191,7 @@ pub async fn put_manifest(
                 &format!("a manifest may be at most {MAX_MANIFEST_BYTES} bytes"),
             ))
         })?;
+    super::refuse_proxy_push(&project)?;
     let parsed = parse_reference(reference)?;
     let digest = manifest_digest(&body, &parsed);
     if let Reference::Digest(given) = &parsed

@@ -92,6 +92,19 @@ pub fn oci(kind: ErrorKind, code: &'static str, message: &str) -> ApiError {
 /// The result of a registry handler.
 pub type RegistryResult<T> = Result<T, RegistryError>;
 
+/// Refuses a push into a proxy-cache project (its content comes from its
+/// upstream registry only), with Harbor's 403 `DENIED`.
+pub(crate) fn refuse_proxy_push(project: &berth_domain::model::Project) -> Result<(), ApiError> {
+    match project.registry_id {
+        Some(_) => Err(oci(
+            ErrorKind::Forbidden,
+            "DENIED",
+            &format!("can not push artifact to a proxy project: {}", project.name),
+        )),
+        None => Ok(()),
+    }
+}
+
 /// Adds `Docker-Distribution-API-Version` to every answer and the Bearer
 /// challenge (`realm` = this server's token service) to every 401.
 async fn registry_headers(State(state): State<AppState>, request: Request, next: Next) -> Response {

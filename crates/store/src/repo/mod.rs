@@ -23,6 +23,7 @@ pub mod members;
 pub mod metadata;
 pub mod password_resets;
 pub mod quotas;
+pub mod registries;
 pub mod registry;
 pub mod repositories;
 mod rest_list;

@@ -541,19 +541,29 @@ impl Projects<'_> {
         let now = time::now();
         let mut tx = self.0.begin_write().await?;
         let row: ProjectRow = sqlx::query_as(sqlx::AssertSqlSafe(format!(
-            "INSERT INTO projects (name, owner_id, public, created_at, updated_at) \
-             VALUES ($1, $2, $3, $4, $4) RETURNING {PROJECT_RETURNING}"
+            "INSERT INTO projects (name, owner_id, public, registry_id, created_at, updated_at) \
+             VALUES ($1, $2, $3, $4, $5, $5) RETURNING {PROJECT_RETURNING}"
         )))
         .bind(&new.name)
         .bind(new.owner_id)
         .bind(i64::from(new.public()))
+        .bind(new.registry_id)
         .bind(&now)
         .fetch_one(&mut *tx)
         .await
-        .map_err(|err| {
-            conflict_on_unique(err, || {
+        .map_err(|err| match &err {
+            // The registry was deleted since the caller found it.
+            sqlx::Error::Database(db)
+                if db.kind() == sqlx::error::ErrorKind::ForeignKeyViolation =>
+            {
+                StoreError::Domain(DomainError::bad_request(format!(
+                    "bad request: registry {} not found",
+                    new.registry_id.unwrap_or_default()
+                )))
+            }
+            _ => conflict_on_unique(err, || {
                 format!("The project named {} already exists", new.name)
-            })
+            }),
         })?;
         sqlx::query(
             "INSERT INTO project_members (project_id, user_id, role, created_at, updated_at) \

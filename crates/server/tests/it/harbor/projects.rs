@@ -121,7 +121,7 @@ backend_test!(
             (json!({"project_name": "ok", "metadata": {"severity": "urgent"}}), "invalid value: urgent"),
             (json!({"project_name": "ok", "metadata": {"retention_id": "3"}}), "retention_id"),
             (json!({"project_name": "ok", "storage_limit": -5}), "bad request: invalid storage limit -5"),
-            (json!({"project_name": "ok", "registry_id": 1}), "not supported"),
+            (json!({"project_name": "ok", "registry_id": 1}), "bad request: registry 1 not found"),
         ];
         for (body, expected) in cases {
             let res = app.post("/api/v2.0/projects").admin().json(&body).send().await;
@@ -234,6 +234,7 @@ backend_test!(
                 owner_id: 1,
                 metadata: vec![("public".into(), "true".into())],
                 storage_limit: -1,
+                registry_id: None,
             }).await.unwrap();
         }
         let res = app.get("/api/v2.0/projects?page=2&page_size=10&q=name%3D~te").send().await;

@@ -3,6 +3,7 @@
 mod changes;
 mod migrations;
 mod projects;
+mod registries;
 mod registry;
 mod rest;
 mod sessions;

@@ -44,6 +44,7 @@ async fn teams(app: &crate::util::TestApp) -> (i64, i64, i64) {
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect(),
         storage_limit: -1,
+        registry_id: None,
     };
     let team_a = projects
         .create(&new(

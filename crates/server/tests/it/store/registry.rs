@@ -47,6 +47,7 @@ backend_test!(
             owner_id: 1,
             metadata: vec![("public".into(), "false".into())],
             storage_limit: -1,
+            registry_id: None,
         }).await.unwrap();
         let elsewhere = registry.manifest_lookup("other", "library/look", &tag).await.unwrap().unwrap();
         assert_eq!((elsewhere.project.id, elsewhere.project.public), (other.id, false));

@@ -2,6 +2,7 @@
 //! and the real binary on a loopback port.
 
 mod app;
+mod docker_registry;
 mod request;
 mod served;
 
@@ -9,6 +10,7 @@ pub use app::{
     ADMIN_PASSWORD, Backend, CONFIG_SECRET_KEY, JWT_SECRET, MASTER_KEY, Storage, TestApp,
     database_url, postgres_database_url, s3_blob_store, s3_blob_store_url, s3_client,
 };
+pub use docker_registry::{DockerRegistry, PeerOptions};
 pub use request::TestResponse;
 pub use served::{BERTH_BIN, RefusedPort, ServedBerth, free_port};
 
