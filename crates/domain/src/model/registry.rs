@@ -64,26 +64,10 @@ impl RegistryType {
 pub struct Registry {
     /// Harbor `id`.
     pub id: i64,
-    /// Unique name.
-    pub name: String,
-    /// Normalized `scheme://host[:port][/path]`.
-    pub url: String,
-    /// Harbor's type name (see [`RegistryType`]).
-    pub kind: String,
-    /// Free text.
-    pub description: String,
-    /// Whether TLS certificates go unchecked.
-    pub insecure: bool,
-    /// PEM certificates that replace the system roots for this registry; empty for none.
-    pub ca_certificate: String,
-    /// `basic` when there is an access key, else empty.
-    pub credential_type: String,
-    /// The user name Berth signs in with; empty for anonymous access.
-    pub access_key: String,
+    /// What it was created or last updated with.
+    pub settings: RegistrySettings,
     /// Whether a (sealed) secret is kept.
     pub has_secret: bool,
-    /// `healthy` once a check passed.
-    pub status: String,
     /// Creation time, store format.
     pub created_at: String,
     /// Last update time, store format.
@@ -112,22 +96,6 @@ pub struct RegistrySettings {
     pub access_key: String,
     /// The health found by the last check.
     pub status: String,
-}
-
-impl From<&Registry> for RegistrySettings {
-    fn from(r: &Registry) -> Self {
-        Self {
-            name: r.name.clone(),
-            url: r.url.clone(),
-            kind: r.kind.clone(),
-            description: r.description.clone(),
-            insecure: r.insecure,
-            ca_certificate: r.ca_certificate.clone(),
-            credential_type: r.credential_type.clone(),
-            access_key: r.access_key.clone(),
-            status: r.status.clone(),
-        }
-    }
 }
 
 /// What an update does to the stored secret.

@@ -424,10 +424,10 @@ async fn proxy_registry(state: &AppState, id: i64) -> Result<i64, ApiError> {
         state.store.registries().get(id).await?.ok_or_else(|| {
             ApiError::bad_request(format!("bad request: registry {id} not found"))
         })?;
-    if RegistryType::parse(&registry.kind).is_none() {
+    if RegistryType::parse(&registry.settings.kind).is_none() {
         return Err(ApiError::bad_request(format!(
             "bad request: unsupported registry type {}",
-            registry.kind
+            registry.settings.kind
         )));
     }
     Ok(registry.id)

@@ -76,23 +76,23 @@ pub struct RegistryWire {
 pub(crate) fn registry_wire(registry: &Registry, with_credential: bool) -> RegistryWire {
     RegistryWire {
         id: registry.id,
-        url: registry.url.clone(),
-        name: registry.name.clone(),
+        url: registry.settings.url.clone(),
+        name: registry.settings.name.clone(),
         credential: with_credential.then(|| CredentialWire {
-            kind: registry.credential_type.clone(),
-            access_key: registry.access_key.clone(),
+            kind: registry.settings.credential_type.clone(),
+            access_key: registry.settings.access_key.clone(),
             access_secret: if registry.has_secret {
                 HIDDEN_SECRET
             } else {
                 ""
             },
         }),
-        kind: registry.kind.clone(),
-        insecure: registry.insecure,
-        ca_certificate: (!registry.ca_certificate.is_empty())
-            .then(|| registry.ca_certificate.clone()),
-        description: registry.description.clone(),
-        status: registry.status.clone(),
+        kind: registry.settings.kind.clone(),
+        insecure: registry.settings.insecure,
+        ca_certificate: (!registry.settings.ca_certificate.is_empty())
+            .then(|| registry.settings.ca_certificate.clone()),
+        description: registry.settings.description.clone(),
+        status: registry.settings.status.clone(),
         creation_time: registry.created_at.clone(),
         update_time: registry.updated_at.clone(),
     }
@@ -250,7 +250,7 @@ pub async fn create_registry(
         project_id: None,
         operation: "create",
         resource_type: "registry",
-        resource: &created.name,
+        resource: &created.settings.name,
         username: &user.username,
     });
     let location = format!("{}/{}", query.path.trim_end_matches('/'), created.id);
@@ -299,7 +299,7 @@ pub async fn update_registry(
     let user = principal.require_sysadmin()?;
     let registry = registry_for(&state, &id).await?;
     let req = body.parse()?;
-    let mut settings = RegistrySettings::from(&registry);
+    let mut settings = registry.settings.clone();
     if let Some(name) = req.name {
         settings.name = name;
     }
@@ -317,7 +317,7 @@ pub async fn update_registry(
     registry::validate_name(&settings.name)?;
     let change = match req.access_secret {
         Some(secret) => SecretChange::Set(secret),
-        None if settings.url != registry.url => SecretChange::Clear,
+        None if settings.url != registry.settings.url => SecretChange::Clear,
         None => SecretChange::Keep,
     };
     let secret = match &change {
@@ -366,7 +366,7 @@ pub async fn delete_registry(
         project_id: None,
         operation: "delete",
         resource_type: "registry",
-        resource: &registry.name,
+        resource: &registry.settings.name,
         username: &user.username,
     });
     Ok(StatusCode::OK)
@@ -397,7 +397,7 @@ pub async fn ping_registry(
                 .access_secret(id)
                 .await?
                 .unwrap_or_default();
-            (RegistrySettings::from(&registry), secret)
+            (registry.settings.clone(), secret)
         }
         None => (RegistrySettings::default(), String::new()),
     };

@@ -33,16 +33,18 @@ impl From<RegistryRow> for Registry {
     fn from(row: RegistryRow) -> Self {
         Registry {
             id: row.id,
-            name: row.name,
-            url: row.url,
-            kind: row.kind,
-            description: row.description,
-            insecure: flag(row.insecure),
-            ca_certificate: row.ca_certificate,
-            credential_type: row.credential_type,
-            access_key: row.access_key,
+            settings: RegistrySettings {
+                name: row.name,
+                url: row.url,
+                kind: row.kind,
+                description: row.description,
+                insecure: flag(row.insecure),
+                ca_certificate: row.ca_certificate,
+                credential_type: row.credential_type,
+                access_key: row.access_key,
+                status: row.status,
+            },
             has_secret: flag(row.has_secret),
-            status: row.status,
             created_at: row.created_at,
             updated_at: row.updated_at,
         }

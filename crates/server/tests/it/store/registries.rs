@@ -32,7 +32,7 @@ backend_test!(
         let a = registries.create(&settings("a", "user-a"), "secret-a").await.unwrap();
         let b = registries.create(&settings("b", "user-b"), "secret-b").await.unwrap();
         assert!(a.has_secret && b.has_secret);
-        assert_eq!(a.access_key, "user-a");
+        assert_eq!(a.settings.access_key, "user-a");
         assert_eq!(registries.access_secret(a.id).await.unwrap().as_deref(), Some("secret-a"));
         // A secret without an access key is not kept.
         let c = registries.create(&settings("c", ""), "ignored").await.unwrap();
@@ -57,7 +57,7 @@ backend_test!(
         assert!(registries.update(b.id, &renamed, &SecretChange::Keep).await.unwrap());
         assert_eq!(registries.access_secret(b.id).await.unwrap().as_deref(), Some("new-b"));
         let stored = registries.get(b.id).await.unwrap().unwrap();
-        assert_eq!((stored.name.as_str(), stored.description.as_str()), ("b2", "second"));
+        assert_eq!((stored.settings.name.as_str(), stored.settings.description.as_str()), ("b2", "second"));
         assert!(registries.update(b.id, &settings("b2", ""), &SecretChange::Keep).await.unwrap());
         assert_eq!(registries.access_secret(b.id).await.unwrap(), None);
         assert!(registries.update(a.id, &settings("a", "user-a"), &SecretChange::Clear).await.unwrap());
@@ -71,7 +71,7 @@ backend_test!(
         // Listing with q, the fuzzy name, and paging.
         let (total, all) = registries.list(&parse_query("").unwrap(), None, &[], ALL).await.unwrap();
         assert_eq!(total, 3);
-        assert_eq!(all.iter().map(|r| r.name.as_str()).collect::<Vec<_>>(), ["a", "b2", "c"]);
+        assert_eq!(all.iter().map(|r| r.settings.name.as_str()).collect::<Vec<_>>(), ["a", "b2", "c"]);
         let (total, found) = registries.list(&parse_query("name=~B").unwrap(), None, &[], ALL).await.unwrap();
         assert_eq!((total, found[0].id), (1, b.id));
         let (total, _) = registries.list(&parse_query("").unwrap(), Some("C"), &[], ALL).await.unwrap();
