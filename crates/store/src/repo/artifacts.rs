@@ -134,7 +134,12 @@ const ARTIFACT_Q_COLUMNS: &[Column] = &[
         "a.repository_id",
         Kind::Int,
     ),
-    column(&["repository_name", "RepositoryName"], "r.name", Kind::Text),
+    // A listing reads one repository; its name is looked up only when filtered on.
+    column(
+        &["repository_name", "RepositoryName"],
+        "(SELECT rn.name FROM repositories rn WHERE rn.id = a.repository_id)",
+        Kind::Text,
+    ),
     column(&["digest", "Digest"], "a.digest", Kind::Text),
     column(&["size", "Size"], "a.size", Kind::Int),
     column(&["icon", "Icon"], "a.icon", Kind::Text),
@@ -234,9 +239,7 @@ impl Artifacts<'_> {
         sort: &[SortKey],
         paging: Paging,
     ) -> StoreResult<(Vec<Artifact>, i64)> {
-        let mut sql = Sql::new(
-            " FROM artifacts a JOIN repositories r ON r.id = a.repository_id WHERE a.repository_id = ",
-        );
+        let mut sql = Sql::new(" FROM artifacts a WHERE a.repository_id = ");
         sql.int(repository_id);
         // `listed` (kept by triggers, migration 0010): not an accessory, and
         // tagged or not a child of an index; one range of artifacts_listed_idx.

@@ -554,6 +554,7 @@ backend_test!(
             "&q=tags%3D~ag-",
             "&q=tags%3D~g",
             "&q=type%3DIMAGE",
+            "&q=repository_name%3Dlibrary/pages",
         ] {
             let whole = digests(&app.get(&format!("{base}?page_size=100{query}")).send().await);
             assert_eq!(whole.len(), 7, "{query}");
@@ -568,5 +569,8 @@ backend_test!(
             }
             assert_eq!(paged, whole, "{query}");
         }
+        let res = app.get(&format!("{base}?q=repository_name%3Dlibrary/other")).send().await;
+        assert_eq!(res.header("x-total-count"), Some("0"));
+        assert_eq!(digests(&res), Vec::<String>::new());
     }
 );
