@@ -156,25 +156,44 @@ fn empty_object() -> &'static RawValue {
     serde_json::from_str("{}").expect("{} is JSON")
 }
 
-/// Renders artifacts with their tags, labels and references, batched per page
-/// (one query per embedded list, whatever the page size).
-async fn artifacts_json<'a>(
-    state: &AppState,
+/// What [`artifacts_json`] embeds in a page of artifacts: one query per
+/// embedded list, whatever the page size.
+struct Embedded {
+    tags: Vec<Tag>,
+    labels: Vec<(i64, Label)>,
+    references: Vec<ArtifactReference>,
+}
+
+impl Embedded {
+    async fn load(
+        state: &AppState,
+        artifacts: &[Artifact],
+        embed: Embed,
+    ) -> Result<Self, ApiError> {
+        let ids: Vec<i64> = artifacts.iter().map(|a| a.id).collect();
+        let store = state.store.artifacts();
+        Ok(Self {
+            tags: if embed.tags {
+                store.tags_of(&ids).await?
+            } else {
+                Vec::new()
+            },
+            labels: if embed.labels {
+                store.labels_of(&ids).await?
+            } else {
+                Vec::new()
+            },
+            references: store.references_of(&ids).await?,
+        })
+    }
+}
+
+/// Renders artifacts with what `embedded` holds for them.
+fn artifacts_json<'a>(
     project_name: &str,
     artifacts: &'a [Artifact],
-    embed: Embed,
-    embedded: &'a mut Embedded,
-) -> Result<Vec<ArtifactJson<'a>>, ApiError> {
-    let ids: Vec<i64> = artifacts.iter().map(|a| a.id).collect();
-    let store = state.store.artifacts();
-    if embed.tags {
-        embedded.tags = store.tags_of(&ids).await?;
-    }
-    if embed.labels {
-        embedded.labels = store.labels_of(&ids).await?;
-    }
-    embedded.references = store.references_of(&ids).await?;
-    let embedded = &*embedded;
+    embedded: &'a Embedded,
+) -> Vec<ArtifactJson<'a>> {
     let mut tags: HashMap<i64, Vec<TagJson<'a>>> = HashMap::new();
     for tag in &embedded.tags {
         tags.entry(tag.artifact_id)
@@ -192,7 +211,7 @@ async fn artifacts_json<'a>(
             .or_default()
             .push(reference_json(reference));
     }
-    Ok(artifacts
+    artifacts
         .iter()
         .map(|a| {
             let mut body = artifact_json(project_name, a);
@@ -201,15 +220,7 @@ async fn artifacts_json<'a>(
             body.references = references.remove(&a.id);
             body
         })
-        .collect())
-}
-
-/// What [`artifacts_json`] embeds, loaded once per page.
-#[derive(Default)]
-struct Embedded {
-    tags: Vec<Tag>,
-    labels: Vec<(i64, Label)>,
-    references: Vec<ArtifactReference>,
+        .collect()
 }
 
 /// Whether an artifact has a build history: an image manifest (not an index).
@@ -299,15 +310,8 @@ pub async fn list_artifacts(
         .artifacts()
         .list_artifacts(repository.id, &filter, &sort, paging)
         .await?;
-    let mut embedded = Embedded::default();
-    let body = artifacts_json(
-        &state,
-        &project_name,
-        &artifacts,
-        Embed::from_query(&query),
-        &mut embedded,
-    )
-    .await?;
+    let embedded = Embedded::load(&state, &artifacts, Embed::from_query(&query)).await?;
+    let body = artifacts_json(&project_name, &artifacts, &embedded);
     Ok(paged(&body, total, query.link(paging, total)))
 }
 
@@ -369,15 +373,9 @@ pub async fn get_artifact(
         Action::Read,
     )
     .await?;
-    let mut embedded = Embedded::default();
-    let body = artifacts_json(
-        &state,
-        &project_name,
-        std::slice::from_ref(&artifact),
-        Embed::from_query(&query),
-        &mut embedded,
-    )
-    .await?;
+    let artifacts = std::slice::from_ref(&artifact);
+    let embedded = Embedded::load(&state, artifacts, Embed::from_query(&query)).await?;
+    let body = artifacts_json(&project_name, artifacts, &embedded);
     Ok(axum::Json(&body[0]).into_response())
 }
 

@@ -11,7 +11,7 @@ use crate::repo::immutable::{check_artifact_mutable, check_mutable};
 use crate::repo::labels::LabelRow;
 use crate::repo::manifests::delete_artifact_tree;
 use crate::repo::repositories::lock_repository;
-use crate::repo::sql::{Column, Kind, Sql, Total, order_clause};
+use crate::repo::sql::{Column, Keyed, Kind, Sql, Total, order_clause};
 use crate::{Backend, Store};
 
 const ARTIFACT_COLUMNS: &str = "a.id, a.project_id, a.repository_id, r.name AS repository_name, a.digest, \
@@ -318,9 +318,11 @@ impl Artifacts<'_> {
         let (rows, total): (Vec<ArtifactRow>, i64) = sql
             .fetch_keyed_page(
                 &self.0.pool,
-                ARTIFACT_COLUMNS,
-                "artifacts a JOIN repositories r ON r.id = a.repository_id",
-                "a.id",
+                Keyed {
+                    columns: ARTIFACT_COLUMNS,
+                    from: "artifacts a JOIN repositories r ON r.id = a.repository_id",
+                    key: "a.id",
+                },
                 &order,
                 paging,
                 total,

@@ -144,13 +144,10 @@ impl Sql {
     /// `SELECT columns FROM from` reads just the page's rows.
     ///
     /// The total comes as [`Total`] says.
-    #[allow(clippy::too_many_arguments)]
     pub(crate) async fn fetch_keyed_page<T>(
         &self,
         pool: &AnyPool,
-        columns: &str,
-        from: &str,
-        key: &str,
+        rows: Keyed<'_>,
         order: &str,
         paging: Paging,
         total: Total,
@@ -158,6 +155,7 @@ impl Sql {
     where
         T: for<'r> FromRow<'r, AnyRow> + Send + Unpin,
     {
+        let Keyed { columns, from, key } = rows;
         let total = match total {
             Total::Kept(total) => total,
             Total::Count => self.count().fetch_count(pool).await?,
@@ -241,6 +239,15 @@ impl Sql {
         let (count,): (i64,) = FromRow::from_row(&row)?;
         Ok(count)
     }
+}
+
+/// What [`Sql::fetch_keyed_page`] reads for a page's keys: `SELECT columns
+/// FROM from` for the rows whose `key` is among them.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Keyed<'a> {
+    pub(crate) columns: &'a str,
+    pub(crate) from: &'a str,
+    pub(crate) key: &'a str,
 }
 
 /// Where [`Sql::fetch_keyed_page`] takes a listing's total from.
