@@ -118,6 +118,11 @@ pub struct Settings {
     /// (clients then fetch the bytes from the bucket directly).
     #[arg(long, env = "BLOB_REDIRECT", global = true)]
     pub blob_redirect: bool,
+    /// How long a proxy-cache project serves a tag before checking it upstream
+    /// again (a `HEAD`, which Docker Hub does not count against its pull limit):
+    /// seconds, or with a unit (`30s`, `5m`, `1h`).
+    #[arg(long, env = "PROXY_CACHE_TTL", default_value = "5m", value_parser = parse_duration_secs, global = true)]
+    pub proxy_cache_ttl: i64,
     /// `sqlite://...` or `postgres://...`; defaults to `<data-dir>/berth.db`.
     #[arg(long, env = "DATABASE_URL", global = true)]
     pub database_url: Option<String>,

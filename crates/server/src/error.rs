@@ -367,6 +367,10 @@ pub const OCI_ERROR_CODES: [&str; 14] = [
     "TOOMANYREQUESTS",
 ];
 
+/// The codes distribution (not the OCI table) has for a server that could not
+/// get an answer upstream: `UNAVAILABLE` (503) and `UNKNOWN`.
+pub const UPSTREAM_ERROR_CODES: [&str; 2] = ["UNAVAILABLE", "UNKNOWN"];
+
 impl ErrorKind {
     /// The OCI code of this kind when the error carries none, from the spec's
     /// table; `None` for the 5xx kinds, which the table has no code for.
@@ -397,7 +401,9 @@ impl ApiError {
 /// An [`ApiError`] rendered as the OCI distribution spec does:
 /// `{"errors":[{"code","message"}]}` with a code of [`OCI_ERROR_CODES`]. A 5xx
 /// answer carries an empty `errors` list: the spec's table has no code for a
-/// server failure, and its cause is logged, never sent.
+/// server failure, and its cause is logged, never sent; only a proxy's
+/// upstream failure, which is the client's to know, is told
+/// ([`UPSTREAM_ERROR_CODES`]).
 #[derive(Debug)]
 pub struct OciError(pub ApiError);
 
@@ -411,7 +417,11 @@ impl IntoResponse for OciError {
     fn into_response(self) -> Response {
         let err = self.0;
         let errors = match err.kind.oci_code() {
-            None => json!([]),
+            // A proxy's upstream failure is told, with distribution's codes for it.
+            None => match err.code.filter(|code| UPSTREAM_ERROR_CODES.contains(code)) {
+                Some(code) => json!([{"code": code, "message": err.message}]),
+                None => json!([]),
+            },
             Some(default) => {
                 let spec = |code: &&str| OCI_ERROR_CODES.contains(code);
                 debug_assert!(

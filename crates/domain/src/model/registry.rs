@@ -56,6 +56,16 @@ impl RegistryType {
             _ => url.to_string(),
         }
     }
+
+    /// The upstream name of `repository` (the name within the proxy project):
+    /// Docker Hub keeps its official images under `library/`, which
+    /// `docker pull nginx` leaves out.
+    pub fn upstream_repository(self, repository: &str) -> String {
+        match self {
+            Self::DockerHub if !repository.contains('/') => format!("library/{repository}"),
+            _ => repository.to_string(),
+        }
+    }
 }
 
 /// A stored upstream registry. The secret is not part of it: only whether

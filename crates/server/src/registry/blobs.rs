@@ -116,8 +116,15 @@ pub async fn get_blob(
             .await?
     } else {
         registry.repository_blob(name, digest.as_str()).await?
-    }
-    .ok_or_else(|| blob_unknown(&digest))?;
+    };
+    let Some(blob) = blob else {
+        return match project.registry_id {
+            Some(registry_id) => {
+                super::proxy::get_blob(&ctx, &project, registry_id, name, &digest, with_body).await
+            }
+            None => Err(blob_unknown(&digest)),
+        };
+    };
     let size = u64::try_from(blob.size).unwrap_or(0);
     let range = ctx
         .header("range")

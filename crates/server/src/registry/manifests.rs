@@ -4,12 +4,14 @@ use axum::body::Body;
 use axum::http::header::{CONTENT_LENGTH, CONTENT_TYPE, ETAG, LINK, LOCATION};
 use axum::http::{HeaderName, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
+use berth_domain::model::Project;
 use berth_domain::oci::manifest::{Descriptor, image_extra_attrs};
 use berth_domain::oci::reference::project_of;
 use berth_domain::oci::{Digest, Manifest, Reference, media_type};
 use berth_store::repo::manifests::{
     DeleteManifest, NewManifest, NewReference, Pull, PutManifest, StoredManifest,
 };
+use bytes::Bytes;
 use futures_util::StreamExt;
 use serde_json::{Value, json};
 use sha2::{Digest as _, Sha256, Sha512};
@@ -21,7 +23,7 @@ use crate::error::ErrorKind;
 use crate::state::AppState;
 
 /// The largest manifest accepted (distribution's limit).
-const MAX_MANIFEST_BYTES: usize = 4 << 20;
+pub(super) const MAX_MANIFEST_BYTES: usize = 4 << 20;
 /// The largest image config read for `extra_attrs` (as large as a manifest may be);
 /// a larger config is stored like any blob, only not read.
 const MAX_CONFIG_BYTES: u64 = 4 << 20;
@@ -57,7 +59,7 @@ fn parse_reference(reference: &str) -> RegistryResult<Reference> {
     })
 }
 
-fn manifest_unknown(name: &str, reference: &str) -> RegistryError {
+pub(super) fn manifest_unknown(name: &str, reference: &str) -> RegistryError {
     oci(
         ErrorKind::NotFound,
         "MANIFEST_UNKNOWN",
@@ -114,7 +116,48 @@ pub async fn get_manifest(
         None => (None, None, None, false),
     };
     let project = ctx.authorize_found(name, RepoAction::Pull, project).await?;
-    let Some(StoredManifest {
+    if let Some(registry_id) = project.registry_id {
+        let stored = manifest.map(|m| (m, cosign_required));
+        let pull = super::proxy::ManifestPull {
+            project: &project,
+            registry_id,
+            name,
+            reference: &parsed,
+            with_body,
+        };
+        return super::proxy::get_manifest(&ctx, pull, stored).await;
+    }
+    let Some(manifest) = manifest else {
+        return Err(match repository_id {
+            None => name_unknown(name),
+            Some(_) => manifest_unknown(name, reference),
+        });
+    };
+    serve_stored(
+        &ctx,
+        &project,
+        name,
+        reference,
+        manifest,
+        cosign_required,
+        with_body,
+    )
+    .await
+}
+
+/// Answers a manifest GET or HEAD of `name` by `reference` with `manifest`, as
+/// stored: Harbor's signed-only pulls checked (`cosign_required`), the pull
+/// noted and audited.
+pub(super) async fn serve_stored(
+    ctx: &Ctx,
+    project: &Project,
+    name: &str,
+    reference: &str,
+    manifest: StoredManifest,
+    cosign_required: bool,
+    with_body: bool,
+) -> RegistryResult<Response> {
+    let StoredManifest {
         artifact_id,
         repository_id,
         tag_id,
@@ -122,14 +165,8 @@ pub async fn get_manifest(
         media_type,
         body,
         cosign_signed,
-    }) = manifest
-    else {
-        return Err(match repository_id {
-            None => name_unknown(name),
-            Some(_) => manifest_unknown(name, reference),
-        });
-    };
-    if with_body && cosign_required && !cosign_signed && !may_push(&ctx, name).await {
+    } = manifest;
+    if with_body && cosign_required && !cosign_signed && !may_push(ctx, name).await {
         // Harbor's signed-only pulls; who may push (and so sign) still pulls.
         return Err(oci(
             ErrorKind::Precondition,
@@ -139,13 +176,7 @@ pub async fn get_manifest(
         .into());
     }
     if with_body {
-        ctx.state.audit(Event {
-            project_id: Some(project.id),
-            operation: "pull",
-            resource_type: "artifact",
-            resource: &artifact_name(name, reference),
-            username: ctx.caller.audit_name(),
-        });
+        audit_pull(ctx, project, name, reference);
         ctx.state.registry.record_pull(
             &ctx.state.store,
             Pull {
@@ -155,6 +186,28 @@ pub async fn get_manifest(
             },
         );
     }
+    Ok(manifest_response(body, &media_type, &digest, with_body))
+}
+
+/// Audits a manifest pull of `name` by `reference`.
+pub(super) fn audit_pull(ctx: &Ctx, project: &Project, name: &str, reference: &str) {
+    ctx.state.audit(Event {
+        project_id: Some(project.id),
+        operation: "pull",
+        resource_type: "artifact",
+        resource: &artifact_name(name, reference),
+        username: ctx.caller.audit_name(),
+    });
+}
+
+/// A manifest answer: `body` (sent for a GET only) with its headers.
+pub(super) fn manifest_response(
+    body: impl Into<Bytes>,
+    media_type: &str,
+    digest: &str,
+    with_body: bool,
+) -> Response {
+    let body = body.into();
     let len = body.len();
     let mut response = if with_body {
         Body::from(body).into_response()
@@ -162,11 +215,11 @@ pub async fn get_manifest(
         Body::empty().into_response()
     };
     let headers = response.headers_mut();
-    headers.insert(CONTENT_TYPE, header(&media_type));
+    headers.insert(CONTENT_TYPE, header(media_type));
     headers.insert(CONTENT_LENGTH, header(len.to_string()));
-    headers.insert(DOCKER_CONTENT_DIGEST, header(&digest));
+    headers.insert(DOCKER_CONTENT_DIGEST, header(digest));
     headers.insert(ETAG, header(format!("\"{digest}\"")));
-    Ok(response)
+    response
 }
 
 /// `PUT /v2/<name>/manifests/<reference>`: stores an image manifest or index
@@ -304,13 +357,14 @@ pub(crate) async fn manifest_record(
                 annotations: to_json(&c.annotations),
             })
             .collect(),
+        partial_children: false,
         tag,
     }
 }
 
 /// The digest of a manifest body: with SHA-512 when it is pushed by a `sha512:`
 /// digest (once [`Digest`] accepts those), else with SHA-256, the canonical algorithm.
-fn manifest_digest(body: &[u8], reference: &Reference) -> Digest {
+pub(super) fn manifest_digest(body: &[u8], reference: &Reference) -> Digest {
     let sha256 = || Digest::from_sha256_bytes(&Sha256::digest(body));
     match reference {
         Reference::Digest(given) if given.as_str().starts_with("sha512:") => {

@@ -8,6 +8,7 @@
 mod auth;
 mod blobs;
 mod manifests;
+mod proxy;
 pub mod state;
 
 use axum::Router;

@@ -23,17 +23,26 @@ pub struct RegistryState {
     pub redirect_downloads: bool,
     /// Signs and verifies `/service/token` tokens.
     pub tokens: RegistryTokenKeys,
+    /// What proxy-cache projects keep in memory.
+    pub proxy: super::proxy::ProxyCache,
     /// Pulls not yet written.
     pulls: PullBatch,
 }
 
 impl RegistryState {
-    /// The registry state over `blobs`, with token keys derived from `secret`.
-    pub fn new(blobs: BlobStore, redirect_downloads: bool, secret: &[u8]) -> Self {
+    /// The registry state over `blobs`, with token keys derived from
+    /// `secret`, checking proxied tags upstream at most once per `proxy_ttl`.
+    pub fn new(
+        blobs: BlobStore,
+        redirect_downloads: bool,
+        secret: &[u8],
+        proxy_ttl: Duration,
+    ) -> Self {
         Self {
             blobs,
             redirect_downloads,
             tokens: RegistryTokenKeys::new(secret),
+            proxy: super::proxy::ProxyCache::new(proxy_ttl),
             pulls: PullBatch::default(),
         }
     }

@@ -1,6 +1,6 @@
 //! A client for upstream registries (the `/registries` proxy-cache projects
-//! pull through): today the health check Harbor calls a ping, with the
-//! registry's TLS settings and credential; the proxy cache's pulls build on it.
+//! pull through): the health check Harbor calls a ping, with the registry's
+//! TLS settings and credential, and the proxy cache's pulls ([`Remote`]).
 //!
 //! A ping is `GET <base>/v2/`. Without a credential, any answer of a
 //! registry (200, or 401/403 asking for sign-in) counts: the registry is
@@ -9,13 +9,16 @@
 //! challenge answered directly, and `/v2/` must then answer 2xx.
 
 mod challenge;
+mod remote;
 pub mod tls;
+
+pub use remote::{BlobStream, FetchedManifest, ManifestHead, Remote, Unavailable};
 
 use challenge::Challenge;
 
 use std::time::Duration;
 
-use axum::http::{HeaderMap, Request, StatusCode, header};
+use axum::http::{HeaderMap, Method, Request, StatusCode, header};
 use base64::Engine;
 use bytes::Bytes;
 use http_body_util::{BodyExt, Empty, Limited};
@@ -107,18 +110,33 @@ impl Upstream {
         })
     }
 
-    /// GETs `url` with `authorization`, following redirects (the
-    /// authorization goes along only while the origin stays the same).
+    /// GETs `url` with `authorization`, following redirects.
     async fn get(&self, url: &str, authorization: Option<&str>) -> Result<Answer, Unhealthy> {
+        self.send(Method::GET, url, authorization, None).await
+    }
+
+    /// Sends `method` to `url` with `authorization` and `accept`, following
+    /// redirects (the authorization goes along only while the origin stays
+    /// the same).
+    async fn send(
+        &self,
+        method: Method,
+        url: &str,
+        authorization: Option<&str>,
+        accept: Option<&str>,
+    ) -> Result<Answer, Unhealthy> {
         let mut url = url.to_string();
         let first_origin = origin(&url).to_string();
         for _ in 0..=MAX_REDIRECTS {
-            let mut request = Request::get(&url).header(
+            let mut request = Request::builder().method(method.clone()).uri(&url).header(
                 header::USER_AGENT,
                 concat!("berth/", env!("CARGO_PKG_VERSION")),
             );
             if let Some(value) = authorization.filter(|_| origin(&url) == first_origin) {
                 request = request.header(header::AUTHORIZATION, value);
+            }
+            if let Some(accept) = accept {
+                request = request.header(header::ACCEPT, accept);
             }
             let request = request
                 .body(Empty::new())
@@ -150,15 +168,25 @@ impl Upstream {
     }
 
     /// A token from the token service a Bearer challenge names, asked with
-    /// the challenge's `service` and `scope` and the Basic credential.
-    async fn token(&self, bearer: &Challenge, basic: &str) -> Result<String, Unhealthy> {
+    /// the challenge's `service` and `scope` (or `scope` when given) and the
+    /// Basic credential, if any; with how long it lives.
+    async fn token(
+        &self,
+        bearer: &Challenge,
+        basic: Option<&str>,
+        scope: Option<&str>,
+    ) -> Result<(String, Duration), Unhealthy> {
         let realm = bearer
             .param("realm")
             .ok_or_else(|| Unhealthy("a Bearer challenge without a realm".into()))?;
-        let params: Vec<(&str, &str)> = ["service", "scope"]
+        let mut params: Vec<(&str, &str)> = bearer
+            .param("service")
+            .map(|service| ("service", service))
             .into_iter()
-            .filter_map(|name| bearer.param(name).map(|value| (name, value)))
             .collect();
+        if let Some(scope) = scope.or_else(|| bearer.param("scope")) {
+            params.push(("scope", scope));
+        }
         let mut url = realm.to_string();
         if !params.is_empty() {
             let query =
@@ -166,7 +194,7 @@ impl Upstream {
             url.push(if url.contains('?') { '&' } else { '?' });
             url.push_str(&query);
         }
-        let answer = self.get(&url, Some(basic)).await?;
+        let answer = self.get(&url, basic).await?;
         if !answer.status.is_success() {
             return Err(Unhealthy(format!(
                 "the token service {realm} refused the credential ({})",
@@ -184,6 +212,8 @@ impl Upstream {
             token: String,
             #[serde(default)]
             access_token: String,
+            #[serde(default)]
+            expires_in: Option<u64>,
         }
         let parsed: TokenBody = serde_json::from_slice(&body)
             .map_err(|e| Unhealthy(format!("the token service {realm} answered no token: {e}")))?;
@@ -197,8 +227,18 @@ impl Upstream {
                 "the token service {realm} answered no token"
             )));
         }
-        Ok(token)
+        // The distribution token spec: 60 seconds when the service names none.
+        let lifetime = Duration::from_secs(parsed.expires_in.unwrap_or(60));
+        Ok((token, lifetime))
     }
+}
+
+/// `Basic <base64(user:secret)>`.
+fn basic_authorization(user: &str, secret: &str) -> String {
+    format!(
+        "Basic {}",
+        base64::engine::general_purpose::STANDARD.encode(format!("{user}:{secret}"))
+    )
 }
 
 /// Checks that `target` is a reachable registry and, when it has a
@@ -231,10 +271,7 @@ async fn ping_now(target: &Target<'_>) -> Result<(), Unhealthy> {
     if first.status != StatusCode::UNAUTHORIZED {
         return Err(refused(first.status));
     }
-    let basic = format!(
-        "Basic {}",
-        base64::engine::general_purpose::STANDARD.encode(format!("{user}:{secret}"))
-    );
+    let basic = basic_authorization(user, secret);
     let challenges = challenge::parse(
         first
             .headers
@@ -243,7 +280,10 @@ async fn ping_now(target: &Target<'_>) -> Result<(), Unhealthy> {
             .filter_map(|v| v.to_str().ok()),
     );
     let authorization = if let Some(bearer) = challenges.iter().find(|c| c.scheme == "bearer") {
-        format!("Bearer {}", upstream.token(bearer, &basic).await?)
+        format!(
+            "Bearer {}",
+            upstream.token(bearer, Some(&basic), None).await?.0
+        )
     } else if challenges.iter().any(|c| c.scheme == "basic") {
         basic
     } else {

@@ -59,6 +59,9 @@ pub struct NewManifest {
     pub blobs: Vec<String>,
     /// Child manifests of an index.
     pub children: Vec<NewReference>,
+    /// Whether children missing from the repository are left out rather than
+    /// refused: a proxy cache keeps an index with only the platforms pulled.
+    pub partial_children: bool,
     /// The tag to point at it, if pushed by tag.
     pub tag: Option<String>,
 }
@@ -272,10 +275,11 @@ impl Registry<'_> {
                 query = query.bind(&c.digest);
             }
             children = query.fetch_all(&mut *tx).await?;
-            if let Some(missing) = m
-                .children
-                .iter()
-                .find(|c| !children.iter().any(|(_, d, _)| *d == c.digest))
+            if !m.partial_children
+                && let Some(missing) = m
+                    .children
+                    .iter()
+                    .find(|c| !children.iter().any(|(_, d, _)| *d == c.digest))
             {
                 tx.rollback().await?;
                 return Ok(PutManifest::MissingChild(missing.digest.clone()));
@@ -357,11 +361,14 @@ impl Registry<'_> {
         query.execute(&mut *tx).await?;
 
         for child in &m.children {
-            let child_id = children
+            // Only a partial index has a child that is not here.
+            let Some(child_id) = children
                 .iter()
                 .find(|(_, d, _)| *d == child.digest)
                 .map(|(id, _, _)| *id)
-                .expect("checked above");
+            else {
+                continue;
+            };
             sqlx::query(
                 "INSERT INTO artifact_references (parent_id, child_id, child_digest, platform, urls, annotations) \
                  VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (parent_id, child_id) DO NOTHING",

@@ -487,7 +487,7 @@ backend_test!(
         let res = app.get("/api/v2.0/projects/cache/repositories").admin().send().await;
         assert_eq!(res.json(), json!([]));
 
-        // Pulls are answered as in any project (the proxy fetch comes later).
+        // What upstream does not have is not found (pulls through are in registry/proxy_cache.rs).
         let res = app.get("/v2/cache/app/manifests/v1").send().await;
         assert_eq!(res.status, StatusCode::NOT_FOUND, "{}", res.text());
         let res = app.get("/v2/cache/app/tags/list").admin().send().await;

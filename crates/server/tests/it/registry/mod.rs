@@ -7,6 +7,7 @@ mod instances;
 mod integrity;
 mod object_store;
 mod protocol;
+mod proxy_cache;
 mod signed_pulls;
 
 use axum::http::{Method, StatusCode};

@@ -275,15 +275,25 @@ impl TestApp {
     /// redirects to the store's presigned URLs (`--blob-redirect`).
     pub fn with_blob_redirect(self) -> Self {
         let blobs = self.state.registry.blobs.clone();
-        self.rebuilt(blobs, true)
+        let ttl = self.state.registry.proxy.ttl();
+        self.rebuilt(blobs, true, ttl)
     }
 
     /// The same application and database with blobs in `blobs`.
     pub fn with_blobs(self, blobs: BlobStore) -> Self {
-        self.rebuilt(blobs, false)
+        let ttl = self.state.registry.proxy.ttl();
+        self.rebuilt(blobs, false, ttl)
     }
 
-    fn rebuilt(self, blobs: BlobStore, redirect: bool) -> Self {
+    /// The same application and database, checking proxied tags upstream at
+    /// most once per `ttl` (the tests' default: on every pull).
+    pub fn with_proxy_ttl(self, ttl: std::time::Duration) -> Self {
+        let blobs = self.state.registry.blobs.clone();
+        let redirect = self.state.registry.redirect_downloads;
+        self.rebuilt(blobs, redirect, ttl)
+    }
+
+    fn rebuilt(self, blobs: BlobStore, redirect: bool, proxy_ttl: std::time::Duration) -> Self {
         let rest =
             RestServices::new(RestConfig::default()).expect("the default REST configuration");
         let state = bootstrap::build_state(
@@ -293,6 +303,7 @@ impl TestApp {
             7 * 86_400,
             blobs,
             redirect,
+            proxy_ttl,
             "http://127.0.0.1:9000".into(),
             rest,
             SignInSettings::default(),
@@ -319,6 +330,7 @@ fn test_state(
         7 * 86_400,
         blobs,
         false,
+        std::time::Duration::ZERO,
         "http://127.0.0.1:9000".into(),
         rest,
         signin,

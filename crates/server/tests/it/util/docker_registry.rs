@@ -33,6 +33,8 @@ pub struct DockerRegistry {
     child: Child,
     port: u16,
     tls: bool,
+    /// Its access log: one line per request answered.
+    access: Arc<Mutex<String>>,
     /// The PEM of the CA that signed its certificate (TLS only).
     pub ca_pem: String,
     _dir: tempfile::TempDir,
@@ -129,7 +131,7 @@ impl DockerRegistry {
             std::fs::write(
                 &config,
                 format!(
-                    "version: 0.1\nlog:\n  level: info\n  accesslog:\n    disabled: true\n\
+                    "version: 0.1\nlog:\n  level: info\n\
                      storage:\n  filesystem:\n    rootdirectory: {}\n  delete:\n    enabled: true\n\
                      http:\n  addr: 127.0.0.1:{port}\n{tls}{auth}",
                     dir.path().join("data").display()
@@ -139,10 +141,22 @@ impl DockerRegistry {
             let mut child = Command::new("docker-registry")
                 .arg("serve")
                 .arg(&config)
-                .stdout(Stdio::null())
+                .stdout(Stdio::piped())
                 .stderr(Stdio::piped())
                 .spawn()
                 .expect("docker-registry must be installed (apt-get install docker-registry)");
+            let access = Arc::new(Mutex::new(String::new()));
+            {
+                let access = access.clone();
+                let stdout = child.stdout.take().unwrap();
+                std::thread::spawn(move || {
+                    for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                        let mut access = access.lock().unwrap();
+                        access.push_str(&line);
+                        access.push('\n');
+                    }
+                });
+            }
             let log = Arc::new(Mutex::new(String::new()));
             let reader = {
                 let log = log.clone();
@@ -162,6 +176,7 @@ impl DockerRegistry {
                         child,
                         port,
                         tls: options.tls,
+                        access,
                         ca_pem,
                         _dir: dir,
                     };
@@ -191,6 +206,20 @@ impl DockerRegistry {
     pub fn url(&self) -> String {
         let scheme = if self.tls { "https" } else { "http" };
         format!("{scheme}://127.0.0.1:{}", self.port)
+    }
+}
+
+impl DockerRegistry {
+    /// How many requests it answered whose request line (`GET /v2/...`)
+    /// starts with `request` (the access log is written as each ends).
+    pub fn requests(&self, request: &str) -> usize {
+        let needle = format!("\"{request}");
+        self.access
+            .lock()
+            .unwrap()
+            .lines()
+            .filter(|line| line.contains(&needle))
+            .count()
     }
 }
 

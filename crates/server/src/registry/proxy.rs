@@ -1,0 +1,878 @@
+//! Proxy-cache projects: a pull of `<project>/<repository>` that the cache
+//! cannot answer is fetched from the project's upstream registry, answered,
+//! and stored as ordinary content (listed, counted, collected, quota'd).
+//!
+//! - A tag is checked upstream with a `HEAD` at most once per TTL; an
+//!   unchanged digest is served from the cache. A digest is never checked
+//!   again (its bytes cannot change).
+//! - When upstream is down or rate-limited, what is cached is served; with
+//!   nothing cached the client gets 503 `UNAVAILABLE` (429 `TOOMANYREQUESTS`).
+//! - A manifest fetched upstream is answered at once; a background task
+//!   fetches its blobs (the ones the client did not ask for too) and then
+//!   stores it, tagged when it was pulled by tag, so a later pull by digest
+//!   finds the artifact of that tag. An index is stored with the platforms
+//!   pulled so far and linked to each further one as it is cached.
+//! - Concurrent fetches of one manifest or blob go upstream once: the blob's
+//!   bytes are spooled to an unlinked temporary file that every waiting client
+//!   reads as it grows, while the same stream is hashed and stored. A
+//!   client is never sent a blob's last byte before the digest checked out.
+
+use std::collections::HashMap;
+use std::hash::Hash;
+use std::io;
+use std::os::unix::fs::FileExt;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use axum::body::Body;
+use axum::http::header::{CONTENT_LENGTH, CONTENT_TYPE, ETAG};
+use axum::http::{HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use berth_domain::model::Project;
+use berth_domain::model::registry::RegistryType;
+use berth_domain::oci::{Digest, Manifest, Reference};
+use berth_store::repo::manifests::{Pull, PutManifest, StoredManifest};
+use bytes::Bytes;
+use futures_util::{Stream, StreamExt};
+use http_body_util::BodyExt;
+use tokio::io::AsyncWriteExt;
+use tokio::sync::{OnceCell, watch};
+
+use super::blobs::DOCKER_CONTENT_DIGEST;
+use super::manifests::{
+    MAX_MANIFEST_BYTES, audit_pull, manifest_digest, manifest_record, manifest_response,
+    manifest_unknown, serve_stored,
+};
+use super::{Ctx, RegistryError, RegistryResult, oci};
+use crate::error::{ApiError, ErrorKind};
+use crate::state::AppState;
+use crate::upstream::{self, Remote, Unavailable};
+
+/// How many tags' check times are kept before the expired ones are dropped.
+const MAX_CHECKED: usize = 100_000;
+/// How many index children waiting for their parent are remembered.
+const MAX_PARENTS: usize = 10_000;
+/// How much of a spooled blob one read hands a client.
+const READ_CHUNK: u64 = 1 << 20;
+/// How many blobs of one manifest the background task fetches at once.
+const PARALLEL_BLOBS: usize = 4;
+
+/// `(project id, repository, tag or digest)`.
+type Key = (i64, String, String);
+
+/// A manifest fetched from upstream.
+#[derive(Debug)]
+struct Fetched {
+    digest: Digest,
+    media_type: String,
+    body: Bytes,
+    manifest: Manifest,
+}
+
+/// Why a fetch found nothing to answer with.
+#[derive(Debug, Clone)]
+enum Miss {
+    /// Upstream has no such content.
+    NotFound,
+    /// Upstream could not be asked, or refused.
+    Unavailable(Unavailable),
+    /// Upstream sent something that is not what was asked for.
+    Invalid(String),
+}
+
+/// Where a spooled blob stands.
+#[derive(Debug, Clone)]
+enum Progress {
+    /// Upstream has not answered yet.
+    Asking,
+    /// This many bytes are spooled, of `length` when upstream said.
+    Streaming { written: u64, length: Option<u64> },
+    /// All of it is spooled, checked and stored.
+    Stored { length: u64 },
+    /// It was in the store before anything was fetched (nothing is spooled).
+    Cached { length: u64 },
+    /// Upstream has no such blob.
+    Missing,
+    /// The fetch failed.
+    Failed(Miss),
+}
+
+/// One blob being fetched: its spool and its progress.
+struct BlobFlight {
+    spool: Arc<std::fs::File>,
+    progress: watch::Receiver<Progress>,
+}
+
+/// The repository of one upstream registry a proxy repository pulls from.
+#[derive(Clone)]
+struct Upstream {
+    remote: Arc<Remote>,
+    repository: String,
+}
+
+/// Single flight: one computation per key at a time, its result shared by
+/// everyone who asked meanwhile.
+struct Flights<K, V> {
+    running: Mutex<HashMap<K, Arc<OnceCell<V>>>>,
+}
+
+impl<K: Hash + Eq + Clone, V: Clone> Flights<K, V> {
+    fn new() -> Self {
+        Self {
+            running: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// The result of `work` for `key`, or of the run already under way.
+    async fn run(&self, key: K, work: impl Future<Output = V>) -> V {
+        let cell = lock(&self.running).entry(key.clone()).or_default().clone();
+        let value = cell.get_or_init(|| work).await.clone();
+        let mut running = lock(&self.running);
+        if running.get(&key).is_some_and(|c| Arc::ptr_eq(c, &cell)) {
+            running.remove(&key);
+        }
+        value
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// What proxy-cache projects keep in memory: upstream clients, when tags
+/// were last checked, and the fetches under way.
+pub struct ProxyCache {
+    ttl: Duration,
+    /// Clients by registry id, with the registry's `updated_at` they were made for.
+    remotes: Mutex<HashMap<i64, (String, Arc<Remote>)>>,
+    /// When each tag was last found unchanged (or fetched) upstream, and its digest then.
+    checked: Mutex<HashMap<Key, (Instant, String)>>,
+    /// Manifest fetches under way, by the reference asked.
+    manifest_flights: Flights<Key, Result<Arc<Fetched>, Miss>>,
+    /// Manifests fetched and not stored yet, by digest.
+    pending: Mutex<HashMap<Key, Arc<Fetched>>>,
+    /// Blob fetches under way, by digest.
+    blob_flights: Mutex<HashMap<Key, Arc<BlobFlight>>>,
+    /// Index children not cached yet, with their index.
+    parents: Mutex<HashMap<Key, Arc<Fetched>>>,
+}
+
+impl std::fmt::Debug for ProxyCache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ProxyCache")
+            .field("ttl", &self.ttl)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ProxyCache {
+    /// A cache that checks a tag upstream at most once per `ttl`.
+    pub fn new(ttl: Duration) -> Self {
+        Self {
+            ttl,
+            remotes: Mutex::default(),
+            checked: Mutex::default(),
+            manifest_flights: Flights::new(),
+            pending: Mutex::default(),
+            blob_flights: Mutex::default(),
+            parents: Mutex::default(),
+        }
+    }
+
+    /// How long a tag is served before it is checked upstream again.
+    pub fn ttl(&self) -> Duration {
+        self.ttl
+    }
+
+    /// The digest a tag had upstream when it was checked within the TTL.
+    fn fresh(&self, key: &Key) -> Option<String> {
+        lock(&self.checked)
+            .get(key)
+            .filter(|(at, _)| at.elapsed() < self.ttl)
+            .map(|(_, digest)| digest.clone())
+    }
+
+    fn mark_checked(&self, key: Key, digest: &str) {
+        let mut checked = lock(&self.checked);
+        if checked.len() >= MAX_CHECKED {
+            let ttl = self.ttl;
+            checked.retain(|_, (at, _)| at.elapsed() < ttl);
+            if checked.len() >= MAX_CHECKED {
+                checked.clear();
+            }
+        }
+        checked.insert(key, (Instant::now(), digest.to_string()));
+    }
+
+    /// A manifest fetched into repository `key.1` and not stored yet, by digest.
+    fn pending(&self, key: &Key) -> Option<Arc<Fetched>> {
+        lock(&self.pending).get(key).cloned()
+    }
+
+    /// The upstream of repository `name` of proxy project `project`.
+    async fn upstream(
+        &self,
+        state: &AppState,
+        project: &Project,
+        registry_id: i64,
+        name: &str,
+    ) -> RegistryResult<Upstream> {
+        let registries = state.store.registries();
+        let registry = registries.get(registry_id).await?.ok_or_else(|| {
+            ApiError::internal(format!(
+                "the registry {registry_id} of a proxy project is gone"
+            ))
+        })?;
+        let kind =
+            RegistryType::parse(&registry.settings.kind).unwrap_or(RegistryType::DockerRegistry);
+        let within = name
+            .strip_prefix(project.name.as_str())
+            .and_then(|rest| rest.strip_prefix('/'))
+            .unwrap_or(name);
+        let repository = kind.upstream_repository(within);
+        let kept = lock(&self.remotes)
+            .get(&registry_id)
+            .filter(|(stamp, _)| *stamp == registry.updated_at)
+            .map(|(_, remote)| Arc::clone(remote));
+        let remote = match kept {
+            Some(remote) => remote,
+            None => {
+                let secret = registries
+                    .access_secret(registry_id)
+                    .await?
+                    .unwrap_or_default();
+                let settings = &registry.settings;
+                let target = upstream::Target {
+                    base: kind.api_base(&settings.url),
+                    insecure: settings.insecure,
+                    ca_certificate: &settings.ca_certificate,
+                    credential: (!settings.access_key.is_empty())
+                        .then_some((settings.access_key.as_str(), secret.as_str())),
+                };
+                let remote = Arc::new(Remote::new(&target).map_err(|why| {
+                    unavailable(&Unavailable {
+                        status: None,
+                        reason: why.0,
+                    })
+                })?);
+                lock(&self.remotes).insert(
+                    registry_id,
+                    (registry.updated_at.clone(), Arc::clone(&remote)),
+                );
+                remote
+            }
+        };
+        Ok(Upstream { remote, repository })
+    }
+}
+
+/// A manifest GET or HEAD in a proxy project.
+pub(super) struct ManifestPull<'a> {
+    /// The project (already authorized).
+    pub project: &'a Project,
+    /// Its upstream registry.
+    pub registry_id: i64,
+    /// The repository.
+    pub name: &'a str,
+    /// What was asked for.
+    pub reference: &'a Reference,
+    /// GET (a pull) rather than HEAD.
+    pub with_body: bool,
+}
+
+/// `GET`/`HEAD /v2/<proxy project>/<repository>/manifests/<reference>`:
+/// `stored` is the cached manifest (and whether its project requires
+/// signatures), if any.
+pub(super) async fn get_manifest(
+    ctx: &Ctx,
+    pull: ManifestPull<'_>,
+    stored: Option<(StoredManifest, bool)>,
+) -> RegistryResult<Response> {
+    let cache = &ctx.state.registry.proxy;
+    let reference = pull.reference.to_string();
+    let key = |reference: &str| {
+        (
+            pull.project.id,
+            pull.name.to_string(),
+            reference.to_string(),
+        )
+    };
+    let serve = |(manifest, cosign_required): (StoredManifest, bool)| {
+        serve_stored(
+            ctx,
+            pull.project,
+            pull.name,
+            &reference,
+            manifest,
+            cosign_required,
+            pull.with_body,
+        )
+    };
+    // What the cache answers without asking upstream: a digest, and a tag
+    // checked within the TTL (stored, or still being stored).
+    let known = match pull.reference {
+        Reference::Digest(digest) => Some(digest.to_string()),
+        Reference::Tag(tag) => cache.fresh(&key(tag)),
+    };
+    if let Some(digest) = known {
+        match stored {
+            Some(stored) if stored.0.digest == digest => return serve(stored).await,
+            Some(_) => {}
+            None => {
+                if let Some(fetched) = cache.pending(&key(&digest)) {
+                    return Ok(serve_fetched(ctx, &pull, &fetched));
+                }
+            }
+        }
+    }
+    let upstream = cache
+        .upstream(&ctx.state, pull.project, pull.registry_id, pull.name)
+        .await?;
+    if let (Reference::Tag(tag), Some((manifest, _))) = (pull.reference, &stored) {
+        match upstream
+            .remote
+            .head_manifest(&upstream.repository, tag)
+            .await
+        {
+            Ok(Some(head)) if head.digest.as_deref() == Some(manifest.digest.as_str()) => {
+                cache.mark_checked(key(tag), &manifest.digest);
+                return serve(stored.expect("matched")).await;
+            }
+            Ok(Some(_)) => {}
+            Ok(None) => return Err(manifest_unknown(pull.name, tag)),
+            Err(why) => {
+                tracing::warn!(repository = pull.name, %why, "upstream unavailable: serving the cached manifest");
+                return serve(stored.expect("matched")).await;
+            }
+        }
+    }
+    let fetch = async {
+        // A fetch that ended a moment ago (before this one started) answers too.
+        let known = match pull.reference {
+            Reference::Digest(digest) => Some(digest.to_string()),
+            Reference::Tag(tag) => cache.fresh(&key(tag)),
+        };
+        if let Some(fetched) = known.and_then(|digest| cache.pending(&key(&digest))) {
+            return Ok(fetched);
+        }
+        fetch_manifest(&upstream, pull.reference).await
+    };
+    let fetched = cache.manifest_flights.run(key(&reference), fetch).await;
+    let fetched = match (fetched, stored) {
+        (Ok(fetched), Some(stored)) if fetched.digest.as_str() == stored.0.digest => {
+            cache.mark_checked(key(&reference), &stored.0.digest);
+            return serve(stored).await;
+        }
+        (Ok(fetched), _) => fetched,
+        (Err(Miss::Unavailable(why)), Some(stored)) => {
+            tracing::warn!(repository = pull.name, %why, "upstream unavailable: serving the cached manifest");
+            return serve(stored).await;
+        }
+        (Err(miss), _) => return Err(miss_error(&miss, pull.name, &reference)),
+    };
+    // The first to hold this fetch stores it.
+    let first = {
+        let mut pending = lock(&cache.pending);
+        let digest_key = key(fetched.digest.as_str());
+        match pending.get(&digest_key) {
+            Some(held) if Arc::ptr_eq(held, &fetched) => false,
+            _ => {
+                pending.insert(digest_key, Arc::clone(&fetched));
+                true
+            }
+        }
+    };
+    let tag = match pull.reference {
+        Reference::Tag(tag) => {
+            cache.mark_checked(key(tag), fetched.digest.as_str());
+            Some(tag.clone())
+        }
+        Reference::Digest(_) => None,
+    };
+    if let Some(children) = index_children(&fetched.manifest) {
+        let mut parents = lock(&cache.parents);
+        if parents.len() + children.len() > MAX_PARENTS {
+            parents.clear();
+        }
+        for child in children {
+            parents.insert(key(child.digest.as_str()), Arc::clone(&fetched));
+        }
+    }
+    if first {
+        tokio::spawn(keep(
+            ctx.state.clone(),
+            pull.project.clone(),
+            pull.name.to_string(),
+            upstream,
+            Arc::clone(&fetched),
+            tag,
+            pull.with_body,
+        ));
+    }
+    Ok(serve_fetched(ctx, &pull, &fetched))
+}
+
+/// The children of an index (`None` for an image).
+fn index_children(manifest: &Manifest) -> Option<&[berth_domain::oci::manifest::Descriptor]> {
+    Some(manifest.children()).filter(|c| !c.is_empty())
+}
+
+/// Answers with a manifest fetched from upstream.
+fn serve_fetched(ctx: &Ctx, pull: &ManifestPull<'_>, fetched: &Fetched) -> Response {
+    if pull.with_body {
+        audit_pull(ctx, pull.project, pull.name, &pull.reference.to_string());
+    }
+    manifest_response(
+        fetched.body.clone(),
+        &fetched.media_type,
+        fetched.digest.as_str(),
+        pull.with_body,
+    )
+}
+
+/// Fetches manifest `reference` from `upstream`, checking it is what was asked for.
+async fn fetch_manifest(upstream: &Upstream, reference: &Reference) -> Result<Arc<Fetched>, Miss> {
+    let fetched = upstream
+        .remote
+        .manifest(
+            &upstream.repository,
+            &reference.to_string(),
+            MAX_MANIFEST_BYTES,
+        )
+        .await
+        .map_err(Miss::Unavailable)?
+        .ok_or(Miss::NotFound)?;
+    let digest = manifest_digest(&fetched.body, reference);
+    if let Reference::Digest(asked) = reference
+        && *asked != digest
+    {
+        return Err(Miss::Invalid(format!(
+            "the upstream sent a manifest of digest {digest} for {asked}"
+        )));
+    }
+    let content_type = Some(fetched.media_type.as_str()).filter(|t| !t.is_empty());
+    let manifest = Manifest::parse(&fetched.body, content_type).map_err(|err| {
+        Miss::Invalid(format!("the upstream sent an invalid manifest: {}", err.0))
+    })?;
+    Ok(Arc::new(Fetched {
+        digest,
+        media_type: manifest.media_type.clone(),
+        body: fetched.body,
+        manifest,
+    }))
+}
+
+/// The client's error for a fetch that found nothing.
+fn miss_error(miss: &Miss, name: &str, reference: &str) -> RegistryError {
+    match miss {
+        Miss::NotFound => manifest_unknown(name, reference),
+        Miss::Unavailable(why) => unavailable(why).into(),
+        Miss::Invalid(why) => oci(ErrorKind::BadGateway, "UNKNOWN", why).into(),
+    }
+}
+
+/// 429 `TOOMANYREQUESTS` when upstream is rate-limiting, else 503 `UNAVAILABLE`.
+fn unavailable(why: &Unavailable) -> ApiError {
+    if why.rate_limited() {
+        oci(
+            ErrorKind::TooManyRequests,
+            "TOOMANYREQUESTS",
+            &format!("the upstream registry is rate-limiting pulls and nothing is cached: {why}"),
+        )
+    } else {
+        oci(
+            ErrorKind::Unavailable,
+            "UNAVAILABLE",
+            &format!("the upstream registry is unavailable and nothing is cached: {why}"),
+        )
+    }
+}
+
+/// Stores `fetched` in repository `name` once its blobs are (tagged `tag`,
+/// with a pull noted when it was pulled), and links the index it belongs to.
+async fn keep(
+    state: AppState,
+    project: Project,
+    name: String,
+    upstream: Upstream,
+    fetched: Arc<Fetched>,
+    tag: Option<String>,
+    pulled: bool,
+) {
+    let cache = &state.registry.proxy;
+    let key = (project.id, name.clone(), fetched.digest.to_string());
+    if let Err(why) = store_fetched(&state, &project, &name, &upstream, &fetched, tag, pulled).await
+    {
+        tracing::warn!(repository = name, digest = %fetched.digest, %why, "caching a proxied manifest failed");
+    }
+    {
+        let mut pending = lock(&cache.pending);
+        if pending.get(&key).is_some_and(|f| Arc::ptr_eq(f, &fetched)) {
+            pending.remove(&key);
+        }
+    }
+    let parent = lock(&cache.parents).remove(&key);
+    if let Some(parent) = parent
+        && let Err(why) =
+            store_fetched(&state, &project, &name, &upstream, &parent, None, false).await
+    {
+        tracing::warn!(repository = name, digest = %parent.digest, %why, "linking a proxied index failed");
+    }
+}
+
+async fn store_fetched(
+    state: &AppState,
+    project: &Project,
+    name: &str,
+    upstream: &Upstream,
+    fetched: &Fetched,
+    tag: Option<String>,
+    pulled: bool,
+) -> Result<(), String> {
+    let fetches: Vec<_> = fetched
+        .manifest
+        .blob_dependencies()
+        .into_iter()
+        .map(|blob| cache_blob(state, project, name, upstream, &blob.digest))
+        .collect();
+    let mut fetches = futures_util::stream::iter(fetches).buffer_unordered(PARALLEL_BLOBS);
+    while let Some(done) = fetches.next().await {
+        done?;
+    }
+    let mut record = manifest_record(
+        state,
+        &fetched.manifest,
+        project.id,
+        name,
+        &fetched.digest,
+        &fetched.body,
+        tag.clone(),
+    )
+    .await;
+    record.partial_children = true;
+    let registry = state.store.registry();
+    match registry
+        .put_manifest(&record)
+        .await
+        .map_err(|e| e.to_string())?
+    {
+        PutManifest::Stored(_) => {}
+        PutManifest::MissingBlob(digest) => return Err(format!("blob {digest} is not cached")),
+        PutManifest::MissingChild(digest) => return Err(format!("child {digest} is not cached")),
+    }
+    if pulled {
+        // The first pull, answered from upstream, counts as any other.
+        let reference =
+            tag.map_or_else(|| Reference::Digest(fetched.digest.clone()), Reference::Tag);
+        let found = registry
+            .manifest_lookup(&project.name, name, &reference)
+            .await
+            .map_err(|e| e.to_string())?;
+        if let Some(manifest) = found.and_then(|f| f.manifest) {
+            state.registry.record_pull(
+                &state.store,
+                Pull {
+                    artifact_id: manifest.artifact_id,
+                    tag_id: manifest.tag_id,
+                    repository_id: manifest.repository_id,
+                },
+            );
+        }
+    }
+    Ok(())
+}
+
+/// Waits until blob `digest` of `name` is cached (fetching it unless a
+/// fetch is under way or it is there already).
+async fn cache_blob(
+    state: &AppState,
+    project: &Project,
+    name: &str,
+    upstream: &Upstream,
+    digest: &Digest,
+) -> Result<(), String> {
+    if state
+        .store
+        .registry()
+        .repository_blob(name, digest.as_str())
+        .await
+        .map_err(|e| e.to_string())?
+        .is_some()
+    {
+        return Ok(());
+    }
+    let flight =
+        blob_flight(state, project.id, name, upstream, digest).map_err(|e| e.to_string())?;
+    let mut progress = flight.progress.clone();
+    let end = progress
+        .wait_for(|p| {
+            matches!(
+                p,
+                Progress::Stored { .. }
+                    | Progress::Cached { .. }
+                    | Progress::Missing
+                    | Progress::Failed(_)
+            )
+        })
+        .await
+        .map(|p| p.clone())
+        .map_err(|_| "the blob fetch ended without a word".to_string())?;
+    match end {
+        Progress::Stored { .. } | Progress::Cached { .. } => Ok(()),
+        Progress::Missing => Err(format!("the upstream has no blob {digest}")),
+        Progress::Failed(miss) => Err(format!("{miss:?}")),
+        Progress::Asking | Progress::Streaming { .. } => unreachable!("waited for the end"),
+    }
+}
+
+/// The fetch of blob `digest` into repository `name`: the one under way, or
+/// a new one.
+fn blob_flight(
+    state: &AppState,
+    project_id: i64,
+    name: &str,
+    upstream: &Upstream,
+    digest: &Digest,
+) -> io::Result<Arc<BlobFlight>> {
+    let key = (project_id, name.to_string(), digest.to_string());
+    let mut flights = lock(&state.registry.proxy.blob_flights);
+    if let Some(flight) = flights.get(&key) {
+        return Ok(Arc::clone(flight));
+    }
+    let spool = tempfile::tempfile()?;
+    let writer = spool.try_clone()?;
+    let (progress, watching) = watch::channel(Progress::Asking);
+    let flight = Arc::new(BlobFlight {
+        spool: Arc::new(spool),
+        progress: watching,
+    });
+    flights.insert(key.clone(), Arc::clone(&flight));
+    drop(flights);
+    tokio::spawn(pump(
+        state.clone(),
+        key,
+        upstream.clone(),
+        digest.clone(),
+        writer,
+        progress,
+    ));
+    Ok(flight)
+}
+
+/// Fetches a blob into its spool and the store; the flight ends (and leaves
+/// the map) with its outcome.
+async fn pump(
+    state: AppState,
+    key: Key,
+    upstream: Upstream,
+    digest: Digest,
+    spool: std::fs::File,
+    progress: watch::Sender<Progress>,
+) {
+    let end = fetch_blob(&state, &key, &upstream, &digest, spool, &progress).await;
+    if let Progress::Failed(miss) = &end {
+        tracing::warn!(repository = key.1, %digest, ?miss, "fetching a proxied blob failed");
+    }
+    lock(&state.registry.proxy.blob_flights).remove(&key);
+    progress.send_replace(end);
+}
+
+async fn fetch_blob(
+    state: &AppState,
+    key: &Key,
+    upstream: &Upstream,
+    digest: &Digest,
+    spool: std::fs::File,
+    progress: &watch::Sender<Progress>,
+) -> Progress {
+    // A fetch that ended a moment ago (before this one started) stored it.
+    if let Ok(Some(blob)) = state
+        .store
+        .registry()
+        .repository_blob(&key.1, digest.as_str())
+        .await
+    {
+        return Progress::Cached {
+            length: u64::try_from(blob.size).unwrap_or_default(),
+        };
+    }
+    let stream = match upstream
+        .remote
+        .blob(&upstream.repository, digest.as_str())
+        .await
+    {
+        Ok(Some(stream)) => stream,
+        Ok(None) => return Progress::Missing,
+        Err(why) => return Progress::Failed(Miss::Unavailable(why)),
+    };
+    let length = stream.length;
+    progress.send_replace(Progress::Streaming { written: 0, length });
+    let spooled = spooled(stream.body, spool, progress.clone(), length);
+    match state
+        .store
+        .content(&state.registry.blobs)
+        .put(key.0, &key.1, digest, spooled)
+        .await
+    {
+        Ok(info) => Progress::Stored {
+            length: u64::try_from(info.size).unwrap_or_default(),
+        },
+        Err(err) => Progress::Failed(Miss::Invalid(err.to_string())),
+    }
+}
+
+/// `body`, each piece written to `spool` (and announced) as it passes.
+fn spooled(
+    body: hyper::body::Incoming,
+    spool: std::fs::File,
+    progress: watch::Sender<Progress>,
+    length: Option<u64>,
+) -> impl Stream<Item = Result<Bytes, String>> + Send {
+    let state = (
+        body.into_data_stream(),
+        tokio::fs::File::from_std(spool),
+        0u64,
+    );
+    futures_util::stream::unfold(Some(state), move |state| {
+        let progress = progress.clone();
+        async move {
+            let (mut body, mut spool, written) = state?;
+            let chunk = match body.next().await? {
+                Ok(chunk) => chunk,
+                Err(err) => return Some((Err(format!("reading upstream: {err}")), None)),
+            };
+            let wrote = async {
+                spool.write_all(&chunk).await?;
+                spool.flush().await
+            };
+            if let Err(err) = wrote.await {
+                return Some((Err(format!("spooling: {err}")), None));
+            }
+            let written = written + chunk.len() as u64;
+            progress.send_replace(Progress::Streaming { written, length });
+            Some((Ok(chunk), Some((body, spool, written))))
+        }
+    })
+}
+
+/// The bytes of a spooled blob as they arrive: everything but the last byte
+/// while it streams, the rest once it is stored; an error if the fetch fails.
+fn follow(flight: Arc<BlobFlight>) -> impl Stream<Item = io::Result<Bytes>> + Send {
+    let watching = flight.progress.clone();
+    futures_util::stream::unfold(Some((flight, watching, 0u64)), |state| async move {
+        let (flight, mut watching, at) = state?;
+        loop {
+            let progress = watching.borrow_and_update().clone();
+            let (limit, complete) = match progress {
+                Progress::Asking => (0, false),
+                Progress::Streaming { written, .. } => (written.saturating_sub(1), false),
+                Progress::Stored { length } => (length, true),
+                Progress::Cached { .. } | Progress::Missing | Progress::Failed(_) => {
+                    return Some((Err(io::Error::other("the upstream fetch failed")), None));
+                }
+            };
+            if at < limit {
+                let len = (limit - at).min(READ_CHUNK);
+                let spool = Arc::clone(&flight.spool);
+                let read = tokio::task::spawn_blocking(move || {
+                    let mut buf = vec![0; usize::try_from(len).unwrap_or(0)];
+                    spool.read_exact_at(&mut buf, at).map(|()| Bytes::from(buf))
+                })
+                .await
+                .unwrap_or_else(|e| Err(io::Error::other(e)));
+                return match read {
+                    Ok(bytes) => Some((Ok(bytes), Some((flight, watching, at + len)))),
+                    Err(err) => Some((Err(err), None)),
+                };
+            }
+            if complete {
+                return None;
+            }
+            if watching.changed().await.is_err() {
+                return Some((Err(io::Error::other("the upstream fetch stopped")), None));
+            }
+        }
+    })
+}
+
+/// `GET`/`HEAD /v2/<proxy project>/<repository>/blobs/<digest>` for a blob
+/// not cached: fetched (or joined) and answered as it streams in.
+pub(super) async fn get_blob(
+    ctx: &Ctx,
+    project: &Project,
+    registry_id: i64,
+    name: &str,
+    digest: &Digest,
+    with_body: bool,
+) -> RegistryResult<Response> {
+    let upstream = ctx
+        .state
+        .registry
+        .proxy
+        .upstream(&ctx.state, project, registry_id, name)
+        .await?;
+    let flight =
+        blob_flight(&ctx.state, project.id, name, &upstream, digest).map_err(ApiError::internal)?;
+    let mut watching = flight.progress.clone();
+    let started = watching
+        .wait_for(|p| !matches!(p, Progress::Asking))
+        .await
+        .map(|p| p.clone())
+        .map_err(|_| ApiError::internal("a proxied blob fetch ended without a word"))?;
+    let length = match started {
+        Progress::Streaming { length, .. } => length,
+        Progress::Stored { length } => Some(length),
+        Progress::Cached { length } => {
+            let stream = ctx
+                .state
+                .registry
+                .blobs
+                .read(digest, 0, length)
+                .await
+                .map_err(ApiError::internal)?
+                .ok_or_else(|| ApiError::internal(format!("blob {digest} has no bytes")))?;
+            let body = if with_body {
+                Body::from_stream(stream)
+            } else {
+                Body::empty()
+            };
+            return Ok(blob_response(body, Some(length), digest));
+        }
+        Progress::Missing => {
+            return Err(oci(
+                ErrorKind::NotFound,
+                "BLOB_UNKNOWN",
+                &format!("blob unknown to registry: {digest}"),
+            )
+            .into());
+        }
+        Progress::Failed(miss) => return Err(miss_error(&miss, name, digest.as_str())),
+        Progress::Asking => unreachable!("waited for an answer"),
+    };
+    let body = if with_body {
+        Body::from_stream(follow(flight))
+    } else {
+        Body::empty()
+    };
+    Ok(blob_response(body, length, digest))
+}
+
+/// A blob answer: `body` with its headers.
+fn blob_response(body: Body, length: Option<u64>, digest: &Digest) -> Response {
+    let mut response = (StatusCode::OK, body).into_response();
+    let headers = response.headers_mut();
+    headers.insert(
+        CONTENT_TYPE,
+        HeaderValue::from_static("application/octet-stream"),
+    );
+    if let Some(length) = length {
+        headers.insert(CONTENT_LENGTH, HeaderValue::from(length));
+    }
+    if let Ok(value) = HeaderValue::from_str(digest.as_str()) {
+        headers.insert(DOCKER_CONTENT_DIGEST, value.clone());
+    }
+    if let Ok(value) = HeaderValue::from_str(&format!("\"{digest}\"")) {
+        headers.insert(ETAG, value);
+    }
+    response
+}

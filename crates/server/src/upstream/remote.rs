@@ -1,0 +1,297 @@
+//! Pulls from an upstream registry for a proxy-cache project: manifest
+//! checks (`HEAD`, cheap for rate limits), manifests and blob streams of one
+//! repository at a time. One [`Remote`] per registry keeps its connections
+//! and its Bearer tokens (per scope, until shortly before they expire).
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use axum::http::{HeaderMap, Method, StatusCode, header};
+use bytes::Bytes;
+use http_body_util::{BodyExt, Limited};
+
+use super::challenge::{self, Challenge};
+use super::{Answer, Target, Unhealthy, Upstream, basic_authorization};
+
+/// How long an upstream may take to answer a request's headers.
+const ANSWER_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long reading a manifest body may take.
+const MANIFEST_READ_TIMEOUT: Duration = Duration::from_secs(30);
+/// A token is dropped this long before it expires (or at half its life, if shorter).
+const TOKEN_MARGIN: Duration = Duration::from_secs(10);
+/// How long a registry that asked for Basic is sent it unasked.
+const BASIC_LIFETIME: Duration = Duration::from_secs(3600);
+/// How many scopes' tokens one registry keeps.
+const MAX_TOKENS: usize = 1024;
+
+/// What a manifest request accepts: every manifest and index type Berth stores.
+const MANIFEST_ACCEPT: &str = "application/vnd.oci.image.index.v1+json, \
+     application/vnd.oci.image.manifest.v1+json, \
+     application/vnd.docker.distribution.manifest.list.v2+json, \
+     application/vnd.docker.distribution.manifest.v2+json";
+
+/// Why the upstream gave no answer to use.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unavailable {
+    /// Its status, when it answered (429 when rate-limited).
+    pub status: Option<StatusCode>,
+    /// In words.
+    pub reason: String,
+}
+
+impl Unavailable {
+    fn unreachable(reason: String) -> Self {
+        Self {
+            status: None,
+            reason,
+        }
+    }
+
+    /// Whether the upstream refused for its rate limit.
+    pub fn rate_limited(&self) -> bool {
+        self.status == Some(StatusCode::TOO_MANY_REQUESTS)
+    }
+}
+
+impl std::fmt::Display for Unavailable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.reason)
+    }
+}
+
+/// What upstream says of a manifest, from a `HEAD`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ManifestHead {
+    /// `Docker-Content-Digest`, when sent.
+    pub digest: Option<String>,
+}
+
+/// A manifest as upstream sent it.
+#[derive(Debug, Clone)]
+pub struct FetchedManifest {
+    /// Its exact bytes.
+    pub body: Bytes,
+    /// Its `Content-Type`.
+    pub media_type: String,
+}
+
+/// A blob's body as it streams in.
+#[derive(Debug)]
+pub struct BlobStream {
+    /// Its length, when upstream says it.
+    pub length: Option<u64>,
+    /// The bytes.
+    pub body: hyper::body::Incoming,
+}
+
+/// An upstream registry pulled from.
+pub struct Remote {
+    http: Upstream,
+    base: String,
+    /// The Basic credential, when the registry has one.
+    basic: Option<String>,
+    /// `Authorization` values by scope, with when they stop being used.
+    tokens: Mutex<HashMap<String, (String, Instant)>>,
+}
+
+impl std::fmt::Debug for Remote {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Remote")
+            .field("base", &self.base)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Remote {
+    /// A client of `target`.
+    pub fn new(target: &Target<'_>) -> Result<Self, Unhealthy> {
+        Ok(Self {
+            http: Upstream::new(target)?,
+            base: target.base.clone(),
+            basic: target
+                .credential
+                .map(|(user, secret)| basic_authorization(user, secret)),
+            tokens: Mutex::new(HashMap::new()),
+        })
+    }
+
+    /// Checks manifest `reference` of `repository`: `None` when upstream has none.
+    pub async fn head_manifest(
+        &self,
+        repository: &str,
+        reference: &str,
+    ) -> Result<Option<ManifestHead>, Unavailable> {
+        let path = format!("manifests/{reference}");
+        let Some(answer) = self
+            .request(Method::HEAD, repository, &path, Some(MANIFEST_ACCEPT))
+            .await?
+        else {
+            return Ok(None);
+        };
+        Ok(Some(ManifestHead {
+            digest: text(&answer.headers, "docker-content-digest"),
+        }))
+    }
+
+    /// Manifest `reference` of `repository`, at most `max_bytes` long:
+    /// `None` when upstream has none.
+    pub async fn manifest(
+        &self,
+        repository: &str,
+        reference: &str,
+        max_bytes: usize,
+    ) -> Result<Option<FetchedManifest>, Unavailable> {
+        let path = format!("manifests/{reference}");
+        let Some(answer) = self
+            .request(Method::GET, repository, &path, Some(MANIFEST_ACCEPT))
+            .await?
+        else {
+            return Ok(None);
+        };
+        let media_type = text(&answer.headers, header::CONTENT_TYPE.as_str()).unwrap_or_default();
+        let read = Limited::new(answer.body, max_bytes).collect();
+        let body = tokio::time::timeout(MANIFEST_READ_TIMEOUT, read)
+            .await
+            .map_err(|_| Unavailable::unreachable(format!("{path}: the manifest came too slowly")))?
+            .map_err(|e| Unavailable::unreachable(format!("{path}: reading the manifest: {e}")))?
+            .to_bytes();
+        Ok(Some(FetchedManifest { body, media_type }))
+    }
+
+    /// Blob `digest` of `repository`, streaming: `None` when upstream has none.
+    pub async fn blob(
+        &self,
+        repository: &str,
+        digest: &str,
+    ) -> Result<Option<BlobStream>, Unavailable> {
+        let path = format!("blobs/{digest}");
+        let Some(answer) = self.request(Method::GET, repository, &path, None).await? else {
+            return Ok(None);
+        };
+        let length =
+            text(&answer.headers, header::CONTENT_LENGTH.as_str()).and_then(|l| l.parse().ok());
+        Ok(Some(BlobStream {
+            length,
+            body: answer.body,
+        }))
+    }
+
+    /// Sends `method` to `<base>/v2/<repository>/<path>`, signing in when
+    /// asked: a successful answer, `None` for 404, else why not.
+    async fn request(
+        &self,
+        method: Method,
+        repository: &str,
+        path: &str,
+        accept: Option<&str>,
+    ) -> Result<Option<Answer>, Unavailable> {
+        let url = format!("{}/v2/{repository}/{path}", self.base);
+        let scope = format!("repository:{repository}:pull");
+        let kept = self.kept_authorization(&scope);
+        let mut answer = self
+            .send(method.clone(), &url, kept.as_deref(), accept)
+            .await?;
+        if answer.status == StatusCode::UNAUTHORIZED {
+            let challenges = challenge::parse(
+                answer
+                    .headers
+                    .get_all(header::WWW_AUTHENTICATE)
+                    .iter()
+                    .filter_map(|v| v.to_str().ok()),
+            );
+            if let Some(authorization) = self.sign_in(&challenges, &scope).await? {
+                answer = self
+                    .send(method, &url, Some(&authorization), accept)
+                    .await?;
+            }
+        }
+        match answer.status {
+            status if status.is_success() => Ok(Some(answer)),
+            StatusCode::NOT_FOUND => Ok(None),
+            status => Err(Unavailable {
+                status: Some(status),
+                reason: format!("{url} answered {status}"),
+            }),
+        }
+    }
+
+    async fn send(
+        &self,
+        method: Method,
+        url: &str,
+        authorization: Option<&str>,
+        accept: Option<&str>,
+    ) -> Result<Answer, Unavailable> {
+        tokio::time::timeout(
+            ANSWER_TIMEOUT,
+            self.http.send(method, url, authorization, accept),
+        )
+        .await
+        .map_err(|_| {
+            Unavailable::unreachable(format!("{url}: no answer within {ANSWER_TIMEOUT:?}"))
+        })?
+        .map_err(|why| Unavailable::unreachable(why.0))
+    }
+
+    /// The `Authorization` kept for `scope`: a token that has not expired,
+    /// or the Basic credential of a registry that asked for it.
+    fn kept_authorization(&self, scope: &str) -> Option<String> {
+        let tokens = self.tokens.lock().unwrap_or_else(|e| e.into_inner());
+        match tokens.get(scope) {
+            Some((value, until)) if Instant::now() < *until => Some(value.clone()),
+            _ => None,
+        }
+    }
+
+    /// Answers a 401's challenges: a token for `scope` from the Bearer
+    /// challenge's service (kept until it expires), or the Basic credential.
+    async fn sign_in(
+        &self,
+        challenges: &[Challenge],
+        scope: &str,
+    ) -> Result<Option<String>, Unavailable> {
+        let (authorization, lifetime) =
+            if let Some(bearer) = challenges.iter().find(|c| c.scheme == "bearer") {
+                let (token, lifetime) = self
+                    .http
+                    .token(bearer, self.basic.as_deref(), Some(scope))
+                    .await
+                    .map_err(|why| Unavailable {
+                        status: Some(StatusCode::UNAUTHORIZED),
+                        reason: why.0,
+                    })?;
+                (format!("Bearer {token}"), lifetime)
+            } else if challenges.iter().any(|c| c.scheme == "basic")
+                && let Some(basic) = &self.basic
+            {
+                (basic.clone(), BASIC_LIFETIME)
+            } else {
+                return Ok(None);
+            };
+        self.keep(scope, &authorization, lifetime);
+        Ok(Some(authorization))
+    }
+
+    fn keep(&self, scope: &str, authorization: &str, lifetime: Duration) {
+        let margin = TOKEN_MARGIN.min(lifetime / 2);
+        let until = Instant::now() + lifetime - margin;
+        let mut tokens = self.tokens.lock().unwrap_or_else(|e| e.into_inner());
+        if tokens.len() >= MAX_TOKENS {
+            let now = Instant::now();
+            tokens.retain(|_, (_, until)| *until > now);
+            if tokens.len() >= MAX_TOKENS {
+                tokens.clear();
+            }
+        }
+        tokens.insert(scope.to_string(), (authorization.to_string(), until));
+    }
+}
+
+/// A header's value as text.
+fn text(headers: &HeaderMap, name: &str) -> Option<String> {
+    headers
+        .get(name)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string)
+}
