@@ -97,17 +97,18 @@ async fn list_projects(
             String::new()
         };
         rows.push_str(&format!(
-            r#"<tr data-project="{name}"><td><a href="/harbor/projects/{path}">{name}</a></td><td>{access}</td><td>{role}</td><td class="repo-count">{repos}</td><td>{created}</td><td>{delete}</td></tr>"#,
+            r#"<tr data-project="{name}"><td><a href="/harbor/projects/{path}">{name}</a></td><td>{access}</td><td class="project-type">{kind}</td><td>{role}</td><td class="repo-count">{repos}</td><td>{created}</td><td>{delete}</td></tr>"#,
             name = esc(&project.name),
             path = url_part(&project.name),
             access = if project.public { "Public" } else { "Private" },
+            kind = if project.registry_id.is_some() { "Proxy Cache" } else { "Project" },
             role = esc(&role),
             repos = listed.details.repo_counts.get(&project.id).copied().unwrap_or(0),
             created = esc(&html::when(&project.created_at)),
         ));
     }
     if rows.is_empty() {
-        rows = r#"<tr><td colspan="6" class="muted">No projects.</td></tr>"#.into();
+        rows = r#"<tr><td colspan="7" class="muted">No projects.</td></tr>"#.into();
     }
     let notice = match &query.deleted {
         Some(name) => html::notice("ok", &format!("Project {name} was deleted.")),
@@ -132,7 +133,7 @@ async fn list_projects(
 <label><input type="checkbox" name="public" value="true"> Public</label>
 <button type="submit" id="create_project">New project</button></form>
 </div>
-<table id="projects"><thead><tr><th>Name</th><th>Access</th><th>Role</th><th>Repositories</th><th>Created</th><th></th></tr></thead>
+<table id="projects"><thead><tr><th>Name</th><th>Access</th><th>Type</th><th>Role</th><th>Repositories</th><th>Created</th><th></th></tr></thead>
 <tbody>{rows}</tbody></table>
 {pager}"#,
         name = esc(&name),

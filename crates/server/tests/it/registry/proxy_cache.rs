@@ -214,6 +214,13 @@ backend_test!(
         app.state.registry.flush_pulls(app.store()).await;
         let artifact = app.get(&format!("/api/v2.0/projects/cache/repositories/team%252Fapp/artifacts/{}", image.digest)).admin().send().await.json();
         assert!(!artifact["pull_time"].as_str().unwrap().starts_with("0001"), "{artifact}");
+        // Shown as a proxy cache: in search and in the portal's project list.
+        let found = app.get("/api/v2.0/search?q=cache").admin().send().await.json();
+        assert!(found["project"][0]["registry_id"].as_i64().is_some(), "{found}");
+        let cookie = crate::portal::sign_in_admin(&app).await;
+        let page = app.get("/harbor/projects").header("cookie", &cookie).send().await.text();
+        assert!(page.contains(r#"<tr data-project="cache"><td><a href="/harbor/projects/cache">cache</a></td><td>Public</td><td class="project-type">Proxy Cache</td>"#), "{page}");
+        assert!(page.contains(r#"<td class="project-type">Project</td>"#), "{page}");
         let repos = app.get("/api/v2.0/projects/cache/repositories").admin().send().await.json();
         assert_eq!(repos[0]["name"], "cache/team/app");
         assert_eq!(repos[0]["artifact_count"], 1);
