@@ -309,4 +309,15 @@ mod tests {
             "https://hub.docker.com"
         );
     }
+
+    #[test]
+    fn docker_hub_official_images_live_under_library() {
+        let hub = RegistryType::DockerHub;
+        assert_eq!(hub.upstream_repository("nginx"), "library/nginx");
+        assert_eq!(hub.upstream_repository("bitnami/redis"), "bitnami/redis");
+        assert_eq!(hub.upstream_repository("a/b/c"), "a/b/c");
+        for other in [RegistryType::DockerRegistry, RegistryType::Harbor] {
+            assert_eq!(other.upstream_repository("nginx"), "nginx");
+        }
+    }
 }

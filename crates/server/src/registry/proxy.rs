@@ -32,7 +32,7 @@ use berth_domain::model::Project;
 use berth_domain::model::registry::RegistryType;
 use berth_domain::oci::{Digest, Manifest, Reference};
 use berth_store::repo::manifests::{Pull, PutManifest, StoredManifest};
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
 use futures_util::{Stream, StreamExt};
 use http_body_util::BodyExt;
 use tokio::io::AsyncWriteExt;
@@ -52,6 +52,8 @@ use crate::upstream::{self, Remote, Unavailable};
 const MAX_CHECKED: usize = 100_000;
 /// How many index children waiting for their parent are remembered.
 const MAX_PARENTS: usize = 10_000;
+/// How many bytes are gathered before they are written to a blob's spool.
+const SPOOL_BATCH: usize = 256 << 10;
 /// How much of a spooled blob one read hands a client.
 const READ_CHUNK: u64 = 1 << 20;
 /// How many blobs of one manifest the background task fetches at once.
@@ -721,36 +723,73 @@ async fn fetch_blob(
     }
 }
 
-/// `body`, each piece written to `spool` (and announced) as it passes.
+/// `body`, passed on piece by piece, and written to `spool` (and announced)
+/// in batches of [`SPOOL_BATCH`] bytes.
 fn spooled(
     body: hyper::body::Incoming,
     spool: std::fs::File,
     progress: watch::Sender<Progress>,
     length: Option<u64>,
 ) -> impl Stream<Item = Result<Bytes, String>> + Send {
-    let state = (
-        body.into_data_stream(),
-        tokio::fs::File::from_std(spool),
-        0u64,
-    );
+    struct Spooling {
+        body: http_body_util::BodyDataStream<hyper::body::Incoming>,
+        spool: tokio::fs::File,
+        written: u64,
+        length: Option<u64>,
+        batch: BytesMut,
+    }
+    impl Spooling {
+        async fn write_batch(&mut self, progress: &watch::Sender<Progress>) -> Result<(), String> {
+            if self.batch.is_empty() {
+                return Ok(());
+            }
+            let wrote = async {
+                self.spool.write_all(&self.batch).await?;
+                self.spool.flush().await
+            };
+            wrote.await.map_err(|err| format!("spooling: {err}"))?;
+            self.written += self.batch.len() as u64;
+            self.batch.clear();
+            progress.send_replace(Progress::Streaming {
+                written: self.written,
+                length: self.length,
+            });
+            Ok(())
+        }
+    }
+    let state = Spooling {
+        body: body.into_data_stream(),
+        spool: tokio::fs::File::from_std(spool),
+        written: 0,
+        length,
+        batch: BytesMut::with_capacity(SPOOL_BATCH),
+    };
     futures_util::stream::unfold(Some(state), move |state| {
         let progress = progress.clone();
         async move {
-            let (mut body, mut spool, written) = state?;
-            let chunk = match body.next().await? {
-                Ok(chunk) => chunk,
-                Err(err) => return Some((Err(format!("reading upstream: {err}")), None)),
+            let mut state = state?;
+            let written = match state.body.next().await {
+                Some(Ok(chunk)) => {
+                    state.batch.extend_from_slice(&chunk);
+                    if state.batch.len() >= SPOOL_BATCH {
+                        state.write_batch(&progress).await.map(|()| chunk)
+                    } else {
+                        Ok(chunk)
+                    }
+                }
+                Some(Err(err)) => Err(format!("reading upstream: {err}")),
+                None => {
+                    return state
+                        .write_batch(&progress)
+                        .await
+                        .err()
+                        .map(|e| (Err(e), None));
+                }
             };
-            let wrote = async {
-                spool.write_all(&chunk).await?;
-                spool.flush().await
-            };
-            if let Err(err) = wrote.await {
-                return Some((Err(format!("spooling: {err}")), None));
+            match written {
+                Ok(chunk) => Some((Ok(chunk), Some(state))),
+                Err(err) => Some((Err(err), None)),
             }
-            let written = written + chunk.len() as u64;
-            progress.send_replace(Progress::Streaming { written, length });
-            Some((Ok(chunk), Some((body, spool, written))))
         }
     })
 }
