@@ -709,7 +709,22 @@ async fn fetch_blob(
     };
     let length = stream.length;
     progress.send_replace(Progress::Streaming { written: 0, length });
-    let spooled = spooled(stream.body, spool, progress.clone(), length);
+    // Harbor's `proxy_speed_kb`: KiB per second from upstream; -1 or 0 is no limit.
+    let speed = state
+        .store
+        .metadata()
+        .get(key.0, "proxy_speed_kb")
+        .await
+        .ok()
+        .flatten()
+        .and_then(|kb| kb.parse::<u64>().ok())
+        .filter(|&kb| kb > 0)
+        .map(|kb| kb * 1024);
+    let data = stream
+        .body
+        .into_data_stream()
+        .map(|piece| piece.map_err(|err| format!("reading upstream: {err}")));
+    let spooled = spooled(throttled(data, speed), spool, progress.clone(), length);
     match state
         .store
         .content(&state.registry.blobs)
@@ -723,16 +738,37 @@ async fn fetch_blob(
     }
 }
 
+/// `body` at no more than `bytes_per_second` (as given when `None`).
+fn throttled(
+    body: impl Stream<Item = Result<Bytes, String>> + Send + 'static,
+    bytes_per_second: Option<u64>,
+) -> futures_util::stream::BoxStream<'static, Result<Bytes, String>> {
+    let Some(rate) = bytes_per_second else {
+        return body.boxed();
+    };
+    let started = Instant::now();
+    futures_util::stream::unfold((body.boxed(), 0u64), move |(mut body, sent)| async move {
+        let piece = body.next().await?;
+        let sent = sent + piece.as_ref().map_or(0, |b| b.len() as u64);
+        let due = Duration::from_secs_f64(sent as f64 / rate as f64);
+        if let Some(early) = due.checked_sub(started.elapsed()) {
+            tokio::time::sleep(early).await;
+        }
+        Some((piece, (body, sent)))
+    })
+    .boxed()
+}
+
 /// `body`, passed on piece by piece, and written to `spool` (and announced)
 /// in batches of [`SPOOL_BATCH`] bytes.
 fn spooled(
-    body: hyper::body::Incoming,
+    body: impl Stream<Item = Result<Bytes, String>> + Send + 'static,
     spool: std::fs::File,
     progress: watch::Sender<Progress>,
     length: Option<u64>,
 ) -> impl Stream<Item = Result<Bytes, String>> + Send {
     struct Spooling {
-        body: http_body_util::BodyDataStream<hyper::body::Incoming>,
+        body: futures_util::stream::BoxStream<'static, Result<Bytes, String>>,
         spool: tokio::fs::File,
         written: u64,
         length: Option<u64>,
@@ -758,7 +794,7 @@ fn spooled(
         }
     }
     let state = Spooling {
-        body: body.into_data_stream(),
+        body: body.boxed(),
         spool: tokio::fs::File::from_std(spool),
         written: 0,
         length,
@@ -777,7 +813,7 @@ fn spooled(
                         Ok(chunk)
                     }
                 }
-                Some(Err(err)) => Err(format!("reading upstream: {err}")),
+                Some(Err(err)) => Err(err),
                 None => {
                     return state
                         .write_batch(&progress)

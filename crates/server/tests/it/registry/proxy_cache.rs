@@ -120,6 +120,17 @@ async fn push_image_to(
 /// Creates registry `url` of `kind` (with `credential`) and the public proxy
 /// project `cache` over it.
 async fn proxy_project(app: &TestApp, url: &str, kind: &str, credential: Option<(&str, &str)>) {
+    proxy_project_with(app, url, kind, credential, json!({"public": "true"})).await;
+}
+
+/// [`proxy_project`] with the project's `metadata`.
+async fn proxy_project_with(
+    app: &TestApp,
+    url: &str,
+    kind: &str,
+    credential: Option<(&str, &str)>,
+    metadata: Value,
+) {
     let mut registry = json!({"name": "upstream", "url": url, "type": kind});
     if let Some((key, secret)) = credential {
         registry["credential"] =
@@ -136,7 +147,7 @@ async fn proxy_project(app: &TestApp, url: &str, kind: &str, credential: Option<
     let res = app
         .post("/api/v2.0/projects")
         .admin()
-        .json(&json!({"project_name": "cache", "registry_id": id, "metadata": {"public": "true"}}))
+        .json(&json!({"project_name": "cache", "registry_id": id, "metadata": metadata}))
         .send()
         .await;
     assert_eq!(res.status, StatusCode::CREATED, "{}", res.text());
@@ -317,6 +328,23 @@ backend_test!(
         assert_eq!(peer.requests("GET /v2/big/manifests/v1"), 1);
         assert_eq!(peer.requests(&format!("GET /v2/big/blobs/{}", digest_of(layer))), 1);
         assert_eq!(peer.requests(&format!("GET /v2/big/blobs/{}", digest_of(&image.blobs[0]))), 1);
+    }
+);
+
+backend_test!(
+    async fn proxy_speed_kb_limits_the_upstream_rate(app) {
+        let peer = DockerRegistry::start(PeerOptions::default()).await;
+        let layer = noise(96 << 10, 5);
+        let image = Image::new(r#"{"architecture":"amd64","os":"linux"}"#, &[layer.clone()]);
+        push_image_to(&peer.url(), None, "slow", "v1", &image).await;
+        proxy_project_with(&app, &peer.url(), "docker-registry", None, json!({"public": "true", "proxy_speed_kb": "32"})).await;
+        let res = app.get("/v2/cache/slow/manifests/v1").send().await;
+        assert_eq!(res.status, StatusCode::OK, "{}", res.text());
+        // 96 KiB at 32 KiB/s: three seconds at least, whatever the machine.
+        let started = std::time::Instant::now();
+        pulls(&app, &format!("/v2/cache/slow/blobs/{}", digest_of(&layer)), &layer).await;
+        let took = started.elapsed();
+        assert!(took >= Duration::from_millis(2900), "96 KiB at 32 KiB/s came in {took:?}");
     }
 );
 
