@@ -24,6 +24,7 @@ use tower_http::catch_panic::CatchPanicLayer;
 
 pub use auth::{Caller, RepoAction};
 pub(crate) use manifests::{manifest_record, read_config};
+pub use proxy::ProxySettings;
 pub use state::RegistryState;
 
 use crate::error::{ApiError, ErrorKind, OciError};

@@ -141,10 +141,20 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// How proxy-cache projects behave.
+#[derive(Debug, Clone)]
+pub struct ProxySettings {
+    /// How long a tag is served before it is checked upstream again.
+    pub ttl: Duration,
+    /// Where blobs being fetched are spooled (unlinked files; on disk, not in
+    /// a tmpfs, for layers of gigabytes).
+    pub spool_dir: std::path::PathBuf,
+}
+
 /// What proxy-cache projects keep in memory: upstream clients, when tags
 /// were last checked, and the fetches under way.
 pub struct ProxyCache {
-    ttl: Duration,
+    settings: ProxySettings,
     /// Clients by registry id, with the registry's `updated_at` they were made for.
     remotes: Mutex<HashMap<i64, (String, Arc<Remote>)>>,
     /// When each tag was last found unchanged (or fetched) upstream, and its digest then.
@@ -162,16 +172,16 @@ pub struct ProxyCache {
 impl std::fmt::Debug for ProxyCache {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ProxyCache")
-            .field("ttl", &self.ttl)
+            .field("settings", &self.settings)
             .finish_non_exhaustive()
     }
 }
 
 impl ProxyCache {
-    /// A cache that checks a tag upstream at most once per `ttl`.
-    pub fn new(ttl: Duration) -> Self {
+    /// A cache behaving as `settings` say.
+    pub fn new(settings: ProxySettings) -> Self {
         Self {
-            ttl,
+            settings,
             remotes: Mutex::default(),
             checked: Mutex::default(),
             manifest_flights: Flights::new(),
@@ -181,23 +191,32 @@ impl ProxyCache {
         }
     }
 
-    /// How long a tag is served before it is checked upstream again.
-    pub fn ttl(&self) -> Duration {
-        self.ttl
+    /// How it behaves.
+    pub fn settings(&self) -> &ProxySettings {
+        &self.settings
+    }
+
+    /// An unlinked file in the spool directory (made when missing).
+    fn spool(&self) -> io::Result<std::fs::File> {
+        let dir = &self.settings.spool_dir;
+        tempfile::tempfile_in(dir).or_else(|_| {
+            std::fs::create_dir_all(dir)?;
+            tempfile::tempfile_in(dir)
+        })
     }
 
     /// The digest a tag had upstream when it was checked within the TTL.
     fn fresh(&self, key: &Key) -> Option<String> {
         lock(&self.checked)
             .get(key)
-            .filter(|(at, _)| at.elapsed() < self.ttl)
+            .filter(|(at, _)| at.elapsed() < self.settings.ttl)
             .map(|(_, digest)| digest.clone())
     }
 
     fn mark_checked(&self, key: Key, digest: &str) {
         let mut checked = lock(&self.checked);
         if checked.len() >= MAX_CHECKED {
-            let ttl = self.ttl;
+            let ttl = self.settings.ttl;
             checked.retain(|_, (at, _)| at.elapsed() < ttl);
             if checked.len() >= MAX_CHECKED {
                 checked.clear();
@@ -641,7 +660,7 @@ fn blob_flight(
     if let Some(flight) = flights.get(&key) {
         return Ok(Arc::clone(flight));
     }
-    let spool = tempfile::tempfile()?;
+    let spool = state.registry.proxy.spool()?;
     let writer = spool.try_clone()?;
     let (progress, watching) = watch::channel(Progress::Asking);
     let flight = Arc::new(BlobFlight {

@@ -31,18 +31,18 @@ pub struct RegistryState {
 
 impl RegistryState {
     /// The registry state over `blobs`, with token keys derived from
-    /// `secret`, checking proxied tags upstream at most once per `proxy_ttl`.
+    /// `secret`, with proxy-cache projects behaving as `proxy` says.
     pub fn new(
         blobs: BlobStore,
         redirect_downloads: bool,
         secret: &[u8],
-        proxy_ttl: Duration,
+        proxy: super::proxy::ProxySettings,
     ) -> Self {
         Self {
             blobs,
             redirect_downloads,
             tokens: RegistryTokenKeys::new(secret),
-            proxy: super::proxy::ProxyCache::new(proxy_ttl),
+            proxy: super::proxy::ProxyCache::new(proxy),
             pulls: PullBatch::default(),
         }
     }

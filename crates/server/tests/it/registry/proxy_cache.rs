@@ -335,7 +335,7 @@ backend_test!(
     async fn proxy_speed_kb_limits_the_upstream_rate(app) {
         let peer = DockerRegistry::start(PeerOptions::default()).await;
         let layer = noise(96 << 10, 5);
-        let image = Image::new(r#"{"architecture":"amd64","os":"linux"}"#, &[layer.clone()]);
+        let image = Image::new(r#"{"architecture":"amd64","os":"linux"}"#, std::slice::from_ref(&layer));
         push_image_to(&peer.url(), None, "slow", "v1", &image).await;
         proxy_project_with(&app, &peer.url(), "docker-registry", None, json!({"public": "true", "proxy_speed_kb": "32"})).await;
         let res = app.get("/v2/cache/slow/manifests/v1").send().await;

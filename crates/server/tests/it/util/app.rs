@@ -2,6 +2,7 @@
 
 use berth::app::App;
 use berth::bootstrap;
+use berth::registry::ProxySettings;
 use berth::rest::{RestConfig, RestServices};
 use berth::signin::SignInSettings;
 use berth::state::AppState;
@@ -275,14 +276,14 @@ impl TestApp {
     /// redirects to the store's presigned URLs (`--blob-redirect`).
     pub fn with_blob_redirect(self) -> Self {
         let blobs = self.state.registry.blobs.clone();
-        let ttl = self.state.registry.proxy.ttl();
-        self.rebuilt(blobs, true, ttl)
+        let proxy = self.state.registry.proxy.settings().clone();
+        self.rebuilt(blobs, true, proxy)
     }
 
     /// The same application and database with blobs in `blobs`.
     pub fn with_blobs(self, blobs: BlobStore) -> Self {
-        let ttl = self.state.registry.proxy.ttl();
-        self.rebuilt(blobs, false, ttl)
+        let proxy = self.state.registry.proxy.settings().clone();
+        self.rebuilt(blobs, false, proxy)
     }
 
     /// The same application and database, checking proxied tags upstream at
@@ -290,10 +291,14 @@ impl TestApp {
     pub fn with_proxy_ttl(self, ttl: std::time::Duration) -> Self {
         let blobs = self.state.registry.blobs.clone();
         let redirect = self.state.registry.redirect_downloads;
-        self.rebuilt(blobs, redirect, ttl)
+        let proxy = ProxySettings {
+            ttl,
+            ..self.state.registry.proxy.settings().clone()
+        };
+        self.rebuilt(blobs, redirect, proxy)
     }
 
-    fn rebuilt(self, blobs: BlobStore, redirect: bool, proxy_ttl: std::time::Duration) -> Self {
+    fn rebuilt(self, blobs: BlobStore, redirect: bool, proxy: ProxySettings) -> Self {
         let rest =
             RestServices::new(RestConfig::default()).expect("the default REST configuration");
         let state = bootstrap::build_state(
@@ -303,7 +308,7 @@ impl TestApp {
             7 * 86_400,
             blobs,
             redirect,
-            proxy_ttl,
+            proxy,
             "http://127.0.0.1:9000".into(),
             rest,
             SignInSettings::default(),
@@ -330,7 +335,10 @@ fn test_state(
         7 * 86_400,
         blobs,
         false,
-        std::time::Duration::ZERO,
+        ProxySettings {
+            ttl: std::time::Duration::ZERO,
+            spool_dir: std::env::temp_dir(),
+        },
         "http://127.0.0.1:9000".into(),
         rest,
         signin,
