@@ -1,0 +1,150 @@
+//! SQLite's short path for the commonest manifest PUT: an image manifest
+//! (no index children) whose blobs are all there, within quota, not moving an
+//! existing tag. One query checks what the general path
+//! ([`Registry::put_manifest`](crate::repo::registry::Registry)) would refuse,
+//! and one batch of statements writes what it would write.
+//!
+//! Why: SQLite runs each statement on its connection's worker thread, so the
+//! general path's dozen statements are a dozen thread hand-offs while the
+//! write lock is held, and pushes wait on that lock. SQLite binds `$N` to the
+//! same value in every statement of a batch, so the whole write is one
+//! hand-off; ids are found by their natural keys (repository name, digest)
+//! instead of being carried from one statement's answer to the next.
+
+use sqlx::Row;
+
+use crate::error::StoreResult;
+use crate::repo::manifests::NewManifest;
+use crate::repo::registry::placeholders;
+
+/// The parameters every statement shares; the dependencies' digests follow.
+const FIRST_DEPENDENCY: usize = 18;
+
+/// Stores `m` inside `tx` (a SQLite write transaction) if every check of the
+/// general path passes: `Some(artifact id)`, or `None` with nothing written,
+/// for the general path to take over (and find what to report).
+pub(crate) async fn put_image_sqlite(
+    tx: &mut sqlx::Transaction<'_, sqlx::Any>,
+    m: &NewManifest,
+    now: &str,
+    zero_time: &str,
+) -> StoreResult<Option<i64>> {
+    if !m.children.is_empty() {
+        return Ok(None);
+    }
+    let mut dependencies: Vec<&str> = m.blobs.iter().map(String::as_str).collect();
+    dependencies.sort_unstable();
+    dependencies.dedup();
+    let listed = placeholders(FIRST_DEPENDENCY, dependencies.len());
+    let body_len = i64::try_from(m.body.len()).unwrap_or(i64::MAX);
+    let bind = |sql: String| {
+        // $1 project, $2 repository, $3 digest, $4 now, $5 tag, $6 body length,
+        // $7 body, $8-$14 the artifact's columns, $15 the zero time, $16 extra
+        // attributes, $17 annotations; the dependencies from $18.
+        let mut query = sqlx::query(sqlx::AssertSqlSafe(sql))
+            .bind(m.project_id)
+            .bind(&m.repository)
+            .bind(&m.digest)
+            .bind(now)
+            .bind(m.tag.as_deref())
+            .bind(body_len)
+            .bind(m.body.clone())
+            .bind(&m.manifest_media_type)
+            .bind(&m.media_type)
+            .bind(&m.artifact_type)
+            .bind(&m.harbor_type)
+            .bind(m.size)
+            .bind(m.subject_digest.as_deref())
+            .bind(m.accessory_type.as_deref())
+            .bind(zero_time)
+            .bind(&m.extra_attrs)
+            .bind(m.annotations.as_deref());
+        for dependency in &dependencies {
+            query = query.bind(*dependency);
+        }
+        query
+    };
+
+    let check = format!(
+        "SELECT \
+         (SELECT COUNT(*) FROM project_blobs pb JOIN blobs b ON b.id = pb.blob_id \
+          WHERE pb.project_id = $1 AND b.deleting = 0 AND b.digest IN ({listed})), \
+         COALESCE((SELECT deleting FROM blobs WHERE digest = $3), 0), \
+         EXISTS (SELECT 1 FROM project_blobs pb JOIN blobs b ON b.id = pb.blob_id \
+          WHERE pb.project_id = $1 AND b.digest = $3), \
+         (SELECT hard FROM project_quotas WHERE project_id = $1), \
+         (SELECT used FROM project_quotas WHERE project_id = $1), \
+         (SELECT a.digest FROM tags t JOIN artifacts a ON a.id = t.artifact_id \
+          WHERE t.repository_id = (SELECT id FROM repositories WHERE name = $2) AND t.name = $5)"
+    );
+    let row = bind(check).fetch_one(&mut **tx).await?;
+    let present: i64 = row.try_get(0)?;
+    let manifest_deleting: i64 = row.try_get(1)?;
+    let linked: i64 = row.try_get(2)?;
+    let hard: Option<i64> = row.try_get(3)?;
+    let used: Option<i64> = row.try_get(4)?;
+    let tagged: Option<String> = row.try_get(5)?;
+    let within_quota = match (hard, used) {
+        (Some(hard), Some(used)) => linked != 0 || hard < 0 || used + body_len <= hard,
+        _ => true,
+    };
+    let keeps_tag = tagged.is_none_or(|digest| digest == m.digest);
+    if usize::try_from(present) != Ok(dependencies.len())
+        || manifest_deleting != 0
+        || !within_quota
+        || !keeps_tag
+    {
+        return Ok(None);
+    }
+
+    let repository = "(SELECT id FROM repositories WHERE name = $2)";
+    let blob = "(SELECT id FROM blobs WHERE digest = $3)";
+    let owned = if dependencies.is_empty() {
+        "$3".to_string()
+    } else {
+        format!("{listed}, $3")
+    };
+    let mut batch = format!(
+        "INSERT INTO repositories (project_id, name, description, pull_count, created_at, updated_at) \
+         VALUES ($1, $2, '', 0, $4, $4) ON CONFLICT (name) DO UPDATE SET updated_at = $4;\n\
+         UPDATE project_blobs SET version = version + 1, pending_since = NULL \
+         WHERE project_id = $1 AND blob_id IN (SELECT id FROM blobs WHERE deleting = 0 AND digest IN ({listed}));\n\
+         INSERT INTO blobs (digest, size, media_type, version, deleting, created_at, updated_at) \
+         VALUES ($3, $6, $8, 1, 0, $4, $4) \
+         ON CONFLICT (digest) DO UPDATE SET version = blobs.version + 1, updated_at = $4;\n\
+         INSERT INTO manifest_bodies (blob_id, body) SELECT id, $7 FROM blobs WHERE digest = $3 \
+         ON CONFLICT (blob_id) DO NOTHING;\n\
+         UPDATE project_quotas SET used = used + $6, updated_at = $4 WHERE project_id = $1 \
+         AND NOT EXISTS (SELECT 1 FROM project_blobs WHERE project_id = $1 AND blob_id = {blob});\n\
+         INSERT INTO project_blobs (project_id, blob_id, version, pending_since, created_at) \
+         SELECT $1, id, 1, NULL, $4 FROM blobs WHERE digest = $3 \
+         ON CONFLICT (project_id, blob_id) DO UPDATE SET version = project_blobs.version + 1, pending_since = NULL;\n\
+         INSERT INTO artifacts (project_id, repository_id, digest, manifest_blob_id, manifest_media_type, \
+         media_type, artifact_type, type, size, icon, subject_digest, accessory_type, push_time, pull_time, \
+         extra_attrs, annotations) \
+         SELECT $1, {repository}, $3, {blob}, $8, $9, $10, $11, $12, '', $13, $14, $4, $15, $16, $17 \
+         WHERE true ON CONFLICT (repository_id, digest) DO UPDATE SET push_time = $4;\n\
+         INSERT INTO repository_blobs (project_id, blob_id, repository, created_at) \
+         SELECT $1, id, $2, $4 FROM blobs WHERE digest IN ({owned}) \
+         ON CONFLICT (repository, blob_id) DO NOTHING;\n\
+         INSERT INTO artifact_blobs (artifact_id, blob_id) \
+         SELECT a.id, b.id FROM artifacts a, blobs b \
+         WHERE a.repository_id = {repository} AND a.digest = $3 AND b.digest IN ({owned}) \
+         ON CONFLICT (artifact_id, blob_id) DO NOTHING;\n",
+    );
+    if m.tag.is_some() {
+        batch.push_str(&format!(
+            "INSERT INTO tags (repository_id, artifact_id, name, push_time, pull_time) \
+             SELECT a.repository_id, a.id, $5, $4, $15 FROM artifacts a \
+             WHERE a.repository_id = {repository} AND a.digest = $3 \
+             ON CONFLICT (repository_id, name) DO UPDATE SET artifact_id = excluded.artifact_id, \
+             push_time = excluded.push_time;\n"
+        ));
+    }
+    batch.push_str(&format!(
+        "SELECT id FROM artifacts WHERE repository_id = {repository} AND digest = $3"
+    ));
+    let rows = bind(batch).fetch_all(&mut **tx).await?;
+    let artifact_id: i64 = rows.last().ok_or(sqlx::Error::RowNotFound)?.try_get(0)?;
+    Ok(Some(artifact_id))
+}
