@@ -159,6 +159,7 @@ pub fn build_state(
         master_key,
         registry: crate::registry::RegistryState::new(blobs, redirect_downloads, jwt_secret),
         audit_queue: crate::audit::AuditQueue::default(),
+        metrics: crate::metrics::Metrics::new(),
         external_url,
         rest,
     })

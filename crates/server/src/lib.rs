@@ -14,6 +14,8 @@ pub mod extract;
 pub mod harbor;
 pub mod headers;
 pub mod identity;
+pub mod metrics;
+pub mod operations;
 pub mod page_cache;
 pub mod portal;
 pub mod registry;

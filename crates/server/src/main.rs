@@ -67,10 +67,27 @@ async fn serve(settings: &Settings) -> anyhow::Result<()> {
     let listener = tokio::net::TcpListener::bind(addr)
         .await
         .with_context(|| format!("listening on {addr}"))?;
+    let metrics = settings.metrics();
+    if let Some(metrics_addr) = metrics.addr {
+        let listener = tokio::net::TcpListener::bind(metrics_addr)
+            .await
+            .with_context(|| format!("listening for metrics on {metrics_addr}"))?;
+        tracing::info!(addr = %metrics_addr, "metrics are served at /metrics");
+        let router = berth::metrics::router(state.clone(), &metrics)
+            .into_make_service_with_connect_info::<SocketAddr>();
+        tokio::spawn(async move {
+            if let Err(err) = axum::serve(listener, router)
+                .with_graceful_shutdown(shutdown_signal())
+                .await
+            {
+                tracing::error!(error = %err, "serving metrics failed");
+            }
+        });
+    }
     tracing::info!(%addr, backend = ?state.store.backend(), "berth is listening");
     let service = axum::ServiceExt::<axum::extract::Request>::into_make_service_with_connect_info::<
         SocketAddr,
-    >(app::build(state.clone()));
+    >(app::build_with(state.clone(), &metrics));
     axum::serve(listener, service)
         .with_graceful_shutdown(shutdown_signal())
         .await

@@ -11,6 +11,7 @@ mod util;
 mod cli;
 mod harbor;
 mod headers;
+mod metrics;
 mod portal;
 mod registry;
 mod rest;

@@ -1,0 +1,237 @@
+//! Harbor's exporter figures (`harbor_project_*`, `harbor_artifact_pulled`,
+//! `harbor_health`, `harbor_up`, `harbor_system_info`) and Berth's own figures
+//! read from the database, rendered as text and kept for [`EXPORTER_TTL`]: a
+//! scrape then costs a copy, whatever the number of projects.
+
+use std::fmt::Write as _;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crate::state::AppState;
+
+/// How long the figures read from the database are served before they are read again.
+pub const EXPORTER_TTL: Duration = Duration::from_secs(5);
+
+/// The rendered figures and when they were read.
+#[derive(Debug, Default)]
+pub struct Exporter {
+    cached: tokio::sync::Mutex<Option<(Instant, Arc<str>)>>,
+}
+
+impl Exporter {
+    /// The figures, read again when older than [`EXPORTER_TTL`]; concurrent
+    /// scrapes wait for one reading instead of each reading.
+    pub async fn text(&self, state: &AppState) -> Arc<str> {
+        let mut cached = self.cached.lock().await;
+        if let Some((at, text)) = cached.as_ref()
+            && at.elapsed() < EXPORTER_TTL
+        {
+            return text.clone();
+        }
+        let text: Arc<str> = Arc::from(read(state).await);
+        *cached = Some((Instant::now(), text.clone()));
+        text
+    }
+
+    /// Drops the kept figures: the next scrape reads the database.
+    pub async fn forget(&self) {
+        *self.cached.lock().await = None;
+    }
+}
+
+/// A text exposition being written.
+pub struct Text<'a>(pub &'a mut String);
+
+impl Text<'_> {
+    /// The `# HELP` and `# TYPE` lines of a family.
+    pub fn family(&mut self, name: &str, help: &str, kind: &str) {
+        let _ = writeln!(self.0, "# HELP {name} {help}\n# TYPE {name} {kind}");
+    }
+
+    /// One sample.
+    pub fn sample(&mut self, name: &str, labels: &[(&str, &str)], value: i64) {
+        self.0.push_str(name);
+        if !labels.is_empty() {
+            self.0.push('{');
+            for (i, (key, value)) in labels.iter().enumerate() {
+                if i > 0 {
+                    self.0.push(',');
+                }
+                self.0.push_str(key);
+                self.0.push_str("=\"");
+                escape_into(self.0, value);
+                self.0.push('"');
+            }
+            self.0.push('}');
+        }
+        let _ = writeln!(self.0, " {value}");
+    }
+}
+
+/// A label value with `\`, `"` and newlines escaped.
+fn escape_into(out: &mut String, value: &str) {
+    if !value.contains(['\\', '"', '\n']) {
+        out.push_str(value);
+        return;
+    }
+    for ch in value.chars() {
+        match ch {
+            '\\' => out.push_str("\\\\"),
+            '"' => out.push_str("\\\""),
+            '\n' => out.push_str("\\n"),
+            c => out.push(c),
+        }
+    }
+}
+
+/// Reads and renders every database figure (a failed part is left out and logged).
+async fn read(state: &AppState) -> String {
+    let statistics = state.store.statistics();
+    let configurations = state.store.configurations();
+    let (components, projects, uploads, config) = tokio::join!(
+        crate::harbor::health::check_components(state),
+        statistics.project_figures(),
+        statistics.open_uploads(),
+        configurations.load(),
+    );
+    let mut out = String::new();
+    let mut text = Text(&mut out);
+
+    let healthy = components.iter().all(|c| c.is_healthy());
+    text.family("harbor_health", "Running status of Harbor", "gauge");
+    text.sample("harbor_health", &[], i64::from(healthy));
+    text.family("harbor_up", "Running status of harbor component", "gauge");
+    for component in &components {
+        text.sample(
+            "harbor_up",
+            &[("component", component.name())],
+            i64::from(component.is_healthy()),
+        );
+    }
+
+    match config {
+        Ok(config) => {
+            text.family(
+                "harbor_system_info",
+                "Information of Harbor system",
+                "gauge",
+            );
+            let self_registration = if config.flag("self_registration") {
+                "true"
+            } else {
+                "false"
+            };
+            text.sample(
+                "harbor_system_info",
+                &[
+                    ("auth_mode", config.string("auth_mode")),
+                    ("harbor_version", crate::harbor::systeminfo::HARBOR_VERSION),
+                    ("self_registration", self_registration),
+                ],
+                1,
+            );
+        }
+        Err(err) => tracing::warn!(error = %err, "metrics: reading the configuration failed"),
+    }
+
+    match projects {
+        Ok(projects) => project_families(&mut text, &projects),
+        Err(err) => tracing::warn!(error = %err, "metrics: reading the project figures failed"),
+    }
+
+    match uploads {
+        Ok(count) => {
+            text.family(
+                "berth_blob_upload_sessions",
+                "Blob upload sessions started and not yet finished or cancelled (all instances)",
+                "gauge",
+            );
+            text.sample("berth_blob_upload_sessions", &[], count);
+        }
+        Err(err) => tracing::warn!(error = %err, "metrics: counting the upload sessions failed"),
+    }
+    out
+}
+
+fn public_label(public: i64) -> &'static str {
+    if public == 1 { "true" } else { "false" }
+}
+
+/// Harbor's per-project families, from one row per project.
+fn project_families(
+    text: &mut Text<'_>,
+    projects: &[berth_store::repo::statistics::ProjectFigures],
+) {
+    let public = projects.iter().filter(|p| p.public == 1).count();
+    text.family("harbor_project_total", "Total projects number", "gauge");
+    for (label, count) in [("true", public), ("false", projects.len() - public)] {
+        text.sample(
+            "harbor_project_total",
+            &[("public", label)],
+            i64::try_from(count).unwrap_or(i64::MAX),
+        );
+    }
+    text.family(
+        "harbor_project_repo_total",
+        "Total project repos number",
+        "gauge",
+    );
+    for p in projects {
+        text.sample(
+            "harbor_project_repo_total",
+            &[
+                ("project_name", &p.name),
+                ("public", public_label(p.public)),
+            ],
+            p.repo_count,
+        );
+    }
+    text.family(
+        "harbor_project_member_total",
+        "Total members number of a project",
+        "gauge",
+    );
+    for p in projects {
+        text.sample(
+            "harbor_project_member_total",
+            &[("project_name", &p.name)],
+            p.member_count,
+        );
+    }
+    text.family(
+        "harbor_project_quota_usage_byte",
+        "The used resource of a project",
+        "gauge",
+    );
+    for p in projects {
+        text.sample(
+            "harbor_project_quota_usage_byte",
+            &[("project_name", &p.name)],
+            p.quota_used,
+        );
+    }
+    text.family(
+        "harbor_project_quota_byte",
+        "The quota of a project",
+        "gauge",
+    );
+    for p in projects {
+        text.sample(
+            "harbor_project_quota_byte",
+            &[("project_name", &p.name)],
+            p.quota_hard,
+        );
+    }
+    text.family(
+        "harbor_artifact_pulled",
+        "The pull number of an artifact",
+        "gauge",
+    );
+    for p in projects {
+        text.sample(
+            "harbor_artifact_pulled",
+            &[("project_name", &p.name)],
+            p.pull_count,
+        );
+    }
+}
