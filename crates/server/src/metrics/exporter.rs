@@ -1,10 +1,12 @@
 //! Harbor's exporter figures (`harbor_project_*`, `harbor_artifact_pulled`,
 //! `harbor_health`, `harbor_up`, `harbor_system_info`) and Berth's own figures
-//! read from the database, rendered as text and kept for [`EXPORTER_TTL`]: a
-//! scrape then costs a copy, whatever the number of projects.
+//! read from the database, rendered as text and kept for [`EXPORTER_TTL`]; a
+//! scrape then costs a copy, whatever the number of projects, and a scrape of
+//! older figures starts their next reading in the background.
 
 use std::fmt::Write as _;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::state::AppState;
@@ -12,30 +14,60 @@ use crate::state::AppState;
 /// How long the figures read from the database are served before they are read again.
 pub const EXPORTER_TTL: Duration = Duration::from_secs(5);
 
+/// Up to this age, figures past [`EXPORTER_TTL`] are still served while they
+/// are read again in the background (a scrape never waits for the database
+/// then); older ones are read again before answering.
+pub const EXPORTER_STALE_LIMIT: Duration = Duration::from_secs(60);
+
 /// The rendered figures and when they were read.
 #[derive(Debug, Default)]
 pub struct Exporter {
-    cached: tokio::sync::Mutex<Option<(Instant, Arc<str>)>>,
+    cached: Mutex<Option<(Instant, Arc<str>)>>,
+    refreshing: AtomicBool,
 }
 
 impl Exporter {
-    /// The figures, read again when older than [`EXPORTER_TTL`]; concurrent
-    /// scrapes wait for one reading instead of each reading.
+    fn kept(&self) -> Option<(Instant, Arc<str>)> {
+        self.cached
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    fn keep(&self, text: Arc<str>) {
+        *self.cached.lock().unwrap_or_else(|e| e.into_inner()) = Some((Instant::now(), text));
+    }
+
+    /// The figures: kept ones younger than [`EXPORTER_TTL`]; kept ones up to
+    /// [`EXPORTER_STALE_LIMIT`] while one background task reads them again;
+    /// else read now.
     pub async fn text(&self, state: &AppState) -> Arc<str> {
-        let mut cached = self.cached.lock().await;
-        if let Some((at, text)) = cached.as_ref()
-            && at.elapsed() < EXPORTER_TTL
-        {
-            return text.clone();
+        if let Some((at, text)) = self.kept() {
+            let age = at.elapsed();
+            if age < EXPORTER_TTL {
+                return text;
+            }
+            if age < EXPORTER_STALE_LIMIT {
+                if !self.refreshing.swap(true, Ordering::AcqRel) {
+                    let state = state.clone();
+                    tokio::spawn(async move {
+                        let text: Arc<str> = Arc::from(read(&state).await);
+                        let exporter = &state.metrics.exporter;
+                        exporter.keep(text);
+                        exporter.refreshing.store(false, Ordering::Release);
+                    });
+                }
+                return text;
+            }
         }
         let text: Arc<str> = Arc::from(read(state).await);
-        *cached = Some((Instant::now(), text.clone()));
+        self.keep(text.clone());
         text
     }
 
     /// Drops the kept figures: the next scrape reads the database.
-    pub async fn forget(&self) {
-        *self.cached.lock().await = None;
+    pub fn forget(&self) {
+        *self.cached.lock().unwrap_or_else(|e| e.into_inner()) = None;
     }
 }
 

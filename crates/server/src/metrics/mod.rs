@@ -30,7 +30,7 @@ use crate::extract::Principal;
 use crate::operations::{Routes, Surface};
 use crate::state::AppState;
 
-pub use exporter::EXPORTER_TTL;
+pub use exporter::{EXPORTER_STALE_LIMIT, EXPORTER_TTL};
 pub use record::{Recorder, record};
 
 /// Where `/metrics` is served and who may read it.
@@ -83,7 +83,7 @@ pub struct Metrics {
     uploads_in_flight: Gauge,
     gc_runs: Family<GcLabels, Counter>,
     gc_reclaimed_bytes: Counter,
-    exporter: exporter::Exporter,
+    pub(crate) exporter: exporter::Exporter,
 }
 
 impl Default for Metrics {
@@ -181,8 +181,8 @@ impl Metrics {
 
     /// Drops the figures read from the database (kept for [`EXPORTER_TTL`]):
     /// the next scrape reads them again.
-    pub async fn forget_cached(&self) {
-        self.exporter.forget().await;
+    pub fn forget_cached(&self) {
+        self.exporter.forget();
     }
 
     /// The whole scrape: live metrics, then the sampled and the cached figures.

@@ -113,7 +113,7 @@ backend_test!(
         assert_eq!(failed_rest.status, StatusCode::UNAUTHORIZED);
         app.state.registry.flush_pulls(&app.state.store).await;
         // The database figures of the first scrape are kept for a few seconds.
-        app.state.metrics.forget_cached().await;
+        app.state.metrics.forget_cached();
 
         let after = scrape(&app).await;
         let count = |method: &str, code: &str, operation: &str| {
