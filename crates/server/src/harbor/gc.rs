@@ -7,6 +7,7 @@ use axum::http::{HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use berth_store::repo::gc::{GcOptions, GcRun, run_garbage_collection};
 use serde_json::{Value, json};
+use tracing::Instrument;
 
 use crate::error::{ApiError, HarborResult};
 use crate::extract::Principal;
@@ -78,7 +79,8 @@ pub async fn start_gc_as(state: &AppState, principal: &Principal) -> Result<i64,
     let run = state.store.start_gc_run().await?;
     let id = run.id;
     let worker = state.clone();
-    tokio::spawn(async move {
+    // The run's log lines carry the id of the request that started it.
+    let task = async move {
         match run_garbage_collection(
             &worker.store,
             &worker.registry.blobs,
@@ -93,7 +95,8 @@ pub async fn start_gc_as(state: &AppState, principal: &Principal) -> Result<i64,
                 tracing::error!(error = %err, run = id, "garbage collection failed");
             }
         }
-    });
+    };
+    tokio::spawn(task.in_current_span());
     Ok(id)
 }
 

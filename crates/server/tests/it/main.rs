@@ -14,5 +14,6 @@ mod headers;
 mod metrics;
 mod portal;
 mod registry;
+mod request_ids;
 mod rest;
 mod store;
