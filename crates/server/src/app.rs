@@ -21,6 +21,7 @@ use crate::error::{ApiError, HarborError};
 use crate::harbor;
 use crate::headers;
 use crate::metrics::{MetricsSettings, Recorder};
+use crate::openapi::ApiDocument;
 use crate::operations::{self, Operation, OperationIndex, Routes, Surface};
 use crate::portal;
 use crate::registry;
@@ -55,6 +56,7 @@ pub fn routes(state: &AppState, metrics: &MetricsSettings) -> Routes {
         },
     ];
     let routes = Routes::new(Surface::Berth)
+        .merge(crate::openapi::routes())
         .nest("/api/v2.0", harbor::routes())
         .merge(rest::routes(&state.rest))
         .adopt(
@@ -76,6 +78,7 @@ pub fn build_with(state: AppState, metrics: &MetricsSettings) -> App {
     let (router, operations) = routes(&state, metrics).into_parts();
     let recorder = Recorder::new(state.clone(), Arc::new(OperationIndex::new(&operations)));
     let router = router
+        .layer(axum::Extension(ApiDocument::new(&operations)))
         .merge(portal::router())
         .fallback(not_found)
         .layer(axum::middleware::from_fn_with_state(

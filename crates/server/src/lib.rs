@@ -16,6 +16,7 @@ pub mod headers;
 pub mod identity;
 pub mod logging;
 pub mod metrics;
+pub mod openapi;
 pub mod operations;
 pub mod page_cache;
 pub mod portal;

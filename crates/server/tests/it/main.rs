@@ -12,6 +12,7 @@ mod cli;
 mod harbor;
 mod headers;
 mod metrics;
+mod openapi;
 mod portal;
 mod registry;
 mod request_ids;
