@@ -116,8 +116,20 @@ fn escape_into(out: &mut String, value: &str) {
     }
 }
 
-/// Reads and renders every database figure (a failed part is left out and logged).
+/// Reads and renders every database figure (a failed part is left out and
+/// logged), and logs how long that took (at debug level).
 async fn read(state: &AppState) -> String {
+    let started = Instant::now();
+    let text = read_figures(state).await;
+    tracing::debug!(
+        millis = started.elapsed().as_secs_f64() * 1000.0,
+        bytes = text.len(),
+        "metrics: database figures read"
+    );
+    text
+}
+
+async fn read_figures(state: &AppState) -> String {
     let statistics = state.store.statistics();
     let configurations = state.store.configurations();
     let (components, projects, uploads, config) = tokio::join!(
