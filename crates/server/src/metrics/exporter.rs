@@ -9,6 +9,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use berth_store::repo::statistics::ProjectFigures;
+
 use crate::state::AppState;
 
 /// How long the figures read from the database are served before they are read again.
@@ -202,10 +204,7 @@ fn public_label(public: i64) -> &'static str {
 }
 
 /// Harbor's per-project families, from one row per project.
-fn project_families(
-    text: &mut Text<'_>,
-    projects: &[berth_store::repo::statistics::ProjectFigures],
-) {
+fn project_families(text: &mut Text<'_>, projects: &[ProjectFigures]) {
     let public = projects.iter().filter(|p| p.public == 1).count();
     text.family("harbor_project_total", "Total projects number", "gauge");
     for (label, count) in [("true", public), ("false", projects.len() - public)] {
@@ -230,52 +229,31 @@ fn project_families(
             p.repo_count,
         );
     }
-    text.family(
-        "harbor_project_member_total",
-        "Total members number of a project",
-        "gauge",
-    );
-    for p in projects {
-        text.sample(
+    type Figure = fn(&ProjectFigures) -> i64;
+    let per_project: [(&str, &str, Figure); 4] = [
+        (
             "harbor_project_member_total",
-            &[("project_name", &p.name)],
-            p.member_count,
-        );
-    }
-    text.family(
-        "harbor_project_quota_usage_byte",
-        "The used resource of a project",
-        "gauge",
-    );
-    for p in projects {
-        text.sample(
+            "Total members number of a project",
+            |p| p.member_count,
+        ),
+        (
             "harbor_project_quota_usage_byte",
-            &[("project_name", &p.name)],
-            p.quota_used,
-        );
-    }
-    text.family(
-        "harbor_project_quota_byte",
-        "The quota of a project",
-        "gauge",
-    );
-    for p in projects {
-        text.sample(
-            "harbor_project_quota_byte",
-            &[("project_name", &p.name)],
-            p.quota_hard,
-        );
-    }
-    text.family(
-        "harbor_artifact_pulled",
-        "The pull number of an artifact",
-        "gauge",
-    );
-    for p in projects {
-        text.sample(
+            "The used resource of a project",
+            |p| p.quota_used,
+        ),
+        ("harbor_project_quota_byte", "The quota of a project", |p| {
+            p.quota_hard
+        }),
+        (
             "harbor_artifact_pulled",
-            &[("project_name", &p.name)],
-            p.pull_count,
-        );
+            "The pull number of an artifact",
+            |p| p.pull_count,
+        ),
+    ];
+    for (name, help, figure) in per_project {
+        text.family(name, help, "gauge");
+        for p in projects {
+            text.sample(name, &[("project_name", &p.name)], figure(p));
+        }
     }
 }
