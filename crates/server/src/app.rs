@@ -6,7 +6,7 @@ use std::time::Duration;
 use axum::Router;
 use axum::extract::Request;
 use axum::http::header::{AUTHORIZATION, COOKIE, PROXY_AUTHORIZATION};
-use axum::http::{HeaderName, Method, Uri};
+use axum::http::{HeaderName, Uri};
 use tower::ServiceBuilder;
 use tower::util::MapRequest;
 use tower_http::catch_panic::CatchPanicLayer;
@@ -22,7 +22,7 @@ use crate::harbor;
 use crate::headers;
 use crate::metrics::{MetricsSettings, Recorder};
 use crate::openapi::ApiDocument;
-use crate::operations::{self, Operation, OperationIndex, Routes, Surface};
+use crate::operations::{self, OperationIndex, Routes, Surface};
 use crate::portal;
 use crate::registry;
 use crate::rest;
@@ -41,30 +41,13 @@ pub fn build(state: AppState) -> App {
 /// The routes of every API surface (the route table), `/metrics` where
 /// `metrics` puts it on the main port.
 pub fn routes(state: &AppState, metrics: &MetricsSettings) -> Routes {
-    let registry_operations = [
-        Operation {
-            method: Method::GET,
-            path: "/v2".into(),
-            id: "get_base".into(),
-            surface: Surface::Registry,
-        },
-        Operation {
-            method: Method::GET,
-            path: "/service/token".into(),
-            id: "get_token".into(),
-            surface: Surface::Registry,
-        },
-    ];
     let routes = Routes::new(Surface::Berth)
         .merge(crate::openapi::routes())
         .nest("/api/v2.0", harbor::routes())
         .merge(rest::routes(&state.rest))
         .adopt(
             registry::router(state.clone()),
-            registry_operations
-                .into_iter()
-                .chain(operations::oci_operations())
-                .collect(),
+            operations::registry_operations(),
         );
     if metrics.addr.is_none() {
         routes.merge(crate::metrics::routes(metrics))

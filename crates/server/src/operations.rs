@@ -218,9 +218,12 @@ fn camel_case(snake: &str) -> String {
     out
 }
 
-/// The operations of the distribution API behind its one catch-all route
-/// (`/v2/{*rest}`, parsed from the right), with the OCI spec's path templates.
+/// The operations of the distribution API: its base and token routes, and
+/// those behind its one catch-all route (`/v2/{*rest}`, parsed from the right),
+/// with the OCI spec's path templates.
 pub const OCI_OPERATIONS: &[(&str, &str, &str)] = &[
+    ("GET", "/v2", "get_base"),
+    ("GET", "/service/token", "get_token"),
     ("GET", "/v2/_catalog", "get_catalog"),
     ("GET", "/v2/{name}/tags/list", "get_tags_list"),
     ("GET", "/v2/{name}/manifests/{reference}", "get_manifest"),
@@ -277,8 +280,8 @@ pub fn oci_route(path: &str) -> Option<&'static str> {
     })
 }
 
-/// The distribution API's operations behind the catch-all route, as operations.
-pub fn oci_operations() -> Vec<Operation> {
+/// The distribution API's operations ([`OCI_OPERATIONS`]), as operations.
+pub fn registry_operations() -> Vec<Operation> {
     OCI_OPERATIONS
         .iter()
         .map(|(method, path, id)| Operation {
@@ -338,7 +341,7 @@ mod tests {
 
     #[test]
     fn oci_paths_name_their_operation() {
-        let index = OperationIndex::new(&oci_operations());
+        let index = OperationIndex::new(&registry_operations());
         let name = |method: Method, path: &str| {
             oci_route(path)
                 .and_then(|template| index.find(&method, template))
