@@ -9,6 +9,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use berth_domain::model::Configuration;
+use berth_store::StoreError;
 use berth_store::repo::statistics::ProjectFigures;
 
 use crate::state::AppState;
@@ -119,19 +121,9 @@ fn escape_into(out: &mut String, value: &str) {
 }
 
 /// Reads and renders every database figure (a failed part is left out and
-/// logged), and logs how long that took (at debug level).
+/// logged), and logs how long the reading and the whole took (at debug level).
 async fn read(state: &AppState) -> String {
     let started = Instant::now();
-    let text = read_figures(state).await;
-    tracing::debug!(
-        millis = started.elapsed().as_secs_f64() * 1000.0,
-        bytes = text.len(),
-        "metrics: database figures read"
-    );
-    text
-}
-
-async fn read_figures(state: &AppState) -> String {
     let statistics = state.store.statistics();
     let configurations = state.store.configurations();
     let (components, projects, uploads, config) = tokio::join!(
@@ -140,6 +132,38 @@ async fn read_figures(state: &AppState) -> String {
         statistics.open_uploads(),
         configurations.load(),
     );
+    let queried = started.elapsed();
+    let text = render(Figures {
+        components,
+        projects,
+        uploads,
+        config,
+    });
+    tracing::debug!(
+        millis = started.elapsed().as_secs_f64() * 1000.0,
+        query_millis = queried.as_secs_f64() * 1000.0,
+        bytes = text.len(),
+        "metrics: database figures read"
+    );
+    text
+}
+
+/// What one reading found.
+struct Figures {
+    components: Vec<crate::harbor::health::ComponentHealthStatus>,
+    projects: Result<Vec<ProjectFigures>, StoreError>,
+    uploads: Result<i64, StoreError>,
+    config: Result<Configuration, StoreError>,
+}
+
+/// The text of a reading.
+fn render(figures: Figures) -> String {
+    let Figures {
+        components,
+        projects,
+        uploads,
+        config,
+    } = figures;
     let mut out = String::new();
     let mut text = Text(&mut out);
 
