@@ -1,5 +1,6 @@
 //! The whole HTTP application: the three surfaces and the layers around them.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Router;
@@ -19,6 +20,9 @@ use tracing::Level;
 use crate::error::{ApiError, HarborError};
 use crate::harbor;
 use crate::headers;
+use crate::metrics::{MetricsSettings, Recorder};
+use crate::openapi::ApiDocument;
+use crate::operations::{self, OperationIndex, Routes, Surface};
 use crate::portal;
 use crate::registry;
 use crate::rest;
@@ -29,14 +33,41 @@ pub type App = MapRequest<Router, fn(Request) -> Request>;
 
 const X_REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
 
-/// Builds the application for `state`.
+/// Builds the application for `state`, with `/metrics` open on the main port.
 pub fn build(state: AppState) -> App {
-    let router = Router::new()
-        .nest("/api/v2.0", harbor::router())
+    build_with(state, &MetricsSettings::default())
+}
+
+/// The routes of every API surface (the route table), `/metrics` where
+/// `metrics` puts it on the main port.
+pub fn routes(state: &AppState, metrics: &MetricsSettings) -> Routes {
+    let routes = Routes::new(Surface::Berth)
+        .merge(crate::openapi::routes())
+        .nest("/api/v2.0", harbor::routes())
+        .merge(rest::routes(&state.rest))
+        .adopt(
+            registry::router(state.clone()),
+            operations::registry_operations(),
+        );
+    if metrics.addr.is_none() {
+        routes.merge(crate::metrics::routes(metrics))
+    } else {
+        routes
+    }
+}
+
+/// Builds the application for `state`; `metrics` says where `/metrics` is served.
+pub fn build_with(state: AppState, metrics: &MetricsSettings) -> App {
+    let (router, operations) = routes(&state, metrics).into_parts();
+    let recorder = Recorder::new(state.clone(), Arc::new(OperationIndex::new(&operations)));
+    let router = router
+        .layer(axum::Extension(ApiDocument::new(&operations)))
         .merge(portal::router())
-        .merge(rest::router(&state.rest))
-        .merge(registry::router(state.clone()))
         .fallback(not_found)
+        .layer(axum::middleware::from_fn_with_state(
+            recorder,
+            crate::metrics::record,
+        ))
         .with_state(state)
         .layer(
             ServiceBuilder::new()

@@ -164,6 +164,7 @@ pub fn build_state(
         master_key,
         registry: crate::registry::RegistryState::new(blobs, redirect_downloads, jwt_secret, proxy),
         audit_queue: crate::audit::AuditQueue::default(),
+        metrics: crate::metrics::Metrics::new(),
         external_url,
         rest,
     })

@@ -1,12 +1,13 @@
 //! Command line and environment: every setting is a flag with an environment
 //! fallback, and the flag wins.
 
-use std::net::IpAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
 
 use berth_store::s3::S3Config;
 use clap::{Args, Parser, Subcommand};
 
+use crate::metrics::MetricsSettings;
 use crate::signin::{SignInSettings, ThrottleLimits, TrustedProxies};
 
 /// Berth: one binary serving Harbor's management API, the OCI distribution API
@@ -196,9 +197,25 @@ pub struct Settings {
     /// CIDR blocks, comma-separated (`10.0.0.0/8,127.0.0.1`); empty trusts none.
     #[arg(long, env = "BERTH_TRUSTED_PROXIES", default_value = "", global = true)]
     pub trusted_proxies: TrustedProxies,
+    /// Serve Prometheus metrics (`/metrics`) on this address (`127.0.0.1:9090`)
+    /// instead of on the main port.
+    #[arg(long, env = "BERTH_METRICS_ADDR", global = true)]
+    pub metrics_addr: Option<SocketAddr>,
+    /// Answer `/metrics` to system administrators only (Basic auth); it is open
+    /// otherwise, as Harbor's exporter is.
+    #[arg(long, env = "BERTH_METRICS_REQUIRE_ADMIN", global = true)]
+    pub metrics_require_admin: bool,
 }
 
 impl Settings {
+    /// Where `/metrics` is served and who may read it.
+    pub fn metrics(&self) -> MetricsSettings {
+        MetricsSettings {
+            addr: self.metrics_addr,
+            require_admin: self.metrics_require_admin,
+        }
+    }
+
     /// The sign-in protection in effect.
     pub fn signin(&self) -> SignInSettings {
         SignInSettings {

@@ -1,16 +1,15 @@
 //! The `berth` command: `serve` (the default), `migrate`, `healthcheck`, `user`.
 
-use std::io::{BufRead, IsTerminal};
+use std::io::BufRead;
 use std::net::SocketAddr;
 use std::process::ExitCode;
 
 use anyhow::{Context, bail};
-use berth::config::{Cli, Command, LogFormat, Settings, UserCommand};
+use berth::config::{Cli, Command, Settings, UserCommand};
 use berth::{app, bootstrap, identity};
 use berth_domain::model::NewUser;
 use clap::Parser;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tracing_subscriber::EnvFilter;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
@@ -49,16 +48,7 @@ fn main() -> ExitCode {
 }
 
 fn init_logging(settings: &Settings) {
-    let filter = EnvFilter::try_new(&settings.log).unwrap_or_else(|_| EnvFilter::new("info"));
-    // Colours only for a terminal: log files and pipes get plain text.
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_ansi(std::io::stderr().is_terminal())
-        .with_writer(std::io::stderr);
-    match settings.log_format {
-        LogFormat::Json => builder.json().init(),
-        LogFormat::Text => builder.init(),
-    }
+    berth::logging::init(settings.log_format, &settings.log);
 }
 
 async fn serve(settings: &Settings) -> anyhow::Result<()> {
@@ -67,10 +57,27 @@ async fn serve(settings: &Settings) -> anyhow::Result<()> {
     let listener = tokio::net::TcpListener::bind(addr)
         .await
         .with_context(|| format!("listening on {addr}"))?;
+    let metrics = settings.metrics();
+    if let Some(metrics_addr) = metrics.addr {
+        let listener = tokio::net::TcpListener::bind(metrics_addr)
+            .await
+            .with_context(|| format!("listening for metrics on {metrics_addr}"))?;
+        tracing::info!(addr = %metrics_addr, "metrics are served at /metrics");
+        let router = berth::metrics::router(state.clone(), &metrics)
+            .into_make_service_with_connect_info::<SocketAddr>();
+        tokio::spawn(async move {
+            if let Err(err) = axum::serve(listener, router)
+                .with_graceful_shutdown(shutdown_signal())
+                .await
+            {
+                tracing::error!(error = %err, "serving metrics failed");
+            }
+        });
+    }
     tracing::info!(%addr, backend = ?state.store.backend(), "berth is listening");
     let service = axum::ServiceExt::<axum::extract::Request>::into_make_service_with_connect_info::<
         SocketAddr,
-    >(app::build(state.clone()));
+    >(app::build_with(state.clone(), &metrics));
     axum::serve(listener, service)
         .with_graceful_shutdown(shutdown_signal())
         .await

@@ -10,6 +10,7 @@
 use std::collections::HashMap;
 use std::hash::Hash;
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use bytes::Bytes;
 
@@ -24,6 +25,8 @@ struct Pages<K> {
 pub struct PageCache<K> {
     max_bytes: usize,
     pages: Mutex<Pages<K>>,
+    hits: AtomicU64,
+    misses: AtomicU64,
 }
 
 impl<K> std::fmt::Debug for PageCache<K> {
@@ -44,6 +47,8 @@ impl<K: Hash + Eq> PageCache<K> {
                 bytes: 0,
                 bodies: HashMap::new(),
             }),
+            hits: AtomicU64::new(0),
+            misses: AtomicU64::new(0),
         }
     }
 
@@ -53,11 +58,27 @@ impl<K: Hash + Eq> PageCache<K> {
 
     /// The body stored for `key`, if it was built at `generation`.
     pub fn get(&self, key: &K, generation: u64) -> Option<Bytes> {
-        let pages = self.pages();
-        if pages.generation != generation {
-            return None;
-        }
-        pages.bodies.get(key).cloned()
+        let found = {
+            let pages = self.pages();
+            (pages.generation == generation)
+                .then(|| pages.bodies.get(key).cloned())
+                .flatten()
+        };
+        let counter = if found.is_some() {
+            &self.hits
+        } else {
+            &self.misses
+        };
+        counter.fetch_add(1, Ordering::Relaxed);
+        found
+    }
+
+    /// Look-ups so far that found a body, and those that did not.
+    pub fn counts(&self) -> (u64, u64) {
+        (
+            self.hits.load(Ordering::Relaxed),
+            self.misses.load(Ordering::Relaxed),
+        )
     }
 
     /// Stores the body of `key`, built from data read at `generation`. Storing

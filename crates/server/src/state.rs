@@ -35,6 +35,8 @@ pub struct Inner {
     pub registry: crate::registry::RegistryState,
     /// Audit log entries not yet written.
     pub audit_queue: crate::audit::AuditQueue,
+    /// What `/metrics` reports.
+    pub metrics: crate::metrics::Metrics,
 }
 
 impl AppState {

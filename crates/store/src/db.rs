@@ -34,6 +34,17 @@ impl Backend {
     }
 }
 
+/// The connections of the pool at one moment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PoolStatus {
+    /// Connections open (idle or in use).
+    pub open: u32,
+    /// Open connections waiting for work.
+    pub idle: u32,
+    /// The most the pool opens; all of them in use means callers wait.
+    pub max: u32,
+}
+
 /// The handle every repository function takes: a pool plus the backend it serves.
 #[derive(Debug, Clone)]
 pub struct Store {
@@ -135,6 +146,15 @@ impl Store {
     /// The backend behind this store.
     pub fn backend(&self) -> Backend {
         self.backend
+    }
+
+    /// The connections of the pool now.
+    pub fn pool_status(&self) -> PoolStatus {
+        PoolStatus {
+            open: self.pool.size(),
+            idle: u32::try_from(self.pool.num_idle()).unwrap_or(u32::MAX),
+            max: self.pool.options().get_max_connections(),
+        }
     }
 
     /// A trivial round trip, for health checks.

@@ -19,6 +19,6 @@ pub use blobs::{
     BlobError, BlobStore, ByteStream, FileBlobs, Hasher, ObjectBlobs, Staged, WrittenPart,
 };
 pub use changes::{Changes, Topic};
-pub use db::{Backend, Store};
+pub use db::{Backend, PoolStatus, Store};
 pub use error::StoreError;
 pub use gc_lock::GcLock;

@@ -2,11 +2,9 @@
 
 use std::collections::HashMap;
 
-use axum::Router;
 use axum::extract::{Path, State};
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
 use berth_domain::model::{Artifact, ArtifactReference, Label, Tag};
 use berth_domain::oci::manifest::image_build_history;
 use berth_domain::oci::reference::project_of;
@@ -24,6 +22,7 @@ use super::tags::TagJson;
 use crate::error::{ApiError, HarborResult};
 use crate::extract::Principal;
 use crate::extract::harbor::{HarborQuery, paged};
+use crate::operations::{Routes, Surface};
 use crate::registry::read_config;
 use crate::state::AppState;
 
@@ -35,23 +34,19 @@ const ICON_DEFAULT: &str =
 
 pub(super) const BASE: &str = "/projects/{project_name}/repositories/{repository_name}/artifacts";
 
-pub(super) fn router() -> Router<AppState> {
-    Router::new()
-        .route(
-            BASE,
-            get(list_artifacts).post(super::artifact_copy::copy_artifact),
-        )
-        .route(
-            &format!("{BASE}/{{reference}}"),
-            get(get_artifact).delete(delete_artifact),
-        )
-        .route(
+pub(super) fn routes() -> Routes {
+    Routes::new(Surface::Harbor)
+        .get(BASE, list_artifacts)
+        .post(BASE, super::artifact_copy::copy_artifact)
+        .get(&format!("{BASE}/{{reference}}"), get_artifact)
+        .delete(&format!("{BASE}/{{reference}}"), delete_artifact)
+        .get(
             &format!("{BASE}/{{reference}}/additions/{{addition}}"),
-            get(get_addition),
+            get_addition,
         )
-        .route(
+        .get(
             &format!("{BASE}/{{reference}}/accessories"),
-            get(super::artifact_copy::list_accessories),
+            super::artifact_copy::list_accessories,
         )
 }
 

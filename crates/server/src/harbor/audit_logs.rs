@@ -2,10 +2,8 @@
 //! entry, project administrators those of their projects) and
 //! `GET /projects/{project_name}/logs` (one project's, for its administrators).
 
-use axum::Router;
 use axum::extract::{Path, State};
 use axum::response::Response;
-use axum::routing::get;
 use berth_domain::model::ProjectRef;
 use berth_domain::rbac::{Action, Resource, Role};
 use berth_store::repo::audit_logs::{AuditLog, AuditScope};
@@ -15,12 +13,13 @@ use crate::access::require_project;
 use crate::error::{ApiError, HarborResult};
 use crate::extract::Principal;
 use crate::extract::harbor::{HarborQuery, paged};
+use crate::operations::{Routes, Surface};
 use crate::state::AppState;
 
-pub(super) fn router() -> Router<AppState> {
-    Router::new()
-        .route("/audit-logs", get(list_audit_logs))
-        .route("/projects/{project_name}/logs", get(get_project_logs))
+pub(super) fn routes() -> Routes {
+    Routes::new(Surface::Harbor)
+        .get("/audit-logs", list_audit_logs)
+        .get("/projects/{project_name}/logs", get_logs)
 }
 
 /// Harbor's AuditLog.
@@ -63,7 +62,7 @@ pub async fn list_audit_logs(
 }
 
 /// `GET /projects/{project_name}/logs`: for the project's administrators.
-pub async fn get_project_logs(
+pub async fn get_logs(
     State(state): State<AppState>,
     principal: Principal,
     Path(project_name): Path<String>,

@@ -1,10 +1,9 @@
 //! System configuration: getConfigurations, updateConfigurations, getInternalconfig
 //! (administrators only; passwords are accepted and never returned).
 
+use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
-use axum::routing::get;
-use axum::{Json, Router};
 use berth_domain::model::configuration::{ConfigType, KEYS, find_key, validate_item};
 use berth_domain::model::{ConfigValue, Configuration};
 use serde_json::{Map, Value, json};
@@ -12,15 +11,14 @@ use serde_json::{Map, Value, json};
 use crate::error::{ApiError, HarborResult};
 use crate::extract::Principal;
 use crate::extract::harbor::HarborJson;
+use crate::operations::{Routes, Surface};
 use crate::state::AppState;
 
-pub(super) fn router() -> Router<AppState> {
-    Router::new()
-        .route(
-            "/configurations",
-            get(get_configurations).put(update_configurations),
-        )
-        .route("/internalconfig", get(get_internalconfig))
+pub(super) fn routes() -> Routes {
+    Routes::new(Surface::Harbor)
+        .get("/configurations", get_configurations)
+        .put("/configurations", update_configurations)
+        .get("/internalconfig", get_internalconfig)
 }
 
 fn wire_value(value: &ConfigValue) -> Value {

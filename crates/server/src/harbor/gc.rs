@@ -1,25 +1,25 @@
 //! Garbage collection for system administrators: createGCSchedule (a manual
 //! run, started in the background), getGCHistory and getGC.
 
-use axum::Router;
 use axum::extract::{Path, State};
 use axum::http::header::LOCATION;
 use axum::http::{HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
 use berth_store::repo::gc::{GcOptions, GcRun, run_garbage_collection};
 use serde_json::{Value, json};
+use tracing::Instrument;
 
 use crate::error::{ApiError, HarborResult};
 use crate::extract::Principal;
 use crate::extract::harbor::HarborBytes;
+use crate::operations::{Routes, Surface};
 use crate::state::AppState;
 
-pub(super) fn router() -> Router<AppState> {
-    Router::new()
-        .route("/system/gc/schedule", post(create_gc_schedule))
-        .route("/system/gc", get(get_gc_history))
-        .route("/system/gc/{gc_id}", get(get_gc))
+pub(super) fn routes() -> Routes {
+    Routes::new(Surface::Harbor)
+        .post("/system/gc/schedule", create_gc_schedule)
+        .get("/system/gc", get_gc_history)
+        .get("/system/gc/{gc_id}", get_gc)
 }
 
 /// Harbor's job status of a run: `Running`, `Success` or `Error`.
@@ -79,8 +79,9 @@ pub async fn start_gc_as(state: &AppState, principal: &Principal) -> Result<i64,
     let run = state.store.start_gc_run().await?;
     let id = run.id;
     let worker = state.clone();
-    tokio::spawn(async move {
-        if let Err(err) = run_garbage_collection(
+    // The run's log lines carry the id of the request that started it.
+    let task = async move {
+        match run_garbage_collection(
             &worker.store,
             &worker.registry.blobs,
             GcOptions::default(),
@@ -88,9 +89,14 @@ pub async fn start_gc_as(state: &AppState, principal: &Principal) -> Result<i64,
         )
         .await
         {
-            tracing::error!(error = %err, run = id, "garbage collection failed");
+            Ok(stats) => worker.metrics.gc_finished(Some(stats.bytes)),
+            Err(err) => {
+                worker.metrics.gc_finished(None);
+                tracing::error!(error = %err, run = id, "garbage collection failed");
+            }
         }
-    });
+    };
+    tokio::spawn(task.in_current_span());
     Ok(id)
 }
 

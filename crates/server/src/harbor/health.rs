@@ -2,11 +2,11 @@
 
 use std::time::Duration;
 
+use axum::Json;
 use axum::extract::State;
-use axum::routing::get;
-use axum::{Json, Router};
 use serde::Serialize;
 
+use crate::operations::{Routes, Surface};
 use crate::state::AppState;
 
 /// How long one component may take to answer before it counts as unhealthy.
@@ -28,8 +28,8 @@ pub struct OverallHealthStatus {
     components: Vec<ComponentHealthStatus>,
 }
 
-pub(super) fn router() -> Router<AppState> {
-    Router::new().route("/health", get(get_health))
+pub(super) fn routes() -> Routes {
+    Routes::new(Surface::Harbor).get("/health", get_health)
 }
 
 fn component(name: &'static str, result: Result<(), String>) -> ComponentHealthStatus {
@@ -69,15 +69,32 @@ async fn check_storage(state: &AppState) -> Result<(), String> {
     }
 }
 
-/// Reports the health of core, the database and blob storage. Always 200, as Harbor.
-pub async fn get_health(State(state): State<AppState>) -> Json<OverallHealthStatus> {
-    let (database, storage) = tokio::join!(check_database(&state), check_storage(&state));
-    let components = vec![
+/// The health of core, the database and blob storage, checked together.
+pub(crate) async fn check_components(state: &AppState) -> Vec<ComponentHealthStatus> {
+    let (database, storage) = tokio::join!(check_database(state), check_storage(state));
+    vec![
         component("core", Ok(())),
         component("database", database),
         component("storage", storage),
-    ];
-    let healthy = components.iter().all(|c| c.status == "healthy");
+    ]
+}
+
+impl ComponentHealthStatus {
+    /// The component's name.
+    pub fn name(&self) -> &'static str {
+        self.name
+    }
+
+    /// Whether it answered healthy.
+    pub fn is_healthy(&self) -> bool {
+        self.status == "healthy"
+    }
+}
+
+/// Reports the health of core, the database and blob storage. Always 200, as Harbor.
+pub async fn get_health(State(state): State<AppState>) -> Json<OverallHealthStatus> {
+    let components = check_components(&state).await;
+    let healthy = components.iter().all(ComponentHealthStatus::is_healthy);
     Json(OverallHealthStatus {
         status: if healthy { "healthy" } else { "unhealthy" },
         components,

@@ -2,32 +2,30 @@
 //! administrators and maintainers list, create, update and delete them; the
 //! store refuses every move or delete of a tag they protect.
 
-use axum::Router;
 use axum::extract::{Path, State};
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, put};
 use berth_domain::model::immutable::ImmutableRule;
 use berth_domain::rbac::{Action, Resource};
 
 use crate::error::{ApiError, HarborResult};
 use crate::extract::harbor::{HarborQuery, LaterJson, paged, path_int};
 use crate::harbor::projects::ProjectCaller;
+use crate::operations::{Routes, Surface};
 use crate::state::AppState;
 
 const BASE: &str = "/projects/{project_name_or_id}/immutabletagrules";
 
-pub(super) fn router() -> Router<AppState> {
-    Router::new()
-        .route(BASE, get(list_rules).post(create_rule))
-        .route(
-            &format!("{BASE}/{{immutable_rule_id}}"),
-            put(update_rule).delete(delete_rule),
-        )
+pub(super) fn routes() -> Routes {
+    Routes::new(Surface::Harbor)
+        .get(BASE, list_immu_rules)
+        .post(BASE, create_immu_rule)
+        .put(&format!("{BASE}/{{immutable_rule_id}}"), update_immu_rule)
+        .delete(&format!("{BASE}/{{immutable_rule_id}}"), delete_immu_rule)
 }
 
 /// `GET .../immutabletagrules`: the project's rules, by id.
-pub async fn list_rules(
+pub async fn list_immu_rules(
     State(state): State<AppState>,
     caller: ProjectCaller,
     Path(project): Path<String>,
@@ -46,7 +44,7 @@ pub async fn list_rules(
 }
 
 /// `POST .../immutabletagrules`: 201 with the new rule's location.
-pub async fn create_rule(
+pub async fn create_immu_rule(
     State(state): State<AppState>,
     caller: ProjectCaller,
     Path(project): Path<String>,
@@ -69,7 +67,7 @@ pub async fn create_rule(
 /// `PUT .../immutabletagrules/{id}`: replaces the rule (or only enables or
 /// disables it, as Harbor's UI does with a body of `{"disabled": ...}` plus
 /// the rest of the rule).
-pub async fn update_rule(
+pub async fn update_immu_rule(
     State(state): State<AppState>,
     caller: ProjectCaller,
     Path((project, id)): Path<(String, String)>,
@@ -92,7 +90,7 @@ pub async fn update_rule(
 }
 
 /// `DELETE .../immutabletagrules/{id}`.
-pub async fn delete_rule(
+pub async fn delete_immu_rule(
     State(state): State<AppState>,
     caller: ProjectCaller,
     Path((project, id)): Path<(String, String)>,

@@ -3,12 +3,10 @@
 //! system administrators; project labels (`scope: p`) to the project's
 //! maintainers and admins.
 
-use axum::Router;
 use axum::extract::{Path, State};
 use axum::http::header::LOCATION;
 use axum::http::{HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{delete, get, post};
 use berth_domain::model::artifact::validate_label_name;
 use berth_domain::model::{Label, ProjectRef};
 use berth_domain::rbac::{Action, Resource};
@@ -21,19 +19,19 @@ use crate::access::require_project;
 use crate::error::{ApiError, HarborResult};
 use crate::extract::Principal;
 use crate::extract::harbor::{HarborBytes, HarborQuery, paged};
+use crate::operations::{Routes, Surface};
 use crate::state::AppState;
 
-pub(super) fn router() -> Router<AppState> {
-    Router::new()
-        .route("/labels", get(list_labels).post(create_label))
-        .route(
-            "/labels/{label_id}",
-            get(get_label_by_id).delete(delete_label),
-        )
-        .route(&format!("{BASE}/{{reference}}/labels"), post(add_label))
-        .route(
+pub(super) fn routes() -> Routes {
+    Routes::new(Surface::Harbor)
+        .get("/labels", list_labels)
+        .post("/labels", create_label)
+        .get("/labels/{label_id}", get_label_by_id)
+        .delete("/labels/{label_id}", delete_label)
+        .post(&format!("{BASE}/{{reference}}/labels"), add_label)
+        .delete(
             &format!("{BASE}/{{reference}}/labels/{{label_id}}"),
-            delete(remove_label),
+            remove_label,
         )
 }
 

@@ -1,11 +1,10 @@
 //! LDAP directory operations (system administrators only).
 
+use axum::Json;
 use axum::body::Bytes;
 use axum::extract::{Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
-use axum::{Json, Router};
 use berth_auth::ldap::{self, DirectoryError};
 use serde::{Deserialize, Serialize};
 
@@ -13,14 +12,15 @@ use crate::directory;
 use crate::error::{ApiError, HarborResult};
 use crate::extract::Principal;
 use crate::extract::harbor::HarborBytes;
+use crate::operations::{Routes, Surface};
 use crate::state::AppState;
 
-pub(super) fn router() -> Router<AppState> {
-    Router::new()
-        .route("/ldap/ping", post(ping_ldap))
-        .route("/ldap/users/search", get(search_ldap_user))
-        .route("/ldap/users/import", post(import_ldap_user))
-        .route("/ldap/groups/search", get(search_ldap_group))
+pub(super) fn routes() -> Routes {
+    Routes::new(Surface::Harbor)
+        .post("/ldap/ping", ping_ldap)
+        .get("/ldap/users/search", search_ldap_user)
+        .post("/ldap/users/import", import_ldap_user)
+        .get("/ldap/groups/search", search_ldap_group)
 }
 
 /// Harbor's LdapConf: the settings a ping may try instead of the stored ones.

@@ -1,11 +1,10 @@
 //! Project members: listProjectMembers, createProjectMember, getProjectMember,
 //! updateProjectMember, deleteProjectMember.
 
+use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
-use axum::{Json, Router};
 use berth_auth::ldap;
 use berth_domain::model::{Member, MemberEntity, Project};
 use berth_domain::rbac::{Action, Resource, Role};
@@ -17,19 +16,30 @@ use crate::directory;
 use crate::error::{ApiError, ErrorKind, HarborResult};
 use crate::extract::harbor::{HarborQuery, LaterJson, paged, path_int};
 use crate::harbor::projects::ProjectCaller;
+use crate::operations::{Routes, Surface};
 use crate::state::AppState;
 
-pub(super) fn router() -> Router<AppState> {
-    Router::new()
-        .route(
+pub(super) fn routes() -> Routes {
+    Routes::new(Surface::Harbor)
+        .get(
             "/projects/{project_name_or_id}/members",
-            get(list_project_members).post(create_project_member),
+            list_project_members,
         )
-        .route(
+        .post(
+            "/projects/{project_name_or_id}/members",
+            create_project_member,
+        )
+        .get(
             "/projects/{project_name_or_id}/members/{mid}",
-            get(get_project_member)
-                .put(update_project_member)
-                .delete(delete_project_member),
+            get_project_member,
+        )
+        .put(
+            "/projects/{project_name_or_id}/members/{mid}",
+            update_project_member,
+        )
+        .delete(
+            "/projects/{project_name_or_id}/members/{mid}",
+            delete_project_member,
         )
 }
 

@@ -3,29 +3,39 @@
 
 use std::collections::BTreeMap;
 
+use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
-use axum::routing::get;
-use axum::{Json, Router};
 use berth_domain::model::metadata;
 use berth_domain::rbac::{Action, Resource};
 
 use crate::error::{ApiError, HarborResult};
 use crate::extract::harbor::LaterJson;
 use crate::harbor::projects::ProjectCaller;
+use crate::operations::{Routes, Surface};
 use crate::state::AppState;
 
-pub(super) fn router() -> Router<AppState> {
-    Router::new()
-        .route(
+pub(super) fn routes() -> Routes {
+    Routes::new(Surface::Harbor)
+        .get(
             "/projects/{project_name_or_id}/metadatas",
-            get(list_project_metadatas).post(add_project_metadatas),
+            list_project_metadatas,
         )
-        .route(
+        .post(
+            "/projects/{project_name_or_id}/metadatas",
+            add_project_metadatas,
+        )
+        .get(
             "/projects/{project_name_or_id}/metadatas/{meta_name}",
-            get(get_project_metadata)
-                .put(update_project_metadata)
-                .delete(delete_project_metadata),
+            get_project_metadata,
+        )
+        .put(
+            "/projects/{project_name_or_id}/metadatas/{meta_name}",
+            update_project_metadata,
+        )
+        .delete(
+            "/projects/{project_name_or_id}/metadatas/{meta_name}",
+            delete_project_metadata,
         )
 }
 

@@ -4,12 +4,12 @@ mod artifact_copy;
 pub(crate) mod artifacts;
 mod audit_logs;
 pub(crate) mod gc;
-mod health;
+pub(crate) mod health;
 mod immutable;
 mod labels;
 pub(crate) mod ldap;
 pub(crate) mod repositories;
-mod systeminfo;
+pub(crate) mod systeminfo;
 pub(crate) mod tags;
 pub(crate) mod users;
 
@@ -24,39 +24,41 @@ mod robots;
 mod search;
 pub(crate) mod statistics;
 
-use axum::Router;
 use axum::extract::OriginalUri;
 use axum::http::Method;
 
 use crate::error::{ApiError, ErrorKind, HarborError};
-use crate::state::AppState;
+use crate::operations::{Routes, Surface};
 
-/// The `/api/v2.0` router.
-pub fn router() -> Router<AppState> {
-    Router::new()
-        .merge(health::router())
-        .merge(ldap::router())
-        .merge(systeminfo::router())
-        .merge(users::router())
-        .merge(configurations::router())
-        .merge(members::router())
-        .merge(metadata::router())
-        .merge(ping::router())
-        .merge(projects::router())
-        .merge(quotas::router())
-        .merge(registries::router())
-        .merge(robots::router())
-        .merge(immutable::router())
-        .merge(audit_logs::router())
-        .merge(search::router())
-        .merge(statistics::router())
-        .merge(repositories::router())
-        .merge(artifacts::router())
-        .merge(tags::router())
-        .merge(labels::router())
-        .merge(gc::router())
-        .method_not_allowed_fallback(method_not_allowed)
-        .fallback(not_found)
+/// The `/api/v2.0` routes (paths relative to the mount).
+pub fn routes() -> Routes {
+    Routes::new(Surface::Harbor)
+        .merge(health::routes())
+        .merge(ldap::routes())
+        .merge(systeminfo::routes())
+        .merge(users::routes())
+        .merge(configurations::routes())
+        .merge(members::routes())
+        .merge(metadata::routes())
+        .merge(ping::routes())
+        .merge(projects::routes())
+        .merge(quotas::routes())
+        .merge(registries::routes())
+        .merge(robots::routes())
+        .merge(immutable::routes())
+        .merge(audit_logs::routes())
+        .merge(search::routes())
+        .merge(statistics::routes())
+        .merge(repositories::routes())
+        .merge(artifacts::routes())
+        .merge(tags::routes())
+        .merge(labels::routes())
+        .merge(gc::routes())
+        .map_router(|router| {
+            router
+                .method_not_allowed_fallback(method_not_allowed)
+                .fallback(not_found)
+        })
 }
 
 /// Unknown paths under `/api/v2.0` answer Harbor's 404 body.

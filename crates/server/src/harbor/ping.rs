@@ -1,12 +1,9 @@
 //! `GET /ping`: a liveness probe answering `Pong`.
 
-use axum::Router;
-use axum::routing::get;
+use crate::operations::{Routes, Surface};
 
-use crate::state::AppState;
-
-pub(super) fn router() -> Router<AppState> {
-    Router::new().route("/ping", get(get_ping))
+pub(super) fn routes() -> Routes {
+    Routes::new(Surface::Harbor).get("/ping", get_ping)
 }
 
 /// Answers `Pong` as text, without authentication.

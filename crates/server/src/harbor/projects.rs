@@ -4,12 +4,11 @@
 
 use std::collections::BTreeMap;
 
+use axum::Json;
 use axum::extract::{FromRequestParts, Path, State};
 use axum::http::request::Parts;
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
-use axum::{Json, Router};
 use berth_domain::model::project::{MAX_STORAGE_LIMIT, validate_project_name};
 use berth_domain::model::registry::RegistryType;
 use berth_domain::model::{CveAllowlist, NewProject, Project, ProjectRef, User, metadata};
@@ -25,25 +24,24 @@ use crate::audit::Event;
 use crate::error::{ApiError, HarborError, HarborResult};
 use crate::extract::Principal;
 use crate::extract::harbor::{HarborJson, HarborQuery, LaterJson, header_bool, paged};
+use crate::operations::{Routes, Surface};
 use crate::state::AppState;
 
-pub(super) fn router() -> Router<AppState> {
-    Router::new()
-        .route(
-            "/projects",
-            get(list_projects).head(head_project).post(create_project),
-        )
-        .route(
-            "/projects/{project_name_or_id}",
-            get(get_project).put(update_project).delete(delete_project),
-        )
-        .route(
+pub(super) fn routes() -> Routes {
+    Routes::new(Surface::Harbor)
+        .get("/projects", list_projects)
+        .head("/projects", head_project)
+        .post("/projects", create_project)
+        .get("/projects/{project_name_or_id}", get_project)
+        .put("/projects/{project_name_or_id}", update_project)
+        .delete("/projects/{project_name_or_id}", delete_project)
+        .get(
             "/projects/{project_name_or_id}/_deletable",
-            get(get_project_deletable),
+            get_project_deletable,
         )
-        .route(
+        .get(
             "/projects/{project_name_or_id}/summary",
-            get(get_project_summary),
+            get_project_summary,
         )
 }
 

@@ -3,11 +3,10 @@
 
 use std::collections::BTreeMap;
 
+use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::Response;
-use axum::routing::get;
-use axum::{Json, Router};
 use berth_domain::model::project::MAX_STORAGE_LIMIT;
 use berth_store::repo::quotas::{QuotaFilter, QuotaRow};
 use serde::{Deserialize, Serialize};
@@ -15,12 +14,14 @@ use serde::{Deserialize, Serialize};
 use crate::error::{ApiError, HarborResult};
 use crate::extract::Principal;
 use crate::extract::harbor::{HarborQuery, LaterJson, paged, path_int};
+use crate::operations::{Routes, Surface};
 use crate::state::AppState;
 
-pub(super) fn router() -> Router<AppState> {
-    Router::new()
-        .route("/quotas", get(list_quotas))
-        .route("/quotas/{id}", get(get_quota).put(update_quota))
+pub(super) fn routes() -> Routes {
+    Routes::new(Surface::Harbor)
+        .get("/quotas", list_quotas)
+        .get("/quotas/{id}", get_quota)
+        .put("/quotas/{id}", update_quota)
 }
 
 /// The one resource a project quota limits.

@@ -3,11 +3,10 @@
 //! administrators. A registry is checked (pinged) before it is stored, as in
 //! Harbor; its access secret is sealed at rest and shown only as `*****`.
 
+use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
-use axum::{Json, Router};
 use berth_domain::model::registry::{
     self, HEALTHY, Registry, RegistrySettings, RegistryType, SecretChange,
 };
@@ -17,20 +16,19 @@ use crate::audit::Event;
 use crate::error::{ApiError, HarborResult};
 use crate::extract::Principal;
 use crate::extract::harbor::{HarborJson, HarborQuery, LaterJson, paged, path_int};
+use crate::operations::{Routes, Surface};
 use crate::state::AppState;
 use crate::upstream::{self, tls};
 
-pub(super) fn router() -> Router<AppState> {
-    Router::new()
-        .route("/registries", get(list_registries).post(create_registry))
-        .route("/registries/ping", post(ping_registry))
-        .route(
-            "/registries/{id}",
-            get(get_registry)
-                .put(update_registry)
-                .delete(delete_registry),
-        )
-        .route("/replication/adapters", get(list_registry_provider_types))
+pub(super) fn routes() -> Routes {
+    Routes::new(Surface::Harbor)
+        .get("/registries", list_registries)
+        .post("/registries", create_registry)
+        .post("/registries/ping", ping_registry)
+        .get("/registries/{id}", get_registry)
+        .put("/registries/{id}", update_registry)
+        .delete("/registries/{id}", delete_registry)
+        .get("/replication/adapters", list_registry_provider_types)
 }
 
 /// What Harbor shows instead of a stored secret.

@@ -2,12 +2,10 @@
 //! updateRepository, deleteRepository. Repository names with `/` arrive
 //! double-encoded (`a%252Fb`) and are decoded a second time here.
 
-use axum::Router;
 use axum::body::Bytes;
 use axum::extract::{Path, State};
 use axum::http::HeaderMap;
 use axum::response::Response;
-use axum::routing::get;
 use berth_domain::model::{Project, ProjectRef, Repository};
 use berth_domain::rbac::{Action, Resource};
 use berth_store::repo::projects::Viewer;
@@ -19,20 +17,24 @@ use crate::access::{ProjectAccess, require_project};
 use crate::error::{ApiError, HarborResult};
 use crate::extract::Principal;
 use crate::extract::harbor::{HarborQuery, paged};
+use crate::operations::{Routes, Surface};
 use crate::state::AppState;
 
-pub(super) fn router() -> Router<AppState> {
-    Router::new()
-        .route("/repositories", get(list_all_repositories))
-        .route(
-            "/projects/{project_name}/repositories",
-            get(list_repositories),
-        )
-        .route(
+pub(super) fn routes() -> Routes {
+    Routes::new(Surface::Harbor)
+        .get("/repositories", list_all_repositories)
+        .get("/projects/{project_name}/repositories", list_repositories)
+        .get(
             "/projects/{project_name}/repositories/{repository_name}",
-            get(get_repository)
-                .put(update_repository)
-                .delete(delete_repository),
+            get_repository,
+        )
+        .put(
+            "/projects/{project_name}/repositories/{repository_name}",
+            update_repository,
+        )
+        .delete(
+            "/projects/{project_name}/repositories/{repository_name}",
+            delete_repository,
         )
 }
 

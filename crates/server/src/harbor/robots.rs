@@ -4,11 +4,10 @@
 //! creation or refresh, and kept as a slow hash; sign-in is in
 //! [`crate::identity`].
 
+use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
-use axum::{Json, Router};
 use berth_auth::secret::random_alphanumeric;
 use berth_domain::model::robot::{
     self, LEVEL_PROJECT, LEVEL_SYSTEM, RequestedPermission, RequestedScope, Robot, RobotAccess,
@@ -26,18 +25,17 @@ use crate::error::{ApiError, HarborResult};
 use crate::extract::Principal;
 use crate::extract::harbor::{HarborQuery, LaterJson, paged, path_int};
 use crate::identity::{self, hash_password};
+use crate::operations::{Routes, Surface};
 use crate::state::AppState;
 
-pub(super) fn router() -> Router<AppState> {
-    Router::new()
-        .route("/robots", get(list_robot).post(create_robot))
-        .route(
-            "/robots/{robot_id}",
-            get(get_robot_by_id)
-                .put(update_robot)
-                .patch(refresh_sec)
-                .delete(delete_robot),
-        )
+pub(super) fn routes() -> Routes {
+    Routes::new(Surface::Harbor)
+        .get("/robots", list_robot)
+        .post("/robots", create_robot)
+        .get("/robots/{robot_id}", get_robot_by_id)
+        .put("/robots/{robot_id}", update_robot)
+        .patch("/robots/{robot_id}", refresh_sec)
+        .delete("/robots/{robot_id}", delete_robot)
 }
 
 /// Harbor's `Access`.

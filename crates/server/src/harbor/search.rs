@@ -1,19 +1,19 @@
 //! `GET /search`: projects and repositories the caller may see.
 
+use axum::Json;
 use axum::extract::State;
-use axum::routing::get;
-use axum::{Json, Router};
 use serde::Serialize;
 
 use crate::error::HarborResult;
 use crate::extract::Principal;
 use crate::extract::harbor::HarborQuery;
 use crate::harbor::projects::{ProjectWire, project_wire, viewer};
+use crate::operations::{Routes, Surface};
 use crate::state::AppState;
 use berth_store::repo::projects::Viewer;
 
-pub(super) fn router() -> Router<AppState> {
-    Router::new().route("/search", get(search))
+pub(super) fn routes() -> Routes {
+    Routes::new(Surface::Harbor).get("/search", search)
 }
 
 /// Harbor's SearchRepository (zero values omitted).

@@ -1,17 +1,17 @@
 //! `GET /statistics`: project and repository counts the caller may see.
 
+use axum::Json;
 use axum::extract::State;
-use axum::routing::get;
-use axum::{Json, Router};
 use serde::Serialize;
 
 use crate::error::{ApiError, HarborResult};
 use crate::extract::Principal;
 use crate::harbor::projects::viewer;
+use crate::operations::{Routes, Surface};
 use crate::state::AppState;
 
-pub(super) fn router() -> Router<AppState> {
-    Router::new().route("/statistics", get(get_statistic))
+pub(super) fn routes() -> Routes {
+    Routes::new(Surface::Harbor).get("/statistics", get_statistic)
 }
 
 /// Harbor's Statistic (every field always present).

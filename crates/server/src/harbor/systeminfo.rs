@@ -1,16 +1,16 @@
 //! `GET /systeminfo`: Harbor's GeneralInfo.
 
+use axum::Json;
 use axum::extract::State;
-use axum::routing::get;
-use axum::{Json, Router};
 use serde::Serialize;
 
 use crate::error::HarborResult;
 use crate::extract::Principal;
+use crate::operations::{Routes, Surface};
 use crate::state::AppState;
 
 /// What Berth reports as `harbor_version`: the Harbor API generation it speaks, and its own version.
-const HARBOR_VERSION: &str = concat!("v2.16.0-berth-", env!("CARGO_PKG_VERSION"));
+pub(crate) const HARBOR_VERSION: &str = concat!("v2.16.0-berth-", env!("CARGO_PKG_VERSION"));
 
 /// Harbor's GeneralInfo. Anonymous callers get the first five fields only.
 #[derive(Debug, Serialize)]
@@ -38,8 +38,8 @@ pub struct GeneralInfoDetail {
     notification_enable: bool,
 }
 
-pub(super) fn router() -> Router<AppState> {
-    Router::new().route("/systeminfo", get(get_system_info))
+pub(super) fn routes() -> Routes {
+    Routes::new(Surface::Harbor).get("/systeminfo", get_system_info)
 }
 
 /// Reports the general settings of the system.

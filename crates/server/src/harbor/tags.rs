@@ -1,11 +1,9 @@
 //! Harbor's tags of an artifact: listTags, createTag, deleteTag.
 
-use axum::Router;
 use axum::body::Bytes;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::Response;
-use axum::routing::{delete, get};
 use berth_domain::model::Tag;
 use berth_domain::oci::is_valid_tag;
 use berth_domain::rbac::{Action, Resource};
@@ -16,17 +14,16 @@ use super::artifacts::{BASE, load_artifact};
 use crate::error::{ApiError, HarborResult};
 use crate::extract::Principal;
 use crate::extract::harbor::{HarborQuery, paged};
+use crate::operations::{Routes, Surface};
 use crate::state::AppState;
 
-pub(super) fn router() -> Router<AppState> {
-    Router::new()
-        .route(
-            &format!("{BASE}/{{reference}}/tags"),
-            get(list_tags).post(create_tag),
-        )
-        .route(
+pub(super) fn routes() -> Routes {
+    Routes::new(Surface::Harbor)
+        .get(&format!("{BASE}/{{reference}}/tags"), list_tags)
+        .post(&format!("{BASE}/{{reference}}/tags"), create_tag)
+        .delete(
             &format!("{BASE}/{{reference}}/tags/{{tag_name}}"),
-            delete(delete_tag),
+            delete_tag,
         )
 }
 

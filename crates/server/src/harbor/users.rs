@@ -1,10 +1,9 @@
 //! Harbor's users API (the part clients need).
 
+use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
-use axum::{Json, Router};
 use berth_domain::model::user::{validate_password, validate_profile, validate_username};
 use berth_domain::model::{ADMIN_USER_ID, NewUser, User};
 use berth_store::repo::users::UserFilter;
@@ -14,6 +13,7 @@ use crate::error::{ApiError, ErrorKind, HarborResult};
 use crate::extract::Principal;
 use crate::extract::harbor::{HarborJson, HarborQuery, paged, path_int};
 use crate::identity;
+use crate::operations::{Routes, Surface};
 use crate::state::AppState;
 
 /// Harbor's UserResp; empty strings are omitted as go-swagger does.
@@ -49,10 +49,17 @@ impl From<&User> for UserResp {
     }
 }
 
-pub(super) fn router() -> Router<AppState> {
-    Router::new()
-        .route("/users/current", get(get_current_user_info))
-        .merge(harbor_users_router())
+pub(super) fn routes() -> Routes {
+    Routes::new(Surface::Harbor)
+        .get("/users/current", get_current_user_info)
+        .get("/users", list_users)
+        .post("/users", create_user)
+        .get("/users/search", search_users)
+        .get("/users/{user_id}", get_user)
+        .put("/users/{user_id}", update_user_profile)
+        .delete("/users/{user_id}", delete_user)
+        .put("/users/{user_id}/password", update_user_password)
+        .put("/users/{user_id}/sysadmin", set_user_sys_admin)
 }
 
 /// The signed-in caller; 401 for anonymous callers.
@@ -68,19 +75,6 @@ pub async fn get_current_user_info(principal: Principal) -> HarborResult<Json<Us
         .into());
     }
     Ok(Json(UserResp::from(principal.require_user()?)))
-}
-
-fn harbor_users_router() -> Router<AppState> {
-    use axum::routing::put;
-    Router::new()
-        .route("/users", get(list_users).post(create_user))
-        .route("/users/search", get(search_users))
-        .route(
-            "/users/{user_id}",
-            get(get_user).put(update_user_profile).delete(delete_user),
-        )
-        .route("/users/{user_id}/password", put(update_user_password))
-        .route("/users/{user_id}/sysadmin", put(set_user_sys_admin))
 }
 
 fn parse_user_id(text: &str) -> Result<i64, ApiError> {

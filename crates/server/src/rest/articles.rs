@@ -3,11 +3,10 @@
 
 use std::collections::HashMap;
 
+use axum::Json;
 use axum::extract::State;
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
-use axum::{Json, Router};
 use berth_domain::model::{Article, User};
 use berth_domain::rest_query::keywords_of;
 use berth_store::Topic;
@@ -17,17 +16,16 @@ use bytes::Bytes;
 use super::input::{PathParam, RestInput, not_found, parse_id};
 use super::views::{ArticleView, UserView};
 use crate::error::{ApiError, RestResult};
+use crate::operations::{Routes, Surface};
 use crate::state::AppState;
 
-pub(super) fn router() -> Router<AppState> {
-    Router::new()
-        .route("/articles", get(index_articles).post(create_article))
-        .route(
-            "/articles/{id}",
-            get(show_article)
-                .put(update_article)
-                .delete(destroy_article),
-        )
+pub(super) fn routes() -> Routes {
+    Routes::new(Surface::Rest)
+        .get("/articles", index_articles)
+        .post("/articles", create_article)
+        .get("/articles/{id}", show_article)
+        .put("/articles/{id}", update_article)
+        .delete("/articles/{id}", destroy_article)
 }
 
 /// `title` and `content` as given (absent ones stored as NULL), with their keywords.

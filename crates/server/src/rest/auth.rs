@@ -2,22 +2,22 @@
 //! password give a user token (in `ldap_auth` mode: the directory uid or
 //! e-mail and the directory password). The social providers are in `social.rs`.
 
+use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
-use axum::routing::post;
-use axum::{Json, Router};
 use berth_domain::model::User;
 
 use super::input::RestInput;
 use super::social;
 use super::views::{AuthView, UserView};
 use crate::error::RestResult;
+use crate::operations::{Routes, Surface};
 use crate::state::AppState;
 
-pub(super) fn router() -> Router<AppState> {
-    Router::new()
-        .route("/auth", post(authenticate))
-        .route("/auth/{provider}", post(social::authenticate_with_provider))
+pub(super) fn routes() -> Routes {
+    Routes::new(Surface::Rest)
+        .post("/auth", authenticate)
+        .post("/auth/{provider}", social::authenticate_with_provider)
 }
 
 /// A signed token for `user` and the full view: the body of every sign-in.

@@ -14,7 +14,6 @@ mod views;
 
 use std::sync::Arc;
 
-use axum::Router;
 use axum::extract::Request;
 use axum::http::{HeaderValue, Method, StatusCode, header};
 use axum::middleware::{self, Next};
@@ -23,8 +22,8 @@ use berth_domain::rest_query::ListQuery;
 use tower_http::cors::{AllowOrigin, Any, CorsLayer};
 
 use crate::config::Settings;
+use crate::operations::Routes;
 use crate::page_cache::PageCache;
-use crate::state::AppState;
 
 pub use http::HttpClient;
 pub use mail::Mailer;
@@ -112,32 +111,40 @@ impl RestServices {
     }
 }
 
-/// The root router of the generator-rest API, with its CORS layer.
-pub fn router(services: &RestServices) -> Router<AppState> {
-    let router = Router::new()
-        .merge(users::router())
+/// The root routes of the generator-rest API, with its CORS layer.
+pub fn routes(services: &RestServices) -> Routes {
+    let routes = Routes::new(crate::operations::Surface::Rest)
+        .merge(users::routes())
         // Sign-in answers carry a token: never cached.
-        .merge(auth::router().layer(middleware::map_response(crate::headers::no_store)))
+        .merge(
+            auth::routes()
+                .map_router(|r| r.layer(middleware::map_response(crate::headers::no_store))),
+        )
         // `GET /password-resets/:token` answers with the reset token.
-        .merge(password_resets::router().layer(middleware::map_response(crate::headers::no_store)))
-        .merge(articles::router());
+        .merge(
+            password_resets::routes()
+                .map_router(|r| r.layer(middleware::map_response(crate::headers::no_store))),
+        )
+        .merge(articles::routes());
     match cors_origins(&services.config.cors_origins).ok().flatten() {
-        Some(origin) => router
-            .layer(
-                CorsLayer::new()
-                    .allow_origin(origin)
-                    .allow_methods([
-                        Method::GET,
-                        Method::HEAD,
-                        Method::PUT,
-                        Method::PATCH,
-                        Method::POST,
-                        Method::DELETE,
-                    ])
-                    .allow_headers(tower_http::cors::AllowHeaders::mirror_request()),
-            )
-            .layer(middleware::from_fn(preflight_no_content)),
-        None => router,
+        Some(origin) => routes.map_router(|router| {
+            router
+                .layer(
+                    CorsLayer::new()
+                        .allow_origin(origin)
+                        .allow_methods([
+                            Method::GET,
+                            Method::HEAD,
+                            Method::PUT,
+                            Method::PATCH,
+                            Method::POST,
+                            Method::DELETE,
+                        ])
+                        .allow_headers(tower_http::cors::AllowHeaders::mirror_request()),
+                )
+                .layer(middleware::from_fn(preflight_no_content))
+        }),
+        None => routes,
     }
 }
 

@@ -1,10 +1,9 @@
 //! `/password-resets` (generator-rest.md §4.3): a one-hour, single-use token
 //! mailed as a link; the token itself is stored only as its SHA-256.
 
+use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
-use axum::routing::post;
-use axum::{Json, Router};
 use berth_auth::secret::random_alphanumeric;
 use berth_domain::rest_query;
 use serde::Serialize;
@@ -15,18 +14,17 @@ use super::users::live_user;
 use super::views::UserView;
 use crate::error::{ApiError, ErrorKind, RestResult};
 use crate::identity;
+use crate::operations::{Routes, Surface};
 use crate::state::AppState;
 
 /// How long a reset token lives.
 const RESET_TTL_SECS: i64 = 3600;
 
-pub(super) fn router() -> Router<AppState> {
-    Router::new()
-        .route("/password-resets", post(create_password_reset))
-        .route(
-            "/password-resets/{token}",
-            axum::routing::get(show_password_reset).put(update_password_reset),
-        )
+pub(super) fn routes() -> Routes {
+    Routes::new(Surface::Rest)
+        .post("/password-resets", create_password_reset)
+        .get("/password-resets/{token}", show_password_reset)
+        .put("/password-resets/{token}", update_password_reset)
 }
 
 /// `{user, token}`.

@@ -1,10 +1,9 @@
 //! `/users` (generator-rest.md §4.1): sign-up with the master key, the admin
 //! list, public and own views, profile and password changes, deletion.
 
+use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
-use axum::routing::{get, put};
-use axum::{Json, Router};
 use berth_domain::model::{NewUser, User};
 use berth_domain::rest_query::{self, keywords_of};
 use berth_store::StoreError;
@@ -14,20 +13,27 @@ use super::input::{PathParam, RestInput, not_found, parse_id, rule_error};
 use super::views::UserView;
 use crate::error::{ApiError, ErrorKind, RestMessage, RestResult};
 use crate::identity;
+use crate::operations::{Routes, Surface};
 use crate::state::AppState;
+use axum::http::Method;
+use axum::routing::{delete, put};
 
-pub(super) fn router() -> Router<AppState> {
-    Router::new()
-        .route("/users", get(index_users).post(create_user))
-        .route(
+pub(super) fn routes() -> Routes {
+    Routes::new(Surface::Rest)
+        .get("/users", index_users)
+        .post("/users", create_user)
+        .get("/users/me", show_me)
+        .named(Method::PUT, "/users/me", "update_me", put(update_user))
+        .named(
+            Method::DELETE,
             "/users/me",
-            get(show_me).put(update_user).delete(destroy_user),
+            "destroy_me",
+            delete(destroy_user),
         )
-        .route(
-            "/users/{id}",
-            get(show_user).put(update_user).delete(destroy_user),
-        )
-        .route("/users/{id}/password", put(update_password))
+        .get("/users/{id}", show_user)
+        .put("/users/{id}", update_user)
+        .delete("/users/{id}", destroy_user)
+        .put("/users/{id}/password", update_password)
 }
 
 /// generator-rest's avatar default: the identicon of the e-mail's MD5.

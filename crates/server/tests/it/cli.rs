@@ -428,3 +428,41 @@ async fn config_secret_key_is_kept_and_checked_sqlite() {
 async fn config_secret_key_is_kept_and_checked_postgres() {
     config_secret_key_is_kept_and_checked(Backend::Postgres).await;
 }
+
+#[tokio::test]
+async fn metrics_on_their_own_address_for_administrators() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = database_url(Backend::Sqlite, dir.path()).await;
+    let metrics_port = free_port();
+    let server = ServedBerth::start(|_port| {
+        let mut command = berth(dir.path(), &url);
+        command
+            .env("HARBOR_ADMIN_PASSWORD", "Metrics-Passw0rd")
+            .args(["--metrics-addr", &format!("127.0.0.1:{metrics_port}")])
+            .arg("--metrics-require-admin");
+        command
+    })
+    .await;
+    let client = reqwest::Client::new();
+    let on_main = client.get(server.url("/metrics")).send().await.unwrap();
+    assert_eq!(on_main.status().as_u16(), 404);
+    let metrics = format!("http://127.0.0.1:{metrics_port}/metrics");
+    let anonymous = client.get(&metrics).send().await.unwrap();
+    assert_eq!(anonymous.status().as_u16(), 401);
+    let admin = client
+        .get(&metrics)
+        .basic_auth("admin", Some("Metrics-Passw0rd"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(admin.status().as_u16(), 200);
+    let text = admin.text().await.unwrap();
+    assert!(text.contains("harbor_health 1"), "{text}");
+    assert!(
+        text.contains(
+            "harbor_core_http_request_total{method=\"GET\",code=\"404\",operation=\"unmatched\"} 1"
+        ),
+        "{text}"
+    );
+    server.stop();
+}

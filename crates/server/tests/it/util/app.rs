@@ -272,6 +272,14 @@ impl TestApp {
 }
 
 impl TestApp {
+    /// The same state served with `/metrics` placed and guarded by `settings`.
+    pub fn with_metrics(self, settings: &berth::metrics::MetricsSettings) -> Self {
+        Self {
+            app: berth::app::build_with(self.state.clone(), settings),
+            ..self
+        }
+    }
+
     /// The same application, database and blobs, answering blob downloads with
     /// redirects to the store's presigned URLs (`--blob-redirect`).
     pub fn with_blob_redirect(self) -> Self {

@@ -1,0 +1,283 @@
+//! `GET /metrics`: the Prometheus text format (0.0.4), as Harbor's exporter serves it.
+//!
+//! Live figures (requests, bytes, GC runs) are `prometheus-client` metrics
+//! owned by the application state, not a process-wide recorder: every test
+//! application counts alone, and recording is an atomic add or an uncontended
+//! lock per request. Figures read from the database (Harbor's project gauges,
+//! health) come from [`exporter`], computed in a few statements and kept for a
+//! few seconds. Requests are labelled by method, status code and operation
+//! (the route table's operationId, never a raw path), so the label sets stay
+//! bounded whatever paths clients send.
+
+mod exporter;
+mod record;
+
+use std::net::SocketAddr;
+
+use axum::extract::State;
+use axum::http::{HeaderValue, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::Histogram;
+use prometheus_client::registry::Registry;
+
+use crate::error::HarborResult;
+use crate::extract::Principal;
+use crate::operations::{Routes, Surface};
+use crate::state::AppState;
+
+pub use exporter::{EXPORTER_STALE_LIMIT, EXPORTER_TTL};
+pub use record::{Recorder, record};
+
+/// Where `/metrics` is served and who may read it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct MetricsSettings {
+    /// Serve `/metrics` on this address only (not on the main port).
+    pub addr: Option<SocketAddr>,
+    /// Answer only system administrators (Basic auth), not everybody.
+    pub require_admin: bool,
+}
+
+/// The labels of an HTTP request.
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct HttpLabels {
+    /// The method (`GET` ... or `OTHER`).
+    pub method: &'static str,
+    /// The status code answered.
+    pub code: u16,
+    /// The operationId, or the route template where a route has none.
+    pub operation: std::sync::Arc<str>,
+}
+
+/// How a GC run ended.
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct GcLabels {
+    status: &'static str,
+}
+
+/// Upper bounds of the request duration buckets, in seconds.
+const DURATION_BUCKETS: [f64; 14] = [
+    0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0,
+];
+
+fn duration_histogram() -> Histogram {
+    Histogram::new(DURATION_BUCKETS)
+}
+
+type DurationFamily = Family<HttpLabels, Histogram, fn() -> Histogram>;
+
+/// The live metrics of one application.
+#[derive(Debug)]
+pub struct Metrics {
+    registry: Registry,
+    requests: Family<HttpLabels, Counter>,
+    durations: DurationFamily,
+    registry_durations: DurationFamily,
+    in_flight: Gauge,
+    blob_bytes_in: Counter,
+    blob_bytes_out: Counter,
+    uploads_in_flight: Gauge,
+    gc_runs: Family<GcLabels, Counter>,
+    gc_reclaimed_bytes: Counter,
+    pub(crate) exporter: exporter::Exporter,
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Metrics {
+    /// Fresh metrics, all zero.
+    pub fn new() -> Self {
+        let mut registry = Registry::default();
+        let requests = Family::<HttpLabels, Counter>::default();
+        registry.register(
+            "harbor_core_http_request",
+            "The number of HTTP requests, by method, status code and operation",
+            requests.clone(),
+        );
+        let durations: DurationFamily = Family::new_with_constructor(duration_histogram);
+        registry.register(
+            "harbor_core_http_request_duration_seconds",
+            "The time until the response headers, by method, status code and operation",
+            durations.clone(),
+        );
+        let registry_durations: DurationFamily = Family::new_with_constructor(duration_histogram);
+        registry.register(
+            "registry_http_request_duration_seconds",
+            "The time until the response headers of /v2/ requests, by method, status code and operation",
+            registry_durations.clone(),
+        );
+        let in_flight = Gauge::default();
+        registry.register(
+            "harbor_core_http_inflight_requests",
+            "The HTTP requests being answered now",
+            in_flight.clone(),
+        );
+        let blob_bytes_in = Counter::default();
+        registry.register(
+            "berth_blob_bytes_in",
+            "Blob bytes received in uploads (PATCH, PUT and monolithic POST)",
+            blob_bytes_in.clone(),
+        );
+        let blob_bytes_out = Counter::default();
+        registry.register(
+            "berth_blob_bytes_out",
+            "Blob bytes sent in downloads (redirected downloads send none)",
+            blob_bytes_out.clone(),
+        );
+        let uploads_in_flight = Gauge::default();
+        registry.register(
+            "berth_blob_upload_requests_in_flight",
+            "Blob upload requests transferring bytes on this instance now",
+            uploads_in_flight.clone(),
+        );
+        let gc_runs = Family::<GcLabels, Counter>::default();
+        registry.register(
+            "berth_gc_runs",
+            "Garbage collections this instance ran, by outcome",
+            gc_runs.clone(),
+        );
+        let gc_reclaimed_bytes = Counter::default();
+        registry.register(
+            "berth_gc_reclaimed_bytes",
+            "Bytes of blobs garbage collections on this instance deleted",
+            gc_reclaimed_bytes.clone(),
+        );
+        Self {
+            registry,
+            requests,
+            durations,
+            registry_durations,
+            in_flight,
+            blob_bytes_in,
+            blob_bytes_out,
+            uploads_in_flight,
+            gc_runs,
+            gc_reclaimed_bytes,
+            exporter: exporter::Exporter::default(),
+        }
+    }
+
+    /// Notes a finished garbage collection: `reclaimed` bytes when it succeeded.
+    pub fn gc_finished(&self, reclaimed: Option<i64>) {
+        let status = if reclaimed.is_some() {
+            "success"
+        } else {
+            "error"
+        };
+        self.gc_runs.get_or_create(&GcLabels { status }).inc();
+        if let Some(bytes) = reclaimed {
+            self.gc_reclaimed_bytes
+                .inc_by(u64::try_from(bytes).unwrap_or(0));
+        }
+    }
+
+    /// Drops the figures read from the database (kept for [`EXPORTER_TTL`]):
+    /// the next scrape reads them again.
+    pub fn forget_cached(&self) {
+        self.exporter.forget();
+    }
+
+    /// The whole scrape: live metrics, then the sampled and the cached figures.
+    pub async fn render(&self, state: &AppState) -> String {
+        let cached = self.exporter.text(state).await;
+        let mut out = String::with_capacity(cached.len() + 64 * 1024);
+        if let Err(err) =
+            prometheus_client::encoding::prometheus_text::encode(&mut out, &self.registry)
+        {
+            tracing::error!(error = %err, "encoding the metrics failed");
+        }
+        sampled(state, &mut out);
+        out.push_str(&cached);
+        out
+    }
+}
+
+/// Figures read from memory at every scrape: the pool and the caches.
+fn sampled(state: &AppState, out: &mut String) {
+    let mut text = exporter::Text(out);
+    let pool = state.store.pool_status();
+    text.family(
+        "berth_db_pool_connections",
+        "Database connections of this instance, by state; in_use at the maximum means requests wait for one",
+        "gauge",
+    );
+    let in_use = pool.open.saturating_sub(pool.idle);
+    text.sample(
+        "berth_db_pool_connections",
+        &[("state", "idle")],
+        i64::from(pool.idle),
+    );
+    text.sample(
+        "berth_db_pool_connections",
+        &[("state", "in_use")],
+        i64::from(in_use),
+    );
+    text.family(
+        "berth_db_pool_max_connections",
+        "The most database connections this instance opens",
+        "gauge",
+    );
+    text.sample("berth_db_pool_max_connections", &[], i64::from(pool.max));
+    let (hits, misses) = state.rest.article_pages.counts();
+    text.family(
+        "berth_cache_requests_total",
+        "Cache look-ups, by cache and result (hit rate = hit / (hit + miss))",
+        "counter",
+    );
+    for (result, count) in [("hit", hits), ("miss", misses)] {
+        text.sample(
+            "berth_cache_requests_total",
+            &[("cache", "article_pages"), ("result", result)],
+            i64::try_from(count).unwrap_or(i64::MAX),
+        );
+    }
+}
+
+/// The content type of the Prometheus text format.
+const CONTENT_TYPE: &str = prometheus_client::encoding::prometheus_text::CONTENT_TYPE;
+
+fn scrape_response(body: String) -> Response {
+    (
+        [(header::CONTENT_TYPE, HeaderValue::from_static(CONTENT_TYPE))],
+        body,
+    )
+        .into_response()
+}
+
+/// `GET /metrics` for everybody (Harbor's exporter is open).
+pub async fn get_metrics(State(state): State<AppState>) -> Response {
+    scrape_response(state.metrics.render(&state).await)
+}
+
+/// `GET /metrics` for system administrators only.
+pub async fn get_metrics_as_admin(
+    State(state): State<AppState>,
+    principal: Principal,
+) -> HarborResult<Response> {
+    principal.require_sysadmin()?;
+    Ok(scrape_response(state.metrics.render(&state).await))
+}
+
+/// The `/metrics` route, open or for administrators.
+pub fn routes(settings: &MetricsSettings) -> Routes {
+    let route = if settings.require_admin {
+        get(get_metrics_as_admin)
+    } else {
+        get(get_metrics)
+    };
+    Routes::new(Surface::Berth).named(axum::http::Method::GET, "/metrics", "get_metrics", route)
+}
+
+/// The router of a separate metrics address (`--metrics-addr`): `/metrics` only.
+pub fn router(state: AppState, settings: &MetricsSettings) -> axum::Router {
+    let (router, _) = routes(settings).into_parts();
+    router.with_state(state)
+}

@@ -1,0 +1,336 @@
+//! `GET /metrics`: counters move with the requests they count, Harbor's
+//! exporter figures match the store, and the label sets stay bounded.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use axum::http::StatusCode;
+use berth::metrics::MetricsSettings;
+use serde_json::json;
+
+use crate::backend_test;
+use crate::harbor::fixtures;
+use crate::registry::{digest_of, push_image};
+use crate::util::{ADMIN_PASSWORD, TestApp};
+use tower::ServiceExt;
+
+/// One sample of a scrape: its name, labels and value.
+#[derive(Debug)]
+struct Sample {
+    name: String,
+    labels: BTreeMap<String, String>,
+    value: f64,
+}
+
+/// Parses the text format (0.0.4): every non-comment line is one sample.
+fn parse(text: &str) -> Vec<Sample> {
+    text.lines()
+        .filter(|line| !line.is_empty() && !line.starts_with('#'))
+        .map(|line| {
+            let (series, value) = line.rsplit_once(' ').expect("`series value`");
+            let value: f64 = value.parse().unwrap_or_else(|_| panic!("a number: {line}"));
+            let (name, labels) = match series.split_once('{') {
+                None => (series, BTreeMap::new()),
+                Some((name, rest)) => {
+                    let body = rest.strip_suffix('}').expect("closing brace");
+                    let labels = body
+                        .split("\",")
+                        .filter(|pair| !pair.is_empty())
+                        .map(|pair| {
+                            let (key, value) = pair.split_once("=\"").expect("key=\"value\"");
+                            (key.to_string(), value.trim_end_matches('"').to_string())
+                        })
+                        .collect();
+                    (name, labels)
+                }
+            };
+            Sample {
+                name: name.to_string(),
+                labels,
+                value,
+            }
+        })
+        .collect()
+}
+
+/// The sum of the samples named `name` whose labels include `labels`.
+fn value(samples: &[Sample], name: &str, labels: &[(&str, &str)]) -> f64 {
+    samples
+        .iter()
+        .filter(|s| s.name == name)
+        .filter(|s| {
+            labels
+                .iter()
+                .all(|(k, v)| s.labels.get(*k).map(String::as_str) == Some(*v))
+        })
+        .map(|s| s.value)
+        .sum()
+}
+
+/// A scrape of `app` (open `/metrics`).
+async fn scrape(app: &TestApp) -> Vec<Sample> {
+    let res = app.get("/metrics").send().await;
+    assert_eq!(res.status, StatusCode::OK, "{}", res.text());
+    assert_eq!(
+        res.header("content-type"),
+        Some("text/plain; version=0.0.4; charset=utf-8")
+    );
+    parse(&res.text())
+}
+
+const REQUESTS: &str = "harbor_core_http_request_total";
+
+backend_test!(
+    async fn counters_move_with_a_push_a_pull_and_a_failed_sign_in(app) {
+        let before = scrape(&app).await;
+        assert_eq!(value(&before, REQUESTS, &[("operation", "put_manifest")]), 0.0);
+
+        let layer = b"metrics layer bytes".as_slice();
+        push_image(&app, "library/app", "v1", &[layer]).await;
+        let pulled = app
+            .get("/v2/library/app/manifests/v1")
+            .admin()
+            .header("accept", "application/vnd.oci.image.manifest.v1+json")
+            .send()
+            .await;
+        assert_eq!(pulled.status, StatusCode::OK);
+        let blob = app
+            .get(&format!("/v2/library/app/blobs/{}", digest_of(layer)))
+            .admin()
+            .send()
+            .await;
+        assert_eq!(blob.status, StatusCode::OK);
+        let failed = app
+            .get("/api/v2.0/users/current")
+            .basic("admin", "not-the-password")
+            .send()
+            .await;
+        assert_eq!(failed.status, StatusCode::UNAUTHORIZED);
+        let failed_rest = app
+            .post("/auth")
+            .basic("admin@example.com", "not-the-password")
+            .send()
+            .await;
+        assert_eq!(failed_rest.status, StatusCode::UNAUTHORIZED);
+        app.state.registry.flush_pulls(&app.state.store).await;
+        // The database figures of the first scrape are kept for a few seconds.
+        app.state.metrics.forget_cached();
+
+        let after = scrape(&app).await;
+        let count = |method: &str, code: &str, operation: &str| {
+            value(
+                &after,
+                REQUESTS,
+                &[("method", method), ("code", code), ("operation", operation)],
+            )
+        };
+        assert_eq!(count("PUT", "201", "put_manifest"), 1.0);
+        assert_eq!(count("POST", "201", "post_blob_upload"), 2.0);
+        assert_eq!(count("GET", "200", "get_manifest"), 1.0);
+        assert_eq!(count("GET", "200", "get_blob"), 1.0);
+        assert_eq!(count("GET", "401", "getCurrentUserInfo"), 1.0);
+        assert_eq!(count("POST", "401", "authenticate"), 1.0);
+        assert_eq!(
+            value(
+                &after,
+                "registry_http_request_duration_seconds_count",
+                &[("operation", "put_manifest")]
+            ),
+            1.0
+        );
+        assert_eq!(
+            value(
+                &after,
+                "harbor_core_http_request_duration_seconds_count",
+                &[("operation", "getCurrentUserInfo")]
+            ),
+            1.0
+        );
+        // The API's own requests are not registry requests.
+        assert_eq!(
+            value(
+                &after,
+                "registry_http_request_duration_seconds_count",
+                &[("operation", "getCurrentUserInfo")]
+            ),
+            0.0
+        );
+        assert!(value(&after, "berth_blob_bytes_in_total", &[]) >= layer.len() as f64);
+        assert_eq!(
+            value(&after, "berth_blob_bytes_out_total", &[]),
+            layer.len() as f64
+        );
+
+        // Harbor's exporter figures, read from the store.
+        assert_eq!(value(&after, "harbor_project_total", &[("public", "true")]), 1.0);
+        assert_eq!(
+            value(
+                &after,
+                "harbor_project_repo_total",
+                &[("project_name", "library"), ("public", "true")]
+            ),
+            1.0
+        );
+        assert_eq!(
+            value(&after, "harbor_artifact_pulled", &[("project_name", "library")]),
+            1.0
+        );
+        assert!(
+            value(
+                &after,
+                "harbor_project_quota_usage_byte",
+                &[("project_name", "library")]
+            ) > 0.0
+        );
+        assert_eq!(
+            value(&after, "harbor_project_quota_byte", &[("project_name", "library")]),
+            -1.0
+        );
+        assert_eq!(value(&after, "harbor_health", &[]), 1.0);
+        assert_eq!(value(&after, "harbor_up", &[("component", "database")]), 1.0);
+        assert_eq!(
+            value(&after, "harbor_system_info", &[("auth_mode", "db_auth")]),
+            1.0
+        );
+        assert!(value(&after, "berth_db_pool_max_connections", &[]) > 0.0);
+    }
+);
+
+backend_test!(
+    async fn project_figures_count_members_and_repositories_per_project(app) {
+        let alice = fixtures::user(&app, "alice").await;
+        let id = fixtures::project(&app, None, "team", false).await;
+        fixtures::member(&app, id, alice, 2).await;
+        fixtures::project(&app, None, "empty", false).await;
+        push_image(&app, "team/one", "v1", &[b"one".as_slice()]).await;
+        push_image(&app, "team/two", "v1", &[b"two".as_slice()]).await;
+
+        let samples = scrape(&app).await;
+        assert_eq!(value(&samples, "harbor_project_total", &[("public", "false")]), 2.0);
+        let of = |name: &str, project: &str| value(&samples, name, &[("project_name", project)]);
+        assert_eq!(of("harbor_project_repo_total", "team"), 2.0);
+        assert_eq!(of("harbor_project_repo_total", "empty"), 0.0);
+        // The creator (admin) and alice.
+        assert_eq!(of("harbor_project_member_total", "team"), 2.0);
+        assert_eq!(of("harbor_project_member_total", "empty"), 1.0);
+        assert_eq!(of("harbor_artifact_pulled", "team"), 0.0);
+    }
+);
+
+backend_test!(
+    async fn label_sets_stay_bounded_over_a_thousand_repositories(app) {
+        for i in 0..1000 {
+            let res = app
+                .get(&format!("/v2/library/repo-{i}/manifests/latest"))
+                .admin()
+                .send()
+                .await;
+            assert_eq!(res.status, StatusCode::NOT_FOUND);
+            let res = app
+                .get(&format!("/api/v2.0/projects/library/repositories/repo-{i}"))
+                .admin()
+                .send()
+                .await;
+            assert_eq!(res.status, StatusCode::NOT_FOUND);
+            let res = app.get(&format!("/no-such-page/{i}")).send().await;
+            assert_eq!(res.status, StatusCode::NOT_FOUND);
+        }
+        let res = app.get("/metrics").send().await;
+        let text = res.text();
+        assert!(!text.contains("repo-"), "a raw path became a label");
+        assert!(!text.contains("no-such-page"), "a raw path became a label");
+        let samples = parse(&text);
+        let series: BTreeSet<_> = samples
+            .iter()
+            .filter(|s| s.name == REQUESTS)
+            .map(|s| format!("{:?}", s.labels))
+            .collect();
+        assert!(series.len() <= 5, "{series:#?}");
+        assert_eq!(
+            value(
+                &samples,
+                REQUESTS,
+                &[("code", "404"), ("operation", "get_manifest")]
+            ),
+            1000.0
+        );
+        assert_eq!(
+            value(
+                &samples,
+                REQUESTS,
+                &[("code", "404"), ("operation", "getRepository")]
+            ),
+            1000.0
+        );
+        assert_eq!(
+            value(&samples, REQUESTS, &[("code", "404"), ("operation", "unmatched")]),
+            1000.0
+        );
+    }
+);
+
+backend_test!(
+    async fn garbage_collections_are_counted(app) {
+        let res = app
+            .post("/api/v2.0/system/gc/schedule")
+            .admin()
+            .json(&json!({"schedule": {"type": "Manual"}}))
+            .send()
+            .await;
+        assert_eq!(res.status, StatusCode::CREATED, "{}", res.text());
+        let mut runs = 0.0;
+        for _ in 0..100 {
+            runs = value(&scrape(&app).await, "berth_gc_runs_total", &[("status", "success")]);
+            if runs > 0.0 {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+        assert_eq!(runs, 1.0);
+    }
+);
+
+backend_test!(
+    async fn metrics_can_require_an_administrator(app) {
+        let settings = MetricsSettings {
+            addr: None,
+            require_admin: true,
+        };
+        let guarded = app.with_metrics(&settings);
+        let anonymous = guarded.get("/metrics").send().await;
+        assert_eq!(anonymous.status, StatusCode::UNAUTHORIZED);
+        fixtures::user(&guarded, "bob").await;
+        let user = guarded
+            .get("/metrics")
+            .basic("bob", fixtures::PASSWORD)
+            .send()
+            .await;
+        assert_eq!(user.status, StatusCode::FORBIDDEN);
+        let admin = guarded
+            .get("/metrics")
+            .basic("admin", ADMIN_PASSWORD)
+            .send()
+            .await;
+        assert_eq!(admin.status, StatusCode::OK);
+        assert!(admin.text().contains("harbor_health 1"));
+    }
+);
+
+backend_test!(
+    async fn a_metrics_address_takes_metrics_off_the_main_port(app) {
+        let settings = MetricsSettings {
+            addr: Some("127.0.0.1:0".parse().unwrap()),
+            require_admin: false,
+        };
+        let main = berth::app::build_with(app.state.clone(), &settings);
+        let separate = berth::metrics::router(app.state.clone(), &settings);
+        let request = || {
+            axum::http::Request::get("/metrics")
+                .body(axum::body::Body::empty())
+                .unwrap()
+        };
+        let on_main = main.oneshot(request()).await.unwrap();
+        assert_eq!(on_main.status(), StatusCode::NOT_FOUND);
+        let on_own = separate.oneshot(request()).await.unwrap();
+        assert_eq!(on_own.status(), StatusCode::OK);
+    }
+);
