@@ -778,8 +778,9 @@ fn throttled(
     .boxed()
 }
 
-/// `body`, passed on piece by piece, and written to `spool` (and announced)
-/// in batches of [`SPOOL_BATCH`] bytes.
+/// `body` in pieces of [`SPOOL_BATCH`] bytes (the last one shorter), each
+/// written to `spool` (and announced) before it is passed on: one write per
+/// piece to the spool and one to the store, not one per network read.
 fn spooled(
     body: impl Stream<Item = Result<Bytes, String>> + Send + 'static,
     spool: std::fs::File,
@@ -787,62 +788,60 @@ fn spooled(
     length: Option<u64>,
 ) -> impl Stream<Item = Result<Bytes, String>> + Send {
     struct Spooling {
-        body: futures_util::stream::BoxStream<'static, Result<Bytes, String>>,
+        body: futures_util::stream::Fuse<
+            futures_util::stream::BoxStream<'static, Result<Bytes, String>>,
+        >,
         spool: tokio::fs::File,
         written: u64,
-        length: Option<u64>,
         batch: BytesMut,
     }
     impl Spooling {
-        async fn write_batch(&mut self, progress: &watch::Sender<Progress>) -> Result<(), String> {
-            if self.batch.is_empty() {
-                return Ok(());
+        /// The next piece: read until a batch is full (or the body ends),
+        /// then spooled. `None` at the end.
+        async fn next_piece(
+            &mut self,
+            progress: &watch::Sender<Progress>,
+            length: Option<u64>,
+        ) -> Option<Result<Bytes, String>> {
+            while self.batch.len() < SPOOL_BATCH {
+                match self.body.next().await {
+                    Some(Ok(chunk)) => self.batch.extend_from_slice(&chunk),
+                    Some(Err(err)) => return Some(Err(err)),
+                    None => break,
+                }
             }
+            if self.batch.is_empty() {
+                return None;
+            }
+            let piece = self.batch.split().freeze();
             let wrote = async {
-                self.spool.write_all(&self.batch).await?;
+                self.spool.write_all(&piece).await?;
                 self.spool.flush().await
             };
-            wrote.await.map_err(|err| format!("spooling: {err}"))?;
-            self.written += self.batch.len() as u64;
-            self.batch.clear();
+            if let Err(err) = wrote.await {
+                return Some(Err(format!("spooling: {err}")));
+            }
+            self.written += piece.len() as u64;
             progress.send_replace(Progress::Streaming {
                 written: self.written,
-                length: self.length,
+                length,
             });
-            Ok(())
+            Some(Ok(piece))
         }
     }
     let state = Spooling {
-        body: body.boxed(),
+        // Asked again after its end, once the last short piece is passed on.
+        body: body.boxed().fuse(),
         spool: tokio::fs::File::from_std(spool),
         written: 0,
-        length,
         batch: BytesMut::with_capacity(SPOOL_BATCH),
     };
     futures_util::stream::unfold(Some(state), move |state| {
         let progress = progress.clone();
         async move {
             let mut state = state?;
-            let written = match state.body.next().await {
-                Some(Ok(chunk)) => {
-                    state.batch.extend_from_slice(&chunk);
-                    if state.batch.len() >= SPOOL_BATCH {
-                        state.write_batch(&progress).await.map(|()| chunk)
-                    } else {
-                        Ok(chunk)
-                    }
-                }
-                Some(Err(err)) => Err(err),
-                None => {
-                    return state
-                        .write_batch(&progress)
-                        .await
-                        .err()
-                        .map(|e| (Err(e), None));
-                }
-            };
-            match written {
-                Ok(chunk) => Some((Ok(chunk), Some(state))),
+            match state.next_piece(&progress, length).await? {
+                Ok(piece) => Some((Ok(piece), Some(state))),
                 Err(err) => Some((Err(err), None)),
             }
         }
