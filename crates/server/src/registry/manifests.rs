@@ -176,7 +176,7 @@ pub(super) async fn serve_stored(
         .into());
     }
     if with_body {
-        audit_pull(ctx, project, name, reference);
+        audit_artifact(ctx, project, "pull", name, reference);
         ctx.state.registry.record_pull(
             &ctx.state.store,
             Pull {
@@ -189,11 +189,17 @@ pub(super) async fn serve_stored(
     Ok(manifest_response(body, &media_type, &digest, with_body))
 }
 
-/// Audits a manifest pull of `name` by `reference`.
-pub(super) fn audit_pull(ctx: &Ctx, project: &Project, name: &str, reference: &str) {
+/// Audits `operation` (`pull`, `create`, `delete`) on the artifact `name` by `reference`.
+pub(super) fn audit_artifact(
+    ctx: &Ctx,
+    project: &Project,
+    operation: &str,
+    name: &str,
+    reference: &str,
+) {
     ctx.state.audit(Event {
         project_id: Some(project.id),
-        operation: "pull",
+        operation,
         resource_type: "artifact",
         resource: &artifact_name(name, reference),
         username: ctx.caller.audit_name(),
@@ -266,13 +272,7 @@ pub async fn put_manifest(
     };
     let new = manifest_record(&state, &manifest, project.id, name, &digest, &body, tag).await;
     match state.store.registry().put_manifest(&new).await? {
-        PutManifest::Stored(_) => state.audit(Event {
-            project_id: Some(project.id),
-            operation: "create",
-            resource_type: "artifact",
-            resource: &artifact_name(name, reference),
-            username: ctx.caller.audit_name(),
-        }),
+        PutManifest::Stored(_) => audit_artifact(&ctx, &project, "create", name, reference),
         PutManifest::MissingBlob(missing) => {
             return Err(oci(
                 ErrorKind::BadRequest,
@@ -424,13 +424,7 @@ pub async fn delete_manifest(ctx: Ctx, name: &str, reference: &str) -> RegistryR
             }
         },
     }
-    ctx.state.audit(Event {
-        project_id: Some(project.id),
-        operation: "delete",
-        resource_type: "artifact",
-        resource: &artifact_name(name, reference),
-        username: ctx.caller.audit_name(),
-    });
+    audit_artifact(&ctx, &project, "delete", name, reference);
     Ok(empty(StatusCode::ACCEPTED, Vec::new()))
 }
 

@@ -40,7 +40,7 @@ use tokio::sync::{OnceCell, watch};
 
 use super::blobs::DOCKER_CONTENT_DIGEST;
 use super::manifests::{
-    MAX_MANIFEST_BYTES, audit_pull, manifest_digest, manifest_record, manifest_response,
+    MAX_MANIFEST_BYTES, audit_artifact, manifest_digest, manifest_record, manifest_response,
     manifest_unknown, serve_stored,
 };
 use super::{Ctx, RegistryError, RegistryResult, oci};
@@ -441,7 +441,13 @@ fn index_children(manifest: &Manifest) -> Option<&[berth_domain::oci::manifest::
 /// Answers with a manifest fetched from upstream.
 fn serve_fetched(ctx: &Ctx, pull: &ManifestPull<'_>, fetched: &Fetched) -> Response {
     if pull.with_body {
-        audit_pull(ctx, pull.project, pull.name, &pull.reference.to_string());
+        audit_artifact(
+            ctx,
+            pull.project,
+            "pull",
+            pull.name,
+            &pull.reference.to_string(),
+        );
     }
     manifest_response(
         fetched.body.clone(),
