@@ -223,7 +223,7 @@ impl Sql {
     }
 
     /// `SELECT COUNT(*)` over `self`, the ` FROM ... WHERE ...` part of a listing.
-    fn count(&self) -> Sql {
+    pub(crate) fn count(&self) -> Sql {
         Sql {
             text: format!("SELECT COUNT(*){}", self.text),
             binds: self.binds.clone(),

@@ -491,6 +491,8 @@ backend_test!(
         let (_, a) = push_image(&app, "library/fz", "release-2024.10", &[b"a"]).await;
         let (_, b) = push_image(&app, "library/fz", "aaaa", &[b"b"]).await;
         let (_, c) = push_image(&app, "library/other", "release-2024.10", &[b"c"]).await;
+        let (_, d) = push_image(&app, "library/fz", "x", &[b"d"]).await;
+        let (_, e) = push_image(&app, "library/fz", "Yz_1", &[b"e"]).await;
         let base = "/api/v2.0/projects/library/repositories/fz/artifacts";
         let matching = |text: &'static str| {
             let app = &app;
@@ -500,6 +502,15 @@ backend_test!(
                 let mut found = digests(&res);
                 found.sort();
                 assert_eq!(res.header("x-total-count"), Some(found.len().to_string().as_str()), "{text}");
+                // Every page of one holds the same matches, in the listing's order.
+                let whole = digests(&app.get(&format!("{base}?q=tags%3D~{text}&page_size=100")).send().await);
+                let mut paged = Vec::new();
+                for page in 1..=found.len() + 1 {
+                    let res = app.get(&format!("{base}?q=tags%3D~{text}&page_size=1&page={page}")).send().await;
+                    assert_eq!(res.header("x-total-count"), Some(found.len().to_string().as_str()), "{text} page {page}");
+                    paged.extend(digests(&res));
+                }
+                assert_eq!(paged, whole, "{text}");
                 found
             }
         };
@@ -516,24 +527,82 @@ backend_test!(
         assert_eq!(matching("aaaaa").await, Vec::<String>::new());
         assert_eq!(matching("a").await, sorted(vec![a.clone(), b.clone()]));
         assert_eq!(matching("10").await, vec![a.clone()]);
+        // One and two characters at the start, the middle and the end of a
+        // name, and names shorter than three; case counts, and `_` and `%`
+        // are characters like any other.
+        assert_eq!(matching("r").await, vec![a.clone()]);
+        assert_eq!(matching("re").await, vec![a.clone()]);
+        assert_eq!(matching("-2").await, vec![a.clone()]);
+        assert_eq!(matching("0").await, vec![a.clone()]);
+        assert_eq!(matching("1").await, sorted(vec![a.clone(), e.clone()]));
+        assert_eq!(matching("aa").await, vec![b.clone()]);
+        assert_eq!(matching("x").await, vec![d.clone()]);
+        assert_eq!(matching("Y").await, vec![e.clone()]);
+        assert_eq!(matching("y").await, Vec::<String>::new());
+        assert_eq!(matching("Yz").await, vec![e.clone()]);
+        assert_eq!(matching("z_").await, vec![e.clone()]);
+        assert_eq!(matching("_").await, vec![e.clone()]);
+        assert_eq!(matching("_1").await, vec![e.clone()]);
+        assert_eq!(matching("R").await, Vec::<String>::new());
+        assert_eq!(matching("%25").await, Vec::<String>::new());
+        assert_eq!(matching("1%25").await, Vec::<String>::new());
+        assert_eq!(matching("xx").await, Vec::<String>::new());
+        assert_eq!(matching("0x").await, Vec::<String>::new());
         // Another repository's tag of the same name is not this one's.
         assert!(!matching("release").await.contains(&c));
+        assert!(!matching("r").await.contains(&c));
 
         // A second tag, a moved tag and a removed tag are seen at once.
         let res = app.post(&format!("{base}/{b}/tags")).admin().json(&json!({"name": "release-2025.01"})).send().await;
         assert_eq!(res.status, StatusCode::CREATED, "{}", res.text());
         assert_eq!(matching("release").await, sorted(vec![a.clone(), b.clone()]));
+        assert_eq!(matching("5").await, vec![b.clone()]);
+        assert_eq!(matching("01").await, vec![b.clone()]);
         let manifest = app.get(&format!("/v2/library/fz/manifests/{a}")).admin().header("accept", OCI_MANIFEST).send().await.body;
         let res = put_manifest(&app, "library/fz", "aaaa", OCI_MANIFEST, &manifest).await;
         assert_eq!(res.status, StatusCode::CREATED);
         assert_eq!(matching("aaa").await, vec![a.clone()]);
+        assert_eq!(matching("aa").await, vec![a.clone()]);
+        assert_eq!(matching("a").await, sorted(vec![a.clone(), b.clone()]));
+        // A short name moved, then pushed again where it is.
+        let res = put_manifest(&app, "library/fz", "x", OCI_MANIFEST, &manifest).await;
+        assert_eq!(res.status, StatusCode::CREATED);
+        assert_eq!(matching("x").await, vec![a.clone()]);
+        let res = put_manifest(&app, "library/fz", "x", OCI_MANIFEST, &manifest).await;
+        assert_eq!(res.status, StatusCode::CREATED);
+        assert_eq!(matching("x").await, vec![a.clone()]);
+        let res = app.delete(&format!("{base}/{a}/tags/x")).admin().send().await;
+        assert_eq!(res.status, StatusCode::OK, "{}", res.text());
+        assert_eq!(matching("x").await, Vec::<String>::new());
         let res = app.delete(&format!("{base}/{a}/tags/release-2024.10")).admin().send().await;
         assert_eq!(res.status, StatusCode::OK, "{}", res.text());
         assert_eq!(matching("2024").await, Vec::<String>::new());
+        assert_eq!(matching("4").await, Vec::<String>::new());
         assert_eq!(matching("release").await, vec![b.clone()]);
+        assert_eq!(matching("r").await, vec![b.clone()]);
+
+        // A renamed tag (no API renames one; the triggers keep any write),
+        // and a tag whose name and artifact change in one statement.
+        app.execute_sql("UPDATE tags SET name = 'renamed' WHERE name = 'Yz_1'").await;
+        assert_eq!(matching("Y").await, Vec::<String>::new());
+        assert_eq!(matching("_").await, Vec::<String>::new());
+        assert_eq!(matching("ed").await, vec![e.clone()]);
+        assert_eq!(matching("named").await, vec![e.clone()]);
+        app.execute_sql(&format!(
+            "UPDATE tags SET name = 'q9', artifact_id = (SELECT id FROM artifacts WHERE digest = '{d}' \
+             AND repository_id = tags.repository_id) WHERE name = 'renamed'"
+        ))
+        .await;
+        assert_eq!(matching("ed").await, Vec::<String>::new());
+        assert_eq!(matching("q").await, vec![d.clone()]);
+        assert_eq!(matching("9").await, vec![d.clone()]);
+
         let res = app.delete(&format!("{base}/{b}")).admin().send().await;
         assert_eq!(res.status, StatusCode::OK, "{}", res.text());
         assert_eq!(matching("release").await, Vec::<String>::new());
+        assert_eq!(matching("r").await, Vec::<String>::new());
+        assert_eq!(matching("5").await, Vec::<String>::new());
+        assert_eq!(matching("a").await, vec![a.clone()]);
     }
 );
 
@@ -553,6 +622,8 @@ backend_test!(
             "&q=tags%3D*",
             "&q=tags%3D~ag-",
             "&q=tags%3D~g",
+            "&q=tags%3D~-&sort=size",
+            "&q=tags%3D~ag&sort=-push_time",
             "&q=type%3DIMAGE",
             "&q=repository_name%3Dlibrary/pages",
         ] {
