@@ -52,3 +52,8 @@ $$;
 
 CREATE TRIGGER tag_grams_kept AFTER INSERT OR DELETE OR UPDATE OF name, repository_id, artifact_id
 ON tags FOR EACH ROW EXECUTE FUNCTION berth_tag_grams();
+
+-- The accessories of a repository (few, next to its artifacts): a listing of
+-- a short tag text counts its artifacts from the pieces above and takes the
+-- accessories among them away, as accessories are never listed.
+CREATE INDEX artifacts_accessory_idx ON artifacts (repository_id, id) WHERE accessory_type IS NOT NULL;

@@ -61,3 +61,8 @@ BEGIN
     WHERE repository_id = NEW.repository_id AND tag_id = NEW.id
         AND gram IN (SELECT substr(NEW.name, s.n, 3) FROM trigram_starts s WHERE s.n <= length(NEW.name));
 END;
+
+-- The accessories of a repository (few, next to its artifacts): a listing of
+-- a short tag text counts its artifacts from the pieces above and takes the
+-- accessories among them away, as accessories are never listed.
+CREATE INDEX artifacts_accessory_idx ON artifacts (repository_id, id) WHERE accessory_type IS NOT NULL;

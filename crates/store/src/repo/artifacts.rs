@@ -245,12 +245,60 @@ fn listing_index_order() -> String {
     order_clause(ARTIFACT_SORT_COLUMNS, &[], "a.push_time DESC", "a.id DESC")
 }
 
-/// A SQLite listing whose matches are at least this share of the
-/// repository's artifacts walks the listing index in order and probes each
-/// artifact against the matches, instead of reading every match and sorting
-/// them: a first page then reads about 16 index entries per row shown, and
-/// no page more than half the index (from its nearer end).
+/// A listing of a short tag text whose matches are at least this share of
+/// the repository's artifacts walks the listing index in order and probes
+/// each artifact against the matches, instead of reading every match and
+/// sorting them: a first page then reads about 16 index entries per row
+/// shown, and no page more than half the index (from its nearer end).
 const WALK_DENSITY: i64 = 16;
+
+/// At most this many matches are probed in a walk on PostgreSQL: the probe
+/// is a hashed subplan, which PostgreSQL only builds while the matches fit
+/// in `work_mem` (otherwise it would scan them once per artifact walked).
+const PG_WALK_MATCHES: i64 = 50_000;
+
+/// The tag-text half of the listing filter: ` IN (SELECT tg.artifact_id ...)`,
+/// the artifacts with a tag holding the short `text`.
+fn short_text_matches(sql: &mut Sql, repository_id: i64, text: &str) {
+    sql.push(" IN (SELECT tg.artifact_id FROM tag_grams tg WHERE tg.repository_id = ")
+        .int(repository_id)
+        .push(" AND tg.gram >= ")
+        .text(text)
+        .push(" AND tg.gram <= ")
+        .text(after_prefix(text))
+        .push(")");
+}
+
+/// `SELECT total, of`: the total of a short tag text's listing, and the
+/// number of artifacts of the repository it is a share of. A listing of
+/// the text alone counts its artifacts from the pieces (migration 0014)
+/// without reading them: a tagged artifact is listed exactly when it is not
+/// an accessory (migration 0010), and `artifacts_accessory_idx` holds the
+/// accessories to take away. Other listings count their filter.
+fn short_text_total(repository_id: i64, filter: &ArtifactFilter, text: &str, listing: &Sql) -> Sql {
+    let mut sql = Sql::new("SELECT ");
+    if filter.labels.is_empty() && filter.query.terms.is_empty() {
+        sql.push("(SELECT COUNT(DISTINCT tg.artifact_id) FROM tag_grams tg WHERE tg.repository_id = ")
+            .int(repository_id)
+            .push(" AND tg.gram >= ")
+            .text(text)
+            .push(" AND tg.gram <= ")
+            .text(after_prefix(text))
+            .push(") - (SELECT COUNT(*) FROM artifacts a WHERE a.repository_id = ")
+            .int(repository_id)
+            .push(" AND a.accessory_type IS NOT NULL AND a.id");
+        short_text_matches(&mut sql, repository_id, text);
+        sql.push(")");
+    } else {
+        sql.push("(").push_sql(&listing.count()).push(")");
+    }
+    sql.push(" AS total, (SELECT ")
+        .push(if filter.all { "artifact_count" } else { "listed_count" })
+        .push(" FROM repositories WHERE id = ")
+        .int(repository_id)
+        .push(") AS of");
+    sql
+}
 
 /// Whether the filter's matches come from a lookup of the repository's tags
 /// rather than a scan (with `q`'s column terms, which are checked per match).
@@ -262,10 +310,16 @@ fn tags_looked_up(filter: &ArtifactFilter) -> bool {
 }
 
 /// ` FROM artifacts a WHERE ...`: the artifacts of repository
-/// `repository_id` that `filter` keeps. With `walk`, the tag text's matches
-/// are only probed (`+a.id`: SQLite then walks the listing index in order
-/// instead of reading the matches by key).
-fn listing_filter(repository_id: i64, filter: &ArtifactFilter, walk: bool) -> StoreResult<Sql> {
+/// `repository_id` that `filter` keeps. With `walk`, a short tag text's
+/// matches are only probed, written so that the backend walks the listing
+/// index in order instead of reading the matches by key: `+a.id` on SQLite
+/// (no index on it), `(... IN ...) IS TRUE` on PostgreSQL (a hashed subplan
+/// rather than a join).
+fn listing_filter(
+    repository_id: i64,
+    filter: &ArtifactFilter,
+    walk: Option<Backend>,
+) -> StoreResult<Sql> {
     let mut sql = Sql::new(" FROM artifacts a WHERE a.repository_id = ");
     sql.int(repository_id);
     // `listed` (kept by triggers, migration 0010): not an accessory, and
@@ -291,16 +345,21 @@ fn listing_filter(repository_id: i64, filter: &ArtifactFilter, walk: bool) -> St
             TagText::Empty => {
                 sql.push(" AND 1 = 0");
             }
-            TagText::Short => {
-                sql.push(if walk { " AND +a.id" } else { " AND a.id" })
-                    .push(" IN (SELECT tg.artifact_id FROM tag_grams tg WHERE tg.repository_id = ")
-                    .int(repository_id)
-                    .push(" AND tg.gram >= ")
-                    .text(text.as_str())
-                    .push(" AND tg.gram <= ")
-                    .text(after_prefix(text))
-                    .push(")");
-            }
+            TagText::Short => match walk {
+                None => {
+                    sql.push(" AND a.id");
+                    short_text_matches(&mut sql, repository_id, text);
+                }
+                Some(Backend::Sqlite) => {
+                    sql.push(" AND +a.id");
+                    short_text_matches(&mut sql, repository_id, text);
+                }
+                Some(Backend::Postgres) => {
+                    sql.push(" AND (a.id");
+                    short_text_matches(&mut sql, repository_id, text);
+                    sql.push(") IS TRUE");
+                }
+            },
             TagText::Trigrams(trigrams) => {
                 sql.push(" AND a.id IN (SELECT t.artifact_id FROM tags t WHERE t.repository_id = ")
                     .int(repository_id)
@@ -359,8 +418,11 @@ impl Artifacts<'_> {
         paging: Paging,
     ) -> StoreResult<(Vec<Artifact>, i64)> {
         let order = order_clause(ARTIFACT_SORT_COLUMNS, sort, "a.push_time DESC", "a.id DESC");
-        let short_text = matches!(&filter.tags, Some(TagFilter::Fuzzy(text)) if TagText::of(text) == TagText::Short);
-        let mut sql = listing_filter(repository_id, filter, false)?;
+        let short_text = match &filter.tags {
+            Some(TagFilter::Fuzzy(text)) if TagText::of(text) == TagText::Short => Some(text),
+            _ => None,
+        };
+        let mut sql = listing_filter(repository_id, filter, None)?;
         let total = match listing_total(filter) {
             Some(counter) => {
                 let mut count = Sql::new("SELECT ");
@@ -372,16 +434,17 @@ impl Artifacts<'_> {
             }
             // Counted first, so that the page's keys can come from a walk
             // of the listing index when the matches are dense in it.
-            None if short_text && self.0.backend() == Backend::Sqlite => {
-                let total = sql.count().fetch_count(&self.0.pool).await?;
-                if order == listing_index_order() {
-                    let mut of = Sql::new("SELECT ");
-                    of.push(if filter.all { "artifact_count" } else { "listed_count" })
-                        .push(" FROM repositories WHERE id = ")
-                        .int(repository_id);
-                    if total * WALK_DENSITY >= of.fetch_count(&self.0.pool).await? {
-                        sql = listing_filter(repository_id, filter, true)?;
-                    }
+            None if let Some(text) = short_text => {
+                let backend = self.0.backend();
+                let counts: Vec<(i64, i64)> = short_text_total(repository_id, filter, text, &sql)
+                    .fetch_all(&self.0.pool)
+                    .await?;
+                let (total, of) = counts.first().copied().unwrap_or_default();
+                if order == listing_index_order()
+                    && total * WALK_DENSITY >= of
+                    && (backend == Backend::Sqlite || total <= PG_WALK_MATCHES)
+                {
+                    sql = listing_filter(repository_id, filter, Some(backend))?;
                 }
                 Total::Kept(total)
             }

@@ -5,7 +5,7 @@ use axum::http::StatusCode;
 use serde_json::{Value, json};
 
 use crate::backend_test;
-use crate::registry::{descriptor, digest_of, push_image, put_manifest};
+use crate::registry::{descriptor, digest_of, push_blob, push_image, put_manifest};
 use crate::util::TestApp;
 
 const OCI_MANIFEST: &str = "application/vnd.oci.image.manifest.v1+json";
@@ -551,6 +551,30 @@ backend_test!(
         // Another repository's tag of the same name is not this one's.
         assert!(!matching("release").await.contains(&c));
         assert!(!matching("r").await.contains(&c));
+        // A tagged accessory is never listed, nor counted.
+        let empty = b"{}".to_vec();
+        push_blob(&app, "library/fz", &empty).await;
+        let signature = json!({
+            "schemaVersion": 2,
+            "mediaType": OCI_MANIFEST,
+            "artifactType": "application/vnd.dev.cosign.artifact.sig.v1+json",
+            "config": descriptor("application/vnd.oci.empty.v1+json", &empty),
+            "layers": [descriptor("application/vnd.oci.empty.v1+json", &empty)],
+            "subject": {"mediaType": OCI_MANIFEST, "digest": d, "size": 1},
+        })
+        .to_string();
+        let res = put_manifest(&app, "library/fz", "x.sig", OCI_MANIFEST, signature.as_bytes()).await;
+        assert_eq!(res.status, StatusCode::CREATED, "{}", res.text());
+        assert_eq!(matching("x").await, vec![d.clone()]);
+        assert_eq!(matching("x.").await, Vec::<String>::new());
+        assert_eq!(matching("x.s").await, Vec::<String>::new());
+        let res = app.get(&format!("{base}?q=base%3D*,tags%3D~.")).send().await;
+        assert_eq!(res.header("x-total-count"), Some("1"), "{}", res.text());
+        assert_eq!(digests(&res), vec![a.clone()]);
+        // With another condition, the text's matches are counted whole.
+        let res = app.get(&format!("{base}?q=tags%3D~1,type%3DIMAGE&page_size=1&page=2")).send().await;
+        assert_eq!(res.header("x-total-count"), Some("2"), "{}", res.text());
+        assert_eq!(digests(&res).len(), 1);
 
         // A second tag, a moved tag and a removed tag are seen at once.
         let res = app.post(&format!("{base}/{b}/tags")).admin().json(&json!({"name": "release-2025.01"})).send().await;
