@@ -10,6 +10,7 @@ use crate::error::{StoreResult, conflict_on_unique};
 use crate::repo::immutable::{check_artifact_mutable, check_mutable};
 use crate::repo::labels::LabelRow;
 use crate::repo::manifests::delete_artifact_tree;
+use crate::repo::page_starts;
 use crate::repo::repositories::lock_repository;
 use crate::repo::sql::{Column, Keyed, Kind, Sql, Total, order_clause};
 use crate::{Backend, Store};
@@ -245,12 +246,21 @@ fn listing_index_order() -> String {
     order_clause(ARTIFACT_SORT_COLUMNS, &[], "a.push_time DESC", "a.id DESC")
 }
 
-/// A listing of a short tag text whose matches are at least this share of
-/// the repository's artifacts walks the listing index in order and probes
-/// each artifact against the matches, instead of reading every match and
-/// sorting them: a first page then reads about 16 index entries per row
-/// shown, and no page more than half the index (from its nearer end).
-const WALK_DENSITY: i64 = 16;
+/// How many index entries a walk of the listing index may read per match
+/// it saves reading by key: reading a match by key (then sorting them all)
+/// costs about ten index entries walked and probed.
+const WALK_GAIN: i64 = 10;
+
+/// Whether a page of a short tag text's listing (`total` matches among `of`
+/// artifacts) is found sooner by walking the listing index in order and
+/// probing each artifact against the matches than by reading every match:
+/// the walk reads about `of / total` entries per row it passes, from the
+/// page's nearer end (as [`Sql::fetch_keyed_page`] does).
+fn walks(total: i64, of: i64, paging: Paging) -> bool {
+    let (limit, offset) = paging.limit_offset().unwrap_or((total, 0));
+    let nearer = offset.min((total - offset - limit).max(0));
+    (nearer + limit).saturating_mul(of) < WALK_GAIN.saturating_mul(total).saturating_mul(total)
+}
 
 /// At most this many matches are probed in a walk on PostgreSQL: the probe
 /// is a hashed subplan, which PostgreSQL only builds while the matches fit
@@ -275,25 +285,42 @@ fn short_text_matches(sql: &mut Sql, repository_id: i64, text: &str) {
 /// without reading them: a tagged artifact is listed exactly when it is not
 /// an accessory (migration 0010), and `artifacts_accessory_idx` holds the
 /// accessories to take away. Other listings count their filter.
-fn short_text_total(repository_id: i64, filter: &ArtifactFilter, text: &str, listing: &Sql) -> Sql {
+fn short_text_total(
+    backend: Backend,
+    repository_id: i64,
+    filter: &ArtifactFilter,
+    text: &str,
+    listing: &Sql,
+) -> Sql {
     let mut sql = Sql::new("SELECT ");
     if filter.labels.is_empty() && filter.query.terms.is_empty() {
-        sql.push("(SELECT COUNT(DISTINCT tg.artifact_id) FROM tag_grams tg WHERE tg.repository_id = ")
-            .int(repository_id)
-            .push(" AND tg.gram >= ")
-            .text(text)
-            .push(" AND tg.gram <= ")
-            .text(after_prefix(text))
-            .push(") - (SELECT COUNT(*) FROM artifacts a WHERE a.repository_id = ")
-            .int(repository_id)
-            .push(" AND a.accessory_type IS NOT NULL AND a.id");
+        sql.push(
+            "(SELECT COUNT(DISTINCT tg.artifact_id) FROM tag_grams tg WHERE tg.repository_id = ",
+        )
+        .int(repository_id)
+        .push(" AND tg.gram >= ")
+        .text(text)
+        .push(" AND tg.gram <= ")
+        .text(after_prefix(text))
+        .push(") - (SELECT COUNT(*) FROM artifacts a WHERE a.repository_id = ")
+        .int(repository_id)
+        // On SQLite `+a.id` walks the accessories and probes the
+        // matches, which it then reads only when there are accessories.
+        .push(match backend {
+            Backend::Sqlite => " AND a.accessory_type IS NOT NULL AND +a.id",
+            Backend::Postgres => " AND a.accessory_type IS NOT NULL AND a.id",
+        });
         short_text_matches(&mut sql, repository_id, text);
         sql.push(")");
     } else {
         sql.push("(").push_sql(&listing.count()).push(")");
     }
     sql.push(" AS total, (SELECT ")
-        .push(if filter.all { "artifact_count" } else { "listed_count" })
+        .push(if filter.all {
+            "artifact_count"
+        } else {
+            "listed_count"
+        })
         .push(" FROM repositories WHERE id = ")
         .int(repository_id)
         .push(") AS of");
@@ -428,20 +455,30 @@ impl Artifacts<'_> {
                 let mut count = Sql::new("SELECT ");
                 count
                     .push(counter)
-                    .push(" FROM repositories WHERE id = ")
+                    .push(" AS total, listing_version FROM repositories WHERE id = ")
                     .int(repository_id);
-                Total::Kept(count.fetch_count(&self.0.pool).await?)
+                let found: Vec<(i64, i64)> = count.fetch_all(&self.0.pool).await?;
+                let (total, version) = found.first().copied().unwrap_or_default();
+                if order == listing_index_order()
+                    && let Some(rows) = self
+                        .deep_page(repository_id, counter, version, &sql, &order, paging, total)
+                        .await?
+                {
+                    return Ok((rows.into_iter().map(Artifact::from).collect(), total));
+                }
+                Total::Kept(total)
             }
             // Counted first, so that the page's keys can come from a walk
             // of the listing index when the matches are dense in it.
             None if let Some(text) = short_text => {
                 let backend = self.0.backend();
-                let counts: Vec<(i64, i64)> = short_text_total(repository_id, filter, text, &sql)
-                    .fetch_all(&self.0.pool)
-                    .await?;
+                let counts: Vec<(i64, i64)> =
+                    short_text_total(backend, repository_id, filter, text, &sql)
+                        .fetch_all(&self.0.pool)
+                        .await?;
                 let (total, of) = counts.first().copied().unwrap_or_default();
                 if order == listing_index_order()
-                    && total * WALK_DENSITY >= of
+                    && walks(total, of, paging)
                     && (backend == Backend::Sqlite || total <= PG_WALK_MATCHES)
                 {
                     sql = listing_filter(repository_id, filter, Some(backend))?;
@@ -474,6 +511,74 @@ impl Artifacts<'_> {
             rows.into_iter().map(Artifact::from).collect::<Vec<_>>(),
             total,
         ))
+    }
+
+    /// The rows of a deep page of a listing in the listing index's order
+    /// (`listing` names its kept total), walked from the remembered start
+    /// nearest before it (see [`crate::repo::page_starts`]); the starts are
+    /// found first when the repository's `version` has none. `None` for a
+    /// page near either end, which the walk from that end finds as fast.
+    #[expect(clippy::too_many_arguments, reason = "one listing's parts, read once")]
+    async fn deep_page(
+        &self,
+        repository_id: i64,
+        listing: &'static str,
+        version: i64,
+        sql: &Sql,
+        order: &str,
+        paging: Paging,
+        total: i64,
+    ) -> StoreResult<Option<Vec<ArtifactRow>>> {
+        let Some((limit, offset)) = paging.limit_offset() else {
+            return Ok(None);
+        };
+        if offset.min(total - offset - limit) <= page_starts::EVERY {
+            return Ok(None);
+        }
+        let starts = &self.0.page_starts;
+        let n = usize::try_from(offset / page_starts::EVERY).unwrap_or(usize::MAX);
+        let start = match starts.get(repository_id, listing, version, n) {
+            Some(start) => start,
+            None => {
+                let mut find = Sql::new(
+                    "SELECT push_time, id FROM (SELECT a.push_time, a.id, ROW_NUMBER() OVER (",
+                );
+                find.push(order.trim_start())
+                    .push(") - 1 AS n")
+                    .push_sql(sql)
+                    .push(") s WHERE n % ")
+                    .int(page_starts::EVERY)
+                    .push(" = 0 ORDER BY n");
+                let keys: Vec<(String, i64)> = find.fetch_all(&self.0.pool).await?;
+                let start = keys.get(n).cloned();
+                starts.put(repository_id, listing, version, keys);
+                start
+            }
+        };
+        let Some((push_time, id)) = start else {
+            return Ok(None);
+        };
+        let mut from = sql.clone();
+        from.push(" AND (a.push_time, a.id) <= (")
+            .text(push_time)
+            .push(", ")
+            .int(id)
+            .push(")");
+        let skip = offset - n as i64 * page_starts::EVERY;
+        let rows = from
+            .fetch_keyed_rows(
+                &self.0.pool,
+                Keyed {
+                    columns: ARTIFACT_COLUMNS,
+                    from: "artifacts a JOIN repositories r ON r.id = a.repository_id",
+                    key: "a.id",
+                },
+                order,
+                order,
+                Some((limit, skip)),
+            )
+            .await?;
+        Ok(Some(rows))
     }
 
     /// The artifact `digest` of repository `repository_id`.
@@ -689,5 +794,33 @@ impl Artifacts<'_> {
         .await?;
         tx.commit().await?;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dense_matches_walk_and_sparse_ones_are_read() {
+        let page = |page| Paging {
+            page,
+            page_size: 100,
+        };
+        // 11,111 of 100,000: every page walks.
+        assert!(walks(11_111, 100_000, page(1)));
+        assert!(walks(11_111, 100_000, page(56)));
+        // 3,691: the first pages walk, the middle ones read the matches.
+        assert!(walks(3_691, 100_000, page(1)));
+        assert!(!walks(3_691, 100_000, page(19)));
+        // A few matches are read.
+        assert!(!walks(100, 100_000, page(1)));
+        assert_eq!(TagText::of("ab"), TagText::Short);
+        assert_eq!(TagText::of("é"), TagText::Short);
+        assert_eq!(TagText::of(""), TagText::Empty);
+        assert_eq!(
+            TagText::of("abab"),
+            TagText::Trigrams(vec!["aba".into(), "bab".into()])
+        );
     }
 }

@@ -228,6 +228,27 @@ impl Sql {
             }
             None => (order.to_string(), None),
         };
+        let rows = self
+            .fetch_keyed_rows(pool, rows, &inner_order, order, limit)
+            .await?;
+        Ok((rows, total))
+    }
+
+    /// The rows of a page found by its keys: `SELECT key` over `self` in
+    /// `inner_order` with `limit` (`(LIMIT, OFFSET)`, or every row), then
+    /// `SELECT columns FROM from` for them in `order`.
+    pub(crate) async fn fetch_keyed_rows<T>(
+        &self,
+        pool: &AnyPool,
+        rows: Keyed<'_>,
+        inner_order: &str,
+        order: &str,
+        limit: Option<(i64, i64)>,
+    ) -> Result<Vec<T>, sqlx::Error>
+    where
+        T: for<'r> FromRow<'r, AnyRow> + Send + Unpin,
+    {
+        let Keyed { columns, from, key } = rows;
         let mut rows = Sql {
             text: format!(
                 "SELECT {columns} FROM {from} WHERE {key} IN (SELECT {key}{}{inner_order}",
@@ -239,7 +260,7 @@ impl Sql {
             rows.limit(limit, offset);
         }
         rows.push(")").push(order);
-        Ok((rows.fetch_all(pool).await?, total))
+        rows.fetch_all(pool).await
     }
 
     /// `SELECT COUNT(*)` over `self`, the ` FROM ... WHERE ...` part of a listing.

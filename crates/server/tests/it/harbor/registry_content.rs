@@ -631,6 +631,60 @@ backend_test!(
 );
 
 backend_test!(
+    async fn deep_pages_follow_the_listing_as_it_changes(app) {
+        // 2,501 artifacts, most pushed at one of 50 times (ties broken by id):
+        // the middle pages start from remembered page starts, which must
+        // follow pushes, deletions and new push times.
+        push_image(&app, "library/deep", "seed", &[b"deep"]).await;
+        let clone = |from: i64, to: i64| {
+            format!(
+                "INSERT INTO artifacts (project_id, repository_id, digest, manifest_blob_id, manifest_media_type, \
+                 media_type, artifact_type, type, size, push_time) \
+                 SELECT a.project_id, a.repository_id, 'sha256:clone' || n.i, a.manifest_blob_id, a.manifest_media_type, \
+                 a.media_type, a.artifact_type, a.type, a.size, CASE WHEN n.i % 4 = 0 THEN a.push_time ELSE \
+                 '2020-01-01T00:00:' || CASE WHEN n.i % 50 < 10 THEN '0' ELSE '' END || (n.i % 50) || '.000Z' END \
+                 FROM artifacts a, (WITH RECURSIVE s(i) AS (SELECT {from} UNION ALL SELECT i + 1 FROM s WHERE i < {to}) \
+                 SELECT i FROM s) n WHERE a.repository_id = (SELECT id FROM repositories WHERE name = 'library/deep') \
+                 AND a.digest NOT LIKE 'sha256:clone%'"
+            )
+        };
+        app.execute_sql(&clone(1, 2500)).await;
+        let base = "/api/v2.0/projects/library/repositories/deep/artifacts?page_size=100";
+        let pages = |sort: &'static str| {
+            let app = &app;
+            async move {
+                let mut all = Vec::new();
+                for page in 1..=27 {
+                    let res = app.get(&format!("{base}&page={page}{sort}")).send().await;
+                    assert_eq!(res.status, StatusCode::OK, "{}", res.text());
+                    all.push((res.header("x-total-count").map(str::to_string), digests(&res)));
+                }
+                all
+            }
+        };
+        // The same order, written so that it is not the listing index's.
+        let same = || pages("&sort=-push_time,-id");
+        let listed = pages("").await;
+        assert_eq!(listed[0].0.as_deref(), Some("2501"));
+        assert_eq!(listed.iter().map(|(_, rows)| rows.len()).sum::<usize>(), 2501);
+        assert_eq!(listed, same().await);
+        assert_eq!(pages("").await, listed, "read again from the remembered starts");
+
+        app.execute_sql(&clone(2501, 2520)).await;
+        app.execute_sql("DELETE FROM artifacts WHERE digest IN ('sha256:clone1203', 'sha256:clone7')").await;
+        app.execute_sql("UPDATE artifacts SET push_time = '2020-01-01T00:00:33.500Z' WHERE digest = 'sha256:clone1500'").await;
+        let changed = pages("").await;
+        assert_eq!(changed[0].0.as_deref(), Some("2519"));
+        assert_ne!(changed, listed);
+        assert_eq!(changed, same().await);
+        let res = app.get(&format!("{base}&page=13&q=tags%3Dnil")).send().await;
+        assert_eq!(res.header("x-total-count"), Some("2518"));
+        let res2 = app.get(&format!("{base}&page=13&q=tags%3Dnil&sort=-push_time,-id")).send().await;
+        assert_eq!(digests(&res), digests(&res2));
+    }
+);
+
+backend_test!(
     async fn every_page_holds_its_rows_from_either_end(app) {
         // Seven artifacts; pages of two, read page by page, give the one-page
         // listing in order, for the default order, other sorts, and filters

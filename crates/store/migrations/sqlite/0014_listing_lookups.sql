@@ -1,3 +1,6 @@
+-- Two lookups for artifact listings: the pieces of tag names for
+-- `q=tags=~<text>` of any length, and a listing version for page starts.
+--
 -- `q=tags=~<text>` for texts of every length reads an index: the pieces of
 -- each tag name kept by migration 0012 (its trigrams) serve texts of three or
 -- more characters only. This table keeps, for each position of a name, the
@@ -66,3 +69,46 @@ END;
 -- a short tag text counts its artifacts from the pieces above and takes the
 -- accessories among them away, as accessories are never listed.
 CREATE INDEX artifacts_accessory_idx ON artifacts (repository_id, id) WHERE accessory_type IS NOT NULL;
+
+-- A repository's listing version: it changes whenever an artifact enters or
+-- leaves one of its listings (Harbor's base set, `tags=*`, `tags=nil`,
+-- `base=*`) or moves in their order (a new push time), so that the starts of
+-- a listing's deep pages, found once, serve until it changes.
+ALTER TABLE repositories ADD COLUMN listing_version BIGINT NOT NULL DEFAULT 0;
+
+DROP TRIGGER artifacts_listing_counted_on_insert;
+DROP TRIGGER artifacts_listing_counted_on_update;
+DROP TRIGGER artifacts_listing_counted_on_delete;
+
+CREATE TRIGGER artifacts_listing_counted_on_insert AFTER INSERT ON artifacts
+BEGIN
+    UPDATE repositories SET artifact_count = artifact_count + 1, listed_count = listed_count + NEW.listed,
+        listing_version = listing_version + 1
+    WHERE id = NEW.repository_id;
+END;
+
+CREATE TRIGGER artifacts_listing_counted_on_update AFTER UPDATE OF listed, tag_count ON artifacts
+WHEN OLD.listed <> NEW.listed OR (OLD.tag_count > 0) <> (NEW.tag_count > 0)
+BEGIN
+    UPDATE repositories SET
+        listed_count = listed_count + NEW.listed - OLD.listed,
+        tagged_count = tagged_count + (NEW.listed = 1 AND NEW.tag_count > 0) - (OLD.listed = 1 AND OLD.tag_count > 0),
+        listing_version = listing_version + 1
+    WHERE id = NEW.repository_id;
+END;
+
+CREATE TRIGGER artifacts_listing_counted_on_delete AFTER DELETE ON artifacts
+BEGIN
+    UPDATE repositories SET
+        artifact_count = artifact_count - 1,
+        listed_count = listed_count - OLD.listed,
+        tagged_count = tagged_count - (OLD.listed = 1 AND OLD.tag_count > 0),
+        listing_version = listing_version + 1
+    WHERE id = OLD.repository_id;
+END;
+
+CREATE TRIGGER artifacts_listing_reordered AFTER UPDATE OF push_time ON artifacts
+WHEN OLD.push_time <> NEW.push_time
+BEGIN
+    UPDATE repositories SET listing_version = listing_version + 1 WHERE id = NEW.repository_id;
+END;

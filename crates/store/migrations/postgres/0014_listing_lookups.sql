@@ -1,3 +1,6 @@
+-- Two lookups for artifact listings: the pieces of tag names for
+-- `q=tags=~<text>` of any length, and a listing version for page starts.
+--
 -- `q=tags=~<text>` for texts of every length reads an index: the pieces of
 -- each tag name kept by migration 0012 (its trigrams) serve texts of three or
 -- more characters only. This table keeps, for each position of a name, the
@@ -57,3 +60,47 @@ ON tags FOR EACH ROW EXECUTE FUNCTION berth_tag_grams();
 -- a short tag text counts its artifacts from the pieces above and takes the
 -- accessories among them away, as accessories are never listed.
 CREATE INDEX artifacts_accessory_idx ON artifacts (repository_id, id) WHERE accessory_type IS NOT NULL;
+
+-- A repository's listing version: it changes whenever an artifact enters or
+-- leaves one of its listings (Harbor's base set, `tags=*`, `tags=nil`,
+-- `base=*`) or moves in their order (a new push time), so that the starts of
+-- a listing's deep pages, found once, serve until it changes.
+ALTER TABLE repositories ADD COLUMN listing_version BIGINT NOT NULL DEFAULT 0;
+
+CREATE OR REPLACE FUNCTION berth_count_listing() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF TG_OP = 'INSERT' THEN
+        UPDATE repositories SET
+            artifact_count = artifact_count + 1,
+            listed_count = listed_count + NEW.listed,
+            tagged_count = tagged_count + berth_artifact_tagged(NEW.listed, NEW.tag_count),
+            listing_version = listing_version + 1
+        WHERE id = NEW.repository_id;
+    ELSIF TG_OP = 'DELETE' THEN
+        UPDATE repositories SET
+            artifact_count = artifact_count - 1,
+            listed_count = listed_count - OLD.listed,
+            tagged_count = tagged_count - berth_artifact_tagged(OLD.listed, OLD.tag_count),
+            listing_version = listing_version + 1
+        WHERE id = OLD.repository_id;
+    ELSE
+        UPDATE repositories SET
+            listed_count = listed_count + NEW.listed - OLD.listed,
+            tagged_count = tagged_count + berth_artifact_tagged(NEW.listed, NEW.tag_count)
+                - berth_artifact_tagged(OLD.listed, OLD.tag_count),
+            listing_version = listing_version + 1
+        WHERE id = NEW.repository_id;
+    END IF;
+    RETURN NULL;
+END
+$$;
+
+CREATE FUNCTION berth_listing_reordered() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    UPDATE repositories SET listing_version = listing_version + 1 WHERE id = NEW.repository_id;
+    RETURN NULL;
+END
+$$;
+
+CREATE TRIGGER artifacts_listing_reordered AFTER UPDATE OF push_time ON artifacts
+FOR EACH ROW WHEN (OLD.push_time <> NEW.push_time) EXECUTE FUNCTION berth_listing_reordered();
