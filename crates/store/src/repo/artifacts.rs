@@ -750,6 +750,10 @@ impl Artifacts<'_> {
         let Some((repository_id,)) = found else {
             return Ok(false);
         };
+        // The repository first, as a push that moves a tag takes it: the
+        // triggers then update the artifacts and the repository row in the
+        // same order (PostgreSQL deadlocked on a tag deleted during pushes).
+        lock_repository(self.0, &mut tx, repository_id).await?;
         check_mutable(&mut tx, repository_id, &[name.to_string()]).await?;
         let done = sqlx::query("DELETE FROM tags WHERE artifact_id = $1 AND name = $2")
             .bind(artifact_id)
