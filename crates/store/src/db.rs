@@ -10,6 +10,7 @@ use sqlx::{AnyPool, Executor};
 use crate::changes::Changes;
 use crate::error::StoreResult;
 use crate::gc_lock::LockSite;
+use crate::repo::page_starts::PageStarts;
 use crate::wal::{AUTOCHECKPOINT_PAGES, Checkpointer, WAL_LIMIT};
 
 /// Which database the pool talks to.
@@ -57,6 +58,9 @@ pub struct Store {
     pub(crate) sealer: Option<Arc<dyn Sealer>>,
     /// Keeps the SQLite log short; `None` on PostgreSQL.
     pub(crate) checkpointer: Option<Arc<Checkpointer>>,
+    /// Where deep pages of artifact listings start (checked against the
+    /// database's listing versions, so shared by every clone).
+    pub(crate) page_starts: Arc<PageStarts>,
 }
 
 impl Store {
@@ -121,6 +125,7 @@ impl Store {
             lock_site: LockSite::for_url(backend, url),
             sealer: None,
             checkpointer,
+            page_starts: Arc::default(),
         })
     }
 

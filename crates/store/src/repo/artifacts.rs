@@ -10,6 +10,7 @@ use crate::error::{StoreResult, conflict_on_unique};
 use crate::repo::immutable::{check_artifact_mutable, check_mutable};
 use crate::repo::labels::LabelRow;
 use crate::repo::manifests::delete_artifact_tree;
+use crate::repo::page_starts;
 use crate::repo::repositories::lock_repository;
 use crate::repo::sql::{Column, Keyed, Kind, Sql, Total, order_clause};
 use crate::{Backend, Store};
@@ -198,17 +199,31 @@ fn listing_total(filter: &ArtifactFilter) -> Option<&'static str> {
     }
 }
 
-/// Whether the filter's matches come from a lookup of the repository's tags
-/// (an exact name, or a text with trigrams) rather than a scan.
-fn tags_looked_up(filter: &ArtifactFilter) -> bool {
-    match &filter.tags {
-        Some(TagFilter::Exact(_)) => true,
-        Some(TagFilter::Fuzzy(text)) => !trigrams(text).is_empty(),
-        _ => false,
+/// How `q=tags=~<text>` finds the tags holding `text`, from the pieces of
+/// tag names migration 0014 keeps (`tag_grams`).
+#[derive(Debug, PartialEq, Eq)]
+enum TagText {
+    /// No tag holds the empty text.
+    Empty,
+    /// One or two characters: the tags with a piece starting with the text,
+    /// exactly those holding it.
+    Short,
+    /// Three or more: the tags holding every trigram of the text, whose names
+    /// are then checked whole.
+    Trigrams(Vec<String>),
+}
+
+impl TagText {
+    fn of(text: &str) -> Self {
+        match text.chars().count() {
+            0 => Self::Empty,
+            1 | 2 => Self::Short,
+            _ => Self::Trigrams(trigrams(text)),
+        }
     }
 }
 
-/// The distinct three-character pieces of `text`, as migration 0012 keeps
+/// The distinct three-character pieces of `text`, as migration 0014 keeps
 /// them for tag names (by character, as SQL's `substr` counts).
 fn trigrams(text: &str) -> Vec<String> {
     let chars: Vec<char> = text.chars().collect();
@@ -216,6 +231,196 @@ fn trigrams(text: &str) -> Vec<String> {
     found.sort();
     found.dedup();
     found
+}
+
+/// Past every piece of at most three characters that starts with `text`:
+/// pieces compare as UTF-8 bytes (SQLite's BINARY, PostgreSQL's "C"), and
+/// U+10FFFF is the greatest character.
+fn after_prefix(text: &str) -> String {
+    format!("{text}\u{10FFFF}\u{10FFFF}")
+}
+
+/// The listing order `artifacts_listed_idx` (migration 0010) holds, which a
+/// walk of that index yields without sorting.
+fn listing_index_order() -> String {
+    order_clause(ARTIFACT_SORT_COLUMNS, &[], "a.push_time DESC", "a.id DESC")
+}
+
+/// How many index entries a walk of the listing index may read per match
+/// it saves reading by key: reading a match by key (then sorting them all)
+/// costs about ten index entries walked and probed.
+const WALK_GAIN: i64 = 10;
+
+/// Whether a page of a short tag text's listing (`total` matches among `of`
+/// artifacts) is found sooner by walking the listing index in order and
+/// probing each artifact against the matches than by reading every match:
+/// the walk reads about `of / total` entries per row it passes, from the
+/// page's nearer end (as [`Sql::fetch_keyed_page`] does).
+fn walks(total: i64, of: i64, paging: Paging) -> bool {
+    let (limit, offset) = paging.limit_offset().unwrap_or((total, 0));
+    let nearer = offset.min((total - offset - limit).max(0));
+    (nearer + limit).saturating_mul(of) < WALK_GAIN.saturating_mul(total).saturating_mul(total)
+}
+
+/// At most this many matches are probed in a walk on PostgreSQL: the probe
+/// is a hashed subplan, which PostgreSQL only builds while the matches fit
+/// in `work_mem` (otherwise it would scan them once per artifact walked).
+const PG_WALK_MATCHES: i64 = 50_000;
+
+/// The tag-text half of the listing filter: ` IN (SELECT tg.artifact_id ...)`,
+/// the artifacts with a tag holding the short `text`.
+fn short_text_matches(sql: &mut Sql, repository_id: i64, text: &str) {
+    sql.push(" IN (SELECT tg.artifact_id FROM tag_grams tg WHERE tg.repository_id = ")
+        .int(repository_id)
+        .push(" AND tg.gram >= ")
+        .text(text)
+        .push(" AND tg.gram <= ")
+        .text(after_prefix(text))
+        .push(")");
+}
+
+/// `SELECT total, of`: the total of a short tag text's listing, and the
+/// number of artifacts of the repository it is a share of. A listing of
+/// the text alone counts its artifacts from the pieces (migration 0014)
+/// without reading them: a tagged artifact is listed exactly when it is not
+/// an accessory (migration 0010), and `artifacts_accessory_idx` holds the
+/// accessories to take away. Other listings count their filter.
+fn short_text_total(
+    backend: Backend,
+    repository_id: i64,
+    filter: &ArtifactFilter,
+    text: &str,
+    listing: &Sql,
+) -> Sql {
+    let mut sql = Sql::new("SELECT ");
+    if filter.labels.is_empty() && filter.query.terms.is_empty() {
+        sql.push(
+            "(SELECT COUNT(DISTINCT tg.artifact_id) FROM tag_grams tg WHERE tg.repository_id = ",
+        )
+        .int(repository_id)
+        .push(" AND tg.gram >= ")
+        .text(text)
+        .push(" AND tg.gram <= ")
+        .text(after_prefix(text))
+        .push(") - (SELECT COUNT(*) FROM artifacts a WHERE a.repository_id = ")
+        .int(repository_id)
+        // On SQLite `+a.id` walks the accessories and probes the
+        // matches, which it then reads only when there are accessories.
+        .push(match backend {
+            Backend::Sqlite => " AND a.accessory_type IS NOT NULL AND +a.id",
+            Backend::Postgres => " AND a.accessory_type IS NOT NULL AND a.id",
+        });
+        short_text_matches(&mut sql, repository_id, text);
+        sql.push(")");
+    } else {
+        sql.push("(").push_sql(&listing.count()).push(")");
+    }
+    sql.push(" AS total, (SELECT ")
+        .push(if filter.all {
+            "artifact_count"
+        } else {
+            "listed_count"
+        })
+        .push(" FROM repositories WHERE id = ")
+        .int(repository_id)
+        .push(") AS of");
+    sql
+}
+
+/// Whether the filter's matches come from a lookup of the repository's tags
+/// rather than a scan (with `q`'s column terms, which are checked per match).
+fn tags_looked_up(filter: &ArtifactFilter) -> bool {
+    matches!(
+        &filter.tags,
+        Some(TagFilter::Exact(_) | TagFilter::Fuzzy(_))
+    )
+}
+
+/// ` FROM artifacts a WHERE ...`: the artifacts of repository
+/// `repository_id` that `filter` keeps. With `walk`, a short tag text's
+/// matches are only probed, written so that the backend walks the listing
+/// index in order instead of reading the matches by key: `+a.id` on SQLite
+/// (no index on it), `(... IN ...) IS TRUE` on PostgreSQL (a hashed subplan
+/// rather than a join).
+fn listing_filter(
+    repository_id: i64,
+    filter: &ArtifactFilter,
+    walk: Option<Backend>,
+) -> StoreResult<Sql> {
+    let mut sql = Sql::new(" FROM artifacts a WHERE a.repository_id = ");
+    sql.int(repository_id);
+    // `listed` (kept by triggers, migration 0010): not an accessory, and
+    // tagged or not a child of an index; one range of artifacts_listed_idx.
+    if filter.all {
+        sql.push(" AND a.accessory_type IS NULL");
+    } else {
+        sql.push(" AND a.listed = 1");
+    }
+    match &filter.tags {
+        None => {}
+        // Written as artifacts_tagged_idx's condition, so that it is used.
+        Some(TagFilter::Any) => {
+            sql.push(" AND a.tag_count > 0");
+        }
+        Some(TagFilter::Nil) => {
+            sql.push(" AND a.tag_count = 0");
+        }
+        // Driven from the repository's tags, not probed once per artifact:
+        // the pieces of tag names (migration 0014) give the tags holding the
+        // text, or for a longer text every trigram of it.
+        Some(TagFilter::Fuzzy(text)) => match TagText::of(text) {
+            TagText::Empty => {
+                sql.push(" AND 1 = 0");
+            }
+            TagText::Short => match walk {
+                None => {
+                    sql.push(" AND a.id");
+                    short_text_matches(&mut sql, repository_id, text);
+                }
+                Some(Backend::Sqlite) => {
+                    sql.push(" AND +a.id");
+                    short_text_matches(&mut sql, repository_id, text);
+                }
+                Some(Backend::Postgres) => {
+                    sql.push(" AND (a.id");
+                    short_text_matches(&mut sql, repository_id, text);
+                    sql.push(") IS TRUE");
+                }
+            },
+            TagText::Trigrams(trigrams) => {
+                sql.push(" AND a.id IN (SELECT t.artifact_id FROM tags t WHERE t.repository_id = ")
+                    .int(repository_id)
+                    .push(" AND t.id IN (SELECT tg.tag_id FROM tag_grams tg WHERE tg.repository_id = ")
+                    .int(repository_id)
+                    .push(" AND tg.gram IN (");
+                for (i, trigram) in trigrams.iter().enumerate() {
+                    if i > 0 {
+                        sql.push(", ");
+                    }
+                    sql.text(trigram.as_str());
+                }
+                sql.push(") GROUP BY tg.tag_id HAVING COUNT(*) = ")
+                    .int(trigrams.len() as i64)
+                    .push(") AND REPLACE(t.name, ")
+                    .text(text.as_str())
+                    .push(", '') <> t.name)");
+            }
+        },
+        Some(TagFilter::Exact(name)) => {
+            sql.push(" AND a.id IN (SELECT t.artifact_id FROM tags t WHERE t.repository_id = ")
+                .int(repository_id)
+                .push(" AND t.name = ")
+                .text(name.as_str())
+                .push(")");
+        }
+    }
+    for label in &filter.labels {
+        sql.push(" AND EXISTS (SELECT 1 FROM label_references lr WHERE lr.artifact_id = a.id AND lr.label_id = ")
+            .int(*label)
+            .push(")");
+    }
+    sql.query_terms(ARTIFACT_Q_COLUMNS, &filter.query)?;
+    Ok(sql)
 }
 
 /// Access to artifacts, tags and references.
@@ -239,77 +444,51 @@ impl Artifacts<'_> {
         sort: &[SortKey],
         paging: Paging,
     ) -> StoreResult<(Vec<Artifact>, i64)> {
-        let mut sql = Sql::new(" FROM artifacts a WHERE a.repository_id = ");
-        sql.int(repository_id);
-        // `listed` (kept by triggers, migration 0010): not an accessory, and
-        // tagged or not a child of an index; one range of artifacts_listed_idx.
-        if filter.all {
-            sql.push(" AND a.accessory_type IS NULL");
-        } else {
-            sql.push(" AND a.listed = 1");
-        }
-        match &filter.tags {
-            None => {}
-            // Written as artifacts_tagged_idx's condition, so that it is used.
-            Some(TagFilter::Any) => {
-                sql.push(" AND a.tag_count > 0");
-            }
-            Some(TagFilter::Nil) => {
-                sql.push(" AND a.tag_count = 0");
-            }
-            // Driven from the repository's tags, not probed once per artifact:
-            // the tags holding every trigram of the text (migration 0012), or
-            // for a text under three characters every tag, checked whole.
-            Some(TagFilter::Fuzzy(text)) => {
-                sql.push(" AND a.id IN (SELECT t.artifact_id FROM tags t WHERE t.repository_id = ")
-                    .int(repository_id);
-                let trigrams = trigrams(text);
-                if !trigrams.is_empty() {
-                    sql.push(" AND t.id IN (SELECT tg.tag_id FROM tag_trigrams tg WHERE tg.repository_id = ")
-                        .int(repository_id)
-                        .push(" AND tg.trigram IN (");
-                    for (i, trigram) in trigrams.iter().enumerate() {
-                        if i > 0 {
-                            sql.push(", ");
-                        }
-                        sql.text(trigram.as_str());
-                    }
-                    sql.push(") GROUP BY tg.tag_id HAVING COUNT(*) = ")
-                        .int(trigrams.len() as i64)
-                        .push(")");
-                }
-                sql.push(" AND REPLACE(t.name, ")
-                    .text(text.as_str())
-                    .push(", '') <> t.name)");
-            }
-            Some(TagFilter::Exact(name)) => {
-                sql.push(" AND a.id IN (SELECT t.artifact_id FROM tags t WHERE t.repository_id = ")
-                    .int(repository_id)
-                    .push(" AND t.name = ")
-                    .text(name.as_str())
-                    .push(")");
-            }
-        }
-        for label in &filter.labels {
-            sql.push(" AND EXISTS (SELECT 1 FROM label_references lr WHERE lr.artifact_id = a.id AND lr.label_id = ")
-                .int(*label)
-                .push(")");
-        }
-        sql.query_terms(ARTIFACT_Q_COLUMNS, &filter.query)?;
         let order = order_clause(ARTIFACT_SORT_COLUMNS, sort, "a.push_time DESC", "a.id DESC");
+        let short_text = match &filter.tags {
+            Some(TagFilter::Fuzzy(text)) if TagText::of(text) == TagText::Short => Some(text),
+            _ => None,
+        };
+        let mut sql = listing_filter(repository_id, filter, None)?;
         let total = match listing_total(filter) {
             Some(counter) => {
                 let mut count = Sql::new("SELECT ");
                 count
                     .push(counter)
-                    .push(" FROM repositories WHERE id = ")
+                    .push(" AS total, listing_version FROM repositories WHERE id = ")
                     .int(repository_id);
-                Total::Kept(count.fetch_count(&self.0.pool).await?)
+                let found: Vec<(i64, i64)> = count.fetch_all(&self.0.pool).await?;
+                let (total, version) = found.first().copied().unwrap_or_default();
+                if order == listing_index_order()
+                    && let Some(rows) = self
+                        .deep_page(repository_id, counter, version, &sql, &order, paging, total)
+                        .await?
+                {
+                    return Ok((rows.into_iter().map(Artifact::from).collect(), total));
+                }
+                Total::Kept(total)
+            }
+            // Counted first, so that the page's keys can come from a walk
+            // of the listing index when the matches are dense in it.
+            None if let Some(text) = short_text => {
+                let backend = self.0.backend();
+                let counts: Vec<(i64, i64)> =
+                    short_text_total(backend, repository_id, filter, text, &sql)
+                        .fetch_all(&self.0.pool)
+                        .await?;
+                let (total, of) = counts.first().copied().unwrap_or_default();
+                if order == listing_index_order()
+                    && walks(total, of, paging)
+                    && (backend == Backend::Sqlite || total <= PG_WALK_MATCHES)
+                {
+                    sql = listing_filter(repository_id, filter, Some(backend))?;
+                }
+                Total::Kept(total)
             }
             // PostgreSQL 15 plans a count along with a page as if the page's
             // LIMIT could end the walk early: for matches found by scanning
-            // (`q=tags=~v9` at 100,000 tags) it probed per artifact, 109 ms
-            // against 40 ms counted first. SQLite gains on every form.
+            // it probed per artifact, 109 ms against 40 ms counted first.
+            // SQLite gains on every form.
             None if self.0.backend() == Backend::Sqlite || tags_looked_up(filter) => {
                 Total::CountAlong
             }
@@ -332,6 +511,74 @@ impl Artifacts<'_> {
             rows.into_iter().map(Artifact::from).collect::<Vec<_>>(),
             total,
         ))
+    }
+
+    /// The rows of a deep page of a listing in the listing index's order
+    /// (`listing` names its kept total), walked from the remembered start
+    /// nearest before it (see [`crate::repo::page_starts`]); the starts are
+    /// found first when the repository's `version` has none. `None` for a
+    /// page near either end, which the walk from that end finds as fast.
+    #[expect(clippy::too_many_arguments, reason = "one listing's parts, read once")]
+    async fn deep_page(
+        &self,
+        repository_id: i64,
+        listing: &'static str,
+        version: i64,
+        sql: &Sql,
+        order: &str,
+        paging: Paging,
+        total: i64,
+    ) -> StoreResult<Option<Vec<ArtifactRow>>> {
+        let Some((limit, offset)) = paging.limit_offset() else {
+            return Ok(None);
+        };
+        if offset.min(total - offset - limit) <= page_starts::EVERY {
+            return Ok(None);
+        }
+        let starts = &self.0.page_starts;
+        let n = usize::try_from(offset / page_starts::EVERY).unwrap_or(usize::MAX);
+        let start = match starts.get(repository_id, listing, version, n) {
+            Some(start) => start,
+            None => {
+                let mut find = Sql::new(
+                    "SELECT push_time, id FROM (SELECT a.push_time, a.id, ROW_NUMBER() OVER (",
+                );
+                find.push(order.trim_start())
+                    .push(") - 1 AS n")
+                    .push_sql(sql)
+                    .push(") s WHERE n % ")
+                    .int(page_starts::EVERY)
+                    .push(" = 0 ORDER BY n");
+                let keys: Vec<(String, i64)> = find.fetch_all(&self.0.pool).await?;
+                let start = keys.get(n).cloned();
+                starts.put(repository_id, listing, version, keys);
+                start
+            }
+        };
+        let Some((push_time, id)) = start else {
+            return Ok(None);
+        };
+        let mut from = sql.clone();
+        from.push(" AND (a.push_time, a.id) <= (")
+            .text(push_time)
+            .push(", ")
+            .int(id)
+            .push(")");
+        let skip = offset - n as i64 * page_starts::EVERY;
+        let rows = from
+            .fetch_keyed_rows(
+                &self.0.pool,
+                Keyed {
+                    columns: ARTIFACT_COLUMNS,
+                    from: "artifacts a JOIN repositories r ON r.id = a.repository_id",
+                    key: "a.id",
+                },
+                order,
+                order,
+                Some((limit, skip)),
+            )
+            .await?;
+        Ok(Some(rows))
     }
 
     /// The artifact `digest` of repository `repository_id`.
@@ -503,6 +750,10 @@ impl Artifacts<'_> {
         let Some((repository_id,)) = found else {
             return Ok(false);
         };
+        // The repository first, as a push that moves a tag takes it: the
+        // triggers then update the artifacts and the repository row in the
+        // same order (PostgreSQL deadlocked on a tag deleted during pushes).
+        lock_repository(self.0, &mut tx, repository_id).await?;
         check_mutable(&mut tx, repository_id, &[name.to_string()]).await?;
         let done = sqlx::query("DELETE FROM tags WHERE artifact_id = $1 AND name = $2")
             .bind(artifact_id)
@@ -547,5 +798,33 @@ impl Artifacts<'_> {
         .await?;
         tx.commit().await?;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dense_matches_walk_and_sparse_ones_are_read() {
+        let page = |page| Paging {
+            page,
+            page_size: 100,
+        };
+        // 11,111 of 100,000: every page walks.
+        assert!(walks(11_111, 100_000, page(1)));
+        assert!(walks(11_111, 100_000, page(56)));
+        // 3,691: the first pages walk, the middle ones read the matches.
+        assert!(walks(3_691, 100_000, page(1)));
+        assert!(!walks(3_691, 100_000, page(19)));
+        // A few matches are read.
+        assert!(!walks(100, 100_000, page(1)));
+        assert_eq!(TagText::of("ab"), TagText::Short);
+        assert_eq!(TagText::of("é"), TagText::Short);
+        assert_eq!(TagText::of(""), TagText::Empty);
+        assert_eq!(
+            TagText::of("abab"),
+            TagText::Trigrams(vec!["aba".into(), "bab".into()])
+        );
     }
 }

@@ -14,6 +14,7 @@ use crate::repo::projects::{PROJECT_COLUMNS, ProjectRow};
 use crate::repo::registry::{
     Registry, UPSERT_BLOB, deleting, link_blob, link_repository, placeholders,
 };
+use crate::repo::repositories::lock_repository;
 
 /// A child of an index, as stored in `artifact_references`.
 #[derive(Debug, Clone)]
@@ -518,6 +519,8 @@ impl Registry<'_> {
         let Some((repository_id,)) = found else {
             return Ok(false);
         };
+        // The repository first, as pushes take it (see `Artifacts::delete_tag`).
+        lock_repository(self.0, &mut tx, repository_id).await?;
         check_mutable(&mut tx, repository_id, &[tag.to_string()]).await?;
         let done = sqlx::query("DELETE FROM tags WHERE repository_id = $1 AND name = $2")
             .bind(repository_id)

@@ -22,6 +22,7 @@ pub mod labels;
 pub mod manifests;
 pub mod members;
 pub mod metadata;
+pub(crate) mod page_starts;
 pub mod password_resets;
 pub mod quotas;
 pub mod registries;

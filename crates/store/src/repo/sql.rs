@@ -36,6 +36,26 @@ impl Sql {
         self
     }
 
+    /// Appends `other`, its placeholders renumbered after this one's.
+    pub(crate) fn push_sql(&mut self, other: &Sql) -> &mut Self {
+        let mut rest = other.text.as_str();
+        while let Some(at) = rest.find('$') {
+            self.text.push_str(&rest[..at]);
+            rest = &rest[at + 1..];
+            let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+            match rest[..digits].parse::<usize>() {
+                Ok(n) => {
+                    self.binds.push(other.binds[n - 1].clone());
+                    self.placeholder();
+                }
+                Err(_) => self.text.push('$'),
+            }
+            rest = &rest[digits..];
+        }
+        self.text.push_str(rest);
+        self
+    }
+
     /// Appends a placeholder bound to an integer.
     pub(crate) fn int(&mut self, value: i64) -> &mut Self {
         self.binds.push(Bind::Int(value));
@@ -208,6 +228,27 @@ impl Sql {
             }
             None => (order.to_string(), None),
         };
+        let rows = self
+            .fetch_keyed_rows(pool, rows, &inner_order, order, limit)
+            .await?;
+        Ok((rows, total))
+    }
+
+    /// The rows of a page found by its keys: `SELECT key` over `self` in
+    /// `inner_order` with `limit` (`(LIMIT, OFFSET)`, or every row), then
+    /// `SELECT columns FROM from` for them in `order`.
+    pub(crate) async fn fetch_keyed_rows<T>(
+        &self,
+        pool: &AnyPool,
+        rows: Keyed<'_>,
+        inner_order: &str,
+        order: &str,
+        limit: Option<(i64, i64)>,
+    ) -> Result<Vec<T>, sqlx::Error>
+    where
+        T: for<'r> FromRow<'r, AnyRow> + Send + Unpin,
+    {
+        let Keyed { columns, from, key } = rows;
         let mut rows = Sql {
             text: format!(
                 "SELECT {columns} FROM {from} WHERE {key} IN (SELECT {key}{}{inner_order}",
@@ -219,11 +260,11 @@ impl Sql {
             rows.limit(limit, offset);
         }
         rows.push(")").push(order);
-        Ok((rows.fetch_all(pool).await?, total))
+        rows.fetch_all(pool).await
     }
 
     /// `SELECT COUNT(*)` over `self`, the ` FROM ... WHERE ...` part of a listing.
-    fn count(&self) -> Sql {
+    pub(crate) fn count(&self) -> Sql {
         Sql {
             text: format!("SELECT COUNT(*){}", self.text),
             binds: self.binds.clone(),
@@ -503,6 +544,22 @@ mod tests {
             "SELECT 1 WHERE a = $1 AND b IN ($2, $3) AND c = $4"
         );
         assert_eq!(like_pattern("A_b%"), "%a\\_b\\%%");
+    }
+
+    #[test]
+    fn pushed_statements_are_renumbered() {
+        let mut inner = Sql::new("SELECT COUNT(*) FROM t WHERE a = ");
+        inner.int(7).push(" AND b = ").text("x");
+        let mut sql = Sql::new("SELECT ");
+        sql.int(1).push(", (").push_sql(&inner).push("), ").int(2);
+        assert_eq!(
+            sql.text,
+            "SELECT $1, (SELECT COUNT(*) FROM t WHERE a = $2 AND b = $3), $4"
+        );
+        assert!(matches!(
+            sql.binds.as_slice(),
+            [Bind::Int(1), Bind::Int(7), Bind::Text(x), Bind::Int(2)] if x == "x"
+        ));
     }
 
     #[test]

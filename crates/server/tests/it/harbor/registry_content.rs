@@ -5,7 +5,7 @@ use axum::http::StatusCode;
 use serde_json::{Value, json};
 
 use crate::backend_test;
-use crate::registry::{descriptor, digest_of, push_image, put_manifest};
+use crate::registry::{descriptor, digest_of, push_blob, push_image, put_manifest};
 use crate::util::TestApp;
 
 const OCI_MANIFEST: &str = "application/vnd.oci.image.manifest.v1+json";
@@ -491,6 +491,8 @@ backend_test!(
         let (_, a) = push_image(&app, "library/fz", "release-2024.10", &[b"a"]).await;
         let (_, b) = push_image(&app, "library/fz", "aaaa", &[b"b"]).await;
         let (_, c) = push_image(&app, "library/other", "release-2024.10", &[b"c"]).await;
+        let (_, d) = push_image(&app, "library/fz", "x", &[b"d"]).await;
+        let (_, e) = push_image(&app, "library/fz", "Yz_1", &[b"e"]).await;
         let base = "/api/v2.0/projects/library/repositories/fz/artifacts";
         let matching = |text: &'static str| {
             let app = &app;
@@ -500,6 +502,15 @@ backend_test!(
                 let mut found = digests(&res);
                 found.sort();
                 assert_eq!(res.header("x-total-count"), Some(found.len().to_string().as_str()), "{text}");
+                // Every page of one holds the same matches, in the listing's order.
+                let whole = digests(&app.get(&format!("{base}?q=tags%3D~{text}&page_size=100")).send().await);
+                let mut paged = Vec::new();
+                for page in 1..=found.len() + 1 {
+                    let res = app.get(&format!("{base}?q=tags%3D~{text}&page_size=1&page={page}")).send().await;
+                    assert_eq!(res.header("x-total-count"), Some(found.len().to_string().as_str()), "{text} page {page}");
+                    paged.extend(digests(&res));
+                }
+                assert_eq!(paged, whole, "{text}");
                 found
             }
         };
@@ -516,24 +527,160 @@ backend_test!(
         assert_eq!(matching("aaaaa").await, Vec::<String>::new());
         assert_eq!(matching("a").await, sorted(vec![a.clone(), b.clone()]));
         assert_eq!(matching("10").await, vec![a.clone()]);
+        // One and two characters at the start, the middle and the end of a
+        // name, and names shorter than three; case counts, and `_` and `%`
+        // are characters like any other.
+        assert_eq!(matching("r").await, vec![a.clone()]);
+        assert_eq!(matching("re").await, vec![a.clone()]);
+        assert_eq!(matching("-2").await, vec![a.clone()]);
+        assert_eq!(matching("0").await, vec![a.clone()]);
+        assert_eq!(matching("1").await, sorted(vec![a.clone(), e.clone()]));
+        assert_eq!(matching("aa").await, vec![b.clone()]);
+        assert_eq!(matching("x").await, vec![d.clone()]);
+        assert_eq!(matching("Y").await, vec![e.clone()]);
+        assert_eq!(matching("y").await, Vec::<String>::new());
+        assert_eq!(matching("Yz").await, vec![e.clone()]);
+        assert_eq!(matching("z_").await, vec![e.clone()]);
+        assert_eq!(matching("_").await, vec![e.clone()]);
+        assert_eq!(matching("_1").await, vec![e.clone()]);
+        assert_eq!(matching("R").await, Vec::<String>::new());
+        assert_eq!(matching("%25").await, Vec::<String>::new());
+        assert_eq!(matching("1%25").await, Vec::<String>::new());
+        assert_eq!(matching("xx").await, Vec::<String>::new());
+        assert_eq!(matching("0x").await, Vec::<String>::new());
         // Another repository's tag of the same name is not this one's.
         assert!(!matching("release").await.contains(&c));
+        assert!(!matching("r").await.contains(&c));
+        // A tagged accessory is never listed, nor counted.
+        let empty = b"{}".to_vec();
+        push_blob(&app, "library/fz", &empty).await;
+        let signature = json!({
+            "schemaVersion": 2,
+            "mediaType": OCI_MANIFEST,
+            "artifactType": "application/vnd.dev.cosign.artifact.sig.v1+json",
+            "config": descriptor("application/vnd.oci.empty.v1+json", &empty),
+            "layers": [descriptor("application/vnd.oci.empty.v1+json", &empty)],
+            "subject": {"mediaType": OCI_MANIFEST, "digest": d, "size": 1},
+        })
+        .to_string();
+        let res = put_manifest(&app, "library/fz", "x.sig", OCI_MANIFEST, signature.as_bytes()).await;
+        assert_eq!(res.status, StatusCode::CREATED, "{}", res.text());
+        assert_eq!(matching("x").await, vec![d.clone()]);
+        assert_eq!(matching("x.").await, Vec::<String>::new());
+        assert_eq!(matching("x.s").await, Vec::<String>::new());
+        let res = app.get(&format!("{base}?q=base%3D*,tags%3D~.")).send().await;
+        assert_eq!(res.header("x-total-count"), Some("1"), "{}", res.text());
+        assert_eq!(digests(&res), vec![a.clone()]);
+        // With another condition, the text's matches are counted whole.
+        let res = app.get(&format!("{base}?q=tags%3D~1,type%3DIMAGE&page_size=1&page=2")).send().await;
+        assert_eq!(res.header("x-total-count"), Some("2"), "{}", res.text());
+        assert_eq!(digests(&res).len(), 1);
 
         // A second tag, a moved tag and a removed tag are seen at once.
         let res = app.post(&format!("{base}/{b}/tags")).admin().json(&json!({"name": "release-2025.01"})).send().await;
         assert_eq!(res.status, StatusCode::CREATED, "{}", res.text());
         assert_eq!(matching("release").await, sorted(vec![a.clone(), b.clone()]));
+        assert_eq!(matching("5").await, vec![b.clone()]);
+        assert_eq!(matching("01").await, vec![b.clone()]);
         let manifest = app.get(&format!("/v2/library/fz/manifests/{a}")).admin().header("accept", OCI_MANIFEST).send().await.body;
         let res = put_manifest(&app, "library/fz", "aaaa", OCI_MANIFEST, &manifest).await;
         assert_eq!(res.status, StatusCode::CREATED);
         assert_eq!(matching("aaa").await, vec![a.clone()]);
+        assert_eq!(matching("aa").await, vec![a.clone()]);
+        assert_eq!(matching("a").await, sorted(vec![a.clone(), b.clone()]));
+        // A short name moved, then pushed again where it is.
+        let res = put_manifest(&app, "library/fz", "x", OCI_MANIFEST, &manifest).await;
+        assert_eq!(res.status, StatusCode::CREATED);
+        assert_eq!(matching("x").await, vec![a.clone()]);
+        let res = put_manifest(&app, "library/fz", "x", OCI_MANIFEST, &manifest).await;
+        assert_eq!(res.status, StatusCode::CREATED);
+        assert_eq!(matching("x").await, vec![a.clone()]);
+        let res = app.delete(&format!("{base}/{a}/tags/x")).admin().send().await;
+        assert_eq!(res.status, StatusCode::OK, "{}", res.text());
+        assert_eq!(matching("x").await, Vec::<String>::new());
         let res = app.delete(&format!("{base}/{a}/tags/release-2024.10")).admin().send().await;
         assert_eq!(res.status, StatusCode::OK, "{}", res.text());
         assert_eq!(matching("2024").await, Vec::<String>::new());
+        assert_eq!(matching("4").await, Vec::<String>::new());
         assert_eq!(matching("release").await, vec![b.clone()]);
+        assert_eq!(matching("r").await, vec![b.clone()]);
+
+        // A renamed tag (no API renames one; the triggers keep any write),
+        // and a tag whose name and artifact change in one statement.
+        app.execute_sql("UPDATE tags SET name = 'renamed' WHERE name = 'Yz_1'").await;
+        assert_eq!(matching("Y").await, Vec::<String>::new());
+        assert_eq!(matching("_").await, Vec::<String>::new());
+        assert_eq!(matching("ed").await, vec![e.clone()]);
+        assert_eq!(matching("named").await, vec![e.clone()]);
+        app.execute_sql(&format!(
+            "UPDATE tags SET name = 'q9', artifact_id = (SELECT id FROM artifacts WHERE digest = '{d}' \
+             AND repository_id = tags.repository_id) WHERE name = 'renamed'"
+        ))
+        .await;
+        assert_eq!(matching("ed").await, Vec::<String>::new());
+        assert_eq!(matching("q").await, vec![d.clone()]);
+        assert_eq!(matching("9").await, vec![d.clone()]);
+
         let res = app.delete(&format!("{base}/{b}")).admin().send().await;
         assert_eq!(res.status, StatusCode::OK, "{}", res.text());
         assert_eq!(matching("release").await, Vec::<String>::new());
+        assert_eq!(matching("r").await, Vec::<String>::new());
+        assert_eq!(matching("5").await, Vec::<String>::new());
+        assert_eq!(matching("a").await, vec![a.clone()]);
+    }
+);
+
+backend_test!(
+    async fn deep_pages_follow_the_listing_as_it_changes(app) {
+        // 2,501 artifacts, most pushed at one of 50 times (ties broken by id):
+        // the middle pages start from remembered page starts, which must
+        // follow pushes, deletions and new push times.
+        push_image(&app, "library/deep", "seed", &[b"deep"]).await;
+        let clone = |from: i64, to: i64| {
+            format!(
+                "INSERT INTO artifacts (project_id, repository_id, digest, manifest_blob_id, manifest_media_type, \
+                 media_type, artifact_type, type, size, push_time) \
+                 SELECT a.project_id, a.repository_id, 'sha256:clone' || n.i, a.manifest_blob_id, a.manifest_media_type, \
+                 a.media_type, a.artifact_type, a.type, a.size, CASE WHEN n.i % 4 = 0 THEN a.push_time ELSE \
+                 '2020-01-01T00:00:' || CASE WHEN n.i % 50 < 10 THEN '0' ELSE '' END || (n.i % 50) || '.000Z' END \
+                 FROM artifacts a, (WITH RECURSIVE s(i) AS (SELECT {from} UNION ALL SELECT i + 1 FROM s WHERE i < {to}) \
+                 SELECT i FROM s) n WHERE a.repository_id = (SELECT id FROM repositories WHERE name = 'library/deep') \
+                 AND a.digest NOT LIKE 'sha256:clone%'"
+            )
+        };
+        app.execute_sql(&clone(1, 2500)).await;
+        let base = "/api/v2.0/projects/library/repositories/deep/artifacts?page_size=100";
+        let pages = |sort: &'static str| {
+            let app = &app;
+            async move {
+                let mut all = Vec::new();
+                for page in 1..=27 {
+                    let res = app.get(&format!("{base}&page={page}{sort}")).send().await;
+                    assert_eq!(res.status, StatusCode::OK, "{}", res.text());
+                    all.push((res.header("x-total-count").map(str::to_string), digests(&res)));
+                }
+                all
+            }
+        };
+        // The same order, written so that it is not the listing index's.
+        let same = || pages("&sort=-push_time,-id");
+        let listed = pages("").await;
+        assert_eq!(listed[0].0.as_deref(), Some("2501"));
+        assert_eq!(listed.iter().map(|(_, rows)| rows.len()).sum::<usize>(), 2501);
+        assert_eq!(listed, same().await);
+        assert_eq!(pages("").await, listed, "read again from the remembered starts");
+
+        app.execute_sql(&clone(2501, 2520)).await;
+        app.execute_sql("DELETE FROM artifacts WHERE digest IN ('sha256:clone1203', 'sha256:clone7')").await;
+        app.execute_sql("UPDATE artifacts SET push_time = '2020-01-01T00:00:33.500Z' WHERE digest = 'sha256:clone1500'").await;
+        let changed = pages("").await;
+        assert_eq!(changed[0].0.as_deref(), Some("2519"));
+        assert_ne!(changed, listed);
+        assert_eq!(changed, same().await);
+        let res = app.get(&format!("{base}&page=13&q=tags%3Dnil")).send().await;
+        assert_eq!(res.header("x-total-count"), Some("2518"));
+        let res2 = app.get(&format!("{base}&page=13&q=tags%3Dnil&sort=-push_time,-id")).send().await;
+        assert_eq!(digests(&res), digests(&res2));
     }
 );
 
@@ -553,6 +700,8 @@ backend_test!(
             "&q=tags%3D*",
             "&q=tags%3D~ag-",
             "&q=tags%3D~g",
+            "&q=tags%3D~-&sort=size",
+            "&q=tags%3D~ag&sort=-push_time",
             "&q=type%3DIMAGE",
             "&q=repository_name%3Dlibrary/pages",
         ] {
