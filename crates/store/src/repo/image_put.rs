@@ -10,12 +10,136 @@
 //! same value in every statement of a batch, so the whole write is one
 //! hand-off; ids are found by their natural keys (repository name, digest)
 //! instead of being carried from one statement's answer to the next.
+//!
+//! Concurrent PUTs are written in groups ([`ImagePuts`]): one task takes every
+//! PUT waiting and writes them in one transaction, and answers each once the
+//! group is committed. A commit's cost
+//! (its hand-offs, and the pages it writes to the log, most of them the same
+//! index pages for every PUT) is then shared by the group; the write lock is
+//! taken once per group instead of once per PUT.
 
-use sqlx::Row;
+use sqlx::{AnyPool, Row};
+use tokio::sync::{mpsc, oneshot};
 
-use crate::error::StoreResult;
+use crate::error::{StoreError, StoreResult};
 use crate::repo::manifests::NewManifest;
 use crate::repo::registry::placeholders;
+
+/// The most PUTs one transaction writes: a group holds the write lock for
+/// well under a millisecond per PUT, so other writers wait at most a few
+/// tens of milliseconds behind one.
+const MOST_PER_GROUP: usize = 32;
+
+/// The writer of SQLite's image manifest PUTs, a group per transaction.
+#[derive(Debug)]
+pub(crate) struct ImagePuts {
+    queue: mpsc::UnboundedSender<Job>,
+}
+
+/// One PUT waiting for its group.
+struct Job {
+    manifest: NewManifest,
+    now: String,
+    done: oneshot::Sender<StoreResult<Option<i64>>>,
+}
+
+impl ImagePuts {
+    /// Starts the writer on the current runtime; it ends when this is dropped.
+    pub(crate) fn start(pool: AnyPool) -> Self {
+        let (queue, jobs) = mpsc::unbounded_channel();
+        tokio::spawn(write_groups(pool, jobs));
+        Self { queue }
+    }
+
+    /// Stores `m` (pushed at `now`) with the PUTs waiting beside it:
+    /// `Some(artifact id)` once its group is committed, or `None` with nothing
+    /// written, for the general path to take over.
+    ///
+    /// A caller that stops waiting does not withdraw the PUT: it is committed
+    /// or not as a whole, like a request whose client went away.
+    pub(crate) async fn put(&self, m: &NewManifest, now: &str) -> StoreResult<Option<i64>> {
+        if !m.children.is_empty() {
+            return Ok(None);
+        }
+        let (done, outcome) = oneshot::channel();
+        let job = Job {
+            manifest: m.clone(),
+            now: now.to_string(),
+            done,
+        };
+        if self.queue.send(job).is_err() {
+            // The writer's runtime is stopping: the general path writes alone.
+            return Ok(None);
+        }
+        outcome.await.unwrap_or_else(|_| {
+            Err(group_failed(
+                "the manifest writer stopped before answering".into(),
+            ))
+        })
+    }
+}
+
+/// Writes groups until every [`ImagePuts`] handle is gone.
+async fn write_groups(pool: AnyPool, mut jobs: mpsc::UnboundedReceiver<Job>) {
+    let mut group = Vec::with_capacity(MOST_PER_GROUP);
+    while jobs.recv_many(&mut group, MOST_PER_GROUP).await > 0 {
+        let outcomes = match put_group(&pool, &group).await {
+            Ok(outcomes) => outcomes,
+            Err(err) => {
+                // Nothing of the group is committed; each PUT gets the cause.
+                let cause = err.to_string();
+                group
+                    .iter()
+                    .map(|_| Err(group_failed(cause.clone())))
+                    .collect()
+            }
+        };
+        for (job, outcome) in group.drain(..).zip(outcomes) {
+            // A caller that went away needs no answer.
+            let _ = job.done.send(outcome);
+        }
+    }
+}
+
+/// Writes `group` in one transaction: each PUT's outcome, or the error that
+/// undid the whole group.
+///
+/// A PUT whose statements fail (after its check passed, so the database
+/// itself failed) undoes the group: it gets its error, and every other PUT of
+/// the group `None`, to be written alone by the general path. Savepoints would
+/// undo one PUT only, but SQLite copies every page a savepoint touches to a
+/// sub-journal (spilled to a file past 64 KiB), which cost more than the
+/// grouping saves.
+async fn put_group(pool: &AnyPool, group: &[Job]) -> StoreResult<Vec<StoreResult<Option<i64>>>> {
+    let mut tx = pool.begin_with("BEGIN IMMEDIATE").await?;
+    let mut outcomes = Vec::with_capacity(group.len());
+    for (i, job) in group.iter().enumerate() {
+        match put_image(
+            &mut tx,
+            &job.manifest,
+            &job.now,
+            berth_domain::time::ZERO_TIME,
+        )
+        .await
+        {
+            Ok(outcome) => outcomes.push(Ok(outcome)),
+            Err(err) => {
+                tx.rollback().await?;
+                let mut outcomes: Vec<_> = group.iter().map(|_| Ok(None)).collect();
+                outcomes[i] = Err(err);
+                return Ok(outcomes);
+            }
+        }
+    }
+    tx.commit().await?;
+    Ok(outcomes)
+}
+
+fn group_failed(cause: String) -> StoreError {
+    StoreError::Database(sqlx::Error::Protocol(format!(
+        "the group of manifest PUTs was not written: {cause}"
+    )))
+}
 
 /// The parameters every statement shares; the dependencies' digests follow.
 const FIRST_DEPENDENCY: usize = 18;
@@ -23,7 +147,7 @@ const FIRST_DEPENDENCY: usize = 18;
 /// Stores `m` inside `tx` (a SQLite write transaction) if every check of the
 /// general path passes: `Some(artifact id)`, or `None` with nothing written,
 /// for the general path to take over (and find what to report).
-pub(crate) async fn put_image_sqlite(
+async fn put_image(
     tx: &mut sqlx::Transaction<'_, sqlx::Any>,
     m: &NewManifest,
     now: &str,

@@ -5,10 +5,8 @@ use berth_domain::model::Project;
 use berth_domain::oci::Reference;
 use berth_domain::time;
 
-use crate::Backend;
 use crate::db::Locking;
 use crate::error::StoreResult;
-use crate::repo::image_put::put_image_sqlite;
 use crate::repo::immutable::{check_artifact_mutable, check_mutable};
 use crate::repo::projects::{PROJECT_COLUMNS, ProjectRow};
 use crate::repo::registry::{
@@ -184,13 +182,12 @@ impl Registry<'_> {
     /// Stores a manifest and everything it implies, in one transaction.
     pub async fn put_manifest(&self, m: &NewManifest) -> StoreResult<PutManifest> {
         let now = time::now();
-        let mut tx = self.0.begin_write().await?;
-        if self.0.backend() == Backend::Sqlite
-            && let Some(artifact_id) = put_image_sqlite(&mut tx, m, &now, time::ZERO_TIME).await?
+        if let Some(puts) = &self.0.image_puts
+            && let Some(artifact_id) = puts.put(m, &now).await?
         {
-            tx.commit().await?;
             return Ok(PutManifest::Stored(artifact_id));
         }
+        let mut tx = self.0.begin_write().await?;
         let (repository_id,): (i64,) = sqlx::query_as(
             "INSERT INTO repositories (project_id, name, description, pull_count, created_at, updated_at) \
              VALUES ($1, $2, '', 0, $3, $3) \

@@ -16,7 +16,7 @@ pub mod audit_logs;
 pub mod fsck;
 pub mod gc;
 pub mod identities;
-mod image_put;
+pub(crate) mod image_put;
 pub mod immutable;
 pub mod labels;
 pub mod manifests;

@@ -3,7 +3,9 @@
 use axum::http::{Method, StatusCode};
 use serde_json::json;
 
-use super::{descriptor, digest_of, error_code, push_blob, push_image, put_manifest};
+use super::{
+    descriptor, digest_of, error_code, image_manifest, push_blob, push_image, put_manifest,
+};
 use crate::registry_test;
 
 const OCI_MANIFEST: &str = "application/vnd.oci.image.manifest.v1+json";
@@ -558,6 +560,72 @@ registry_test!(
             let res = app.get(&format!("/v2/library/mounted{i}/blobs/{shared}")).send().await;
             assert_eq!(res.body, b"shared layer", "mounted{i} links the shared layer");
         }
+    }
+);
+
+registry_test!(
+    async fn concurrent_manifest_puts_each_stand_or_fail_alone(app) {
+        // Forty-eight PUTs at once into one repository, so that on SQLite they
+        // are written in groups: fresh tags, manifests naming a blob that is
+        // not there, and one tag pushed with four different manifests.
+        let name = "library/grouped";
+        let config = br#"{"architecture":"amd64","os":"linux"}"#;
+        push_blob(&app, name, config).await;
+        let layers: Vec<Vec<u8>> = (0..44).map(|i| format!("layer {i}").into_bytes()).collect();
+        for layer in &layers[..40] {
+            push_blob(&app, name, layer).await;
+        }
+        let same: Vec<Vec<u8>> = (0..4)
+            .map(|i| image_manifest(config, &[b"layer 0", format!("layer {}", i + 1).as_bytes()]))
+            .collect();
+        let fresh = (0..40).map(|i| image_manifest(config, &[&layers[i]]));
+        let missing = (40..44).map(|i| image_manifest(config, &[&layers[i]]));
+        let mut puts = Vec::new();
+        for (i, body) in fresh.enumerate() {
+            puts.push((format!("t{i}"), body, StatusCode::CREATED));
+        }
+        for (i, body) in missing.enumerate() {
+            puts.push((format!("m{i}"), body, StatusCode::BAD_REQUEST));
+        }
+        for body in &same {
+            puts.push(("same".to_string(), body.clone(), StatusCode::CREATED));
+        }
+        let answers = futures_util::future::join_all(puts.iter().map(|(tag, body, _)| {
+            put_manifest(&app, name, tag, OCI_MANIFEST, body)
+        }))
+        .await;
+        for ((tag, _, want), res) in puts.iter().zip(&answers) {
+            assert_eq!(res.status, *want, "{tag}: {}", res.text());
+            if *want == StatusCode::BAD_REQUEST {
+                assert_eq!(error_code(res), "MANIFEST_BLOB_UNKNOWN", "{tag}");
+            }
+        }
+        // Each accepted PUT is stored whole, under its tag; the refused left nothing.
+        for (tag, body, want) in &puts[..44] {
+            let res = app.get(&format!("/v2/{name}/manifests/{}", digest_of(body))).admin().send().await;
+            if *want == StatusCode::CREATED {
+                assert_eq!(res.body, *body, "{tag}");
+                let res = app.get(&format!("/v2/{name}/manifests/{tag}")).admin().send().await;
+                assert_eq!(res.body, *body, "{tag}");
+            } else {
+                assert_eq!(res.status, StatusCode::NOT_FOUND, "{tag}");
+            }
+        }
+        let res = app.get(&format!("/v2/{name}/manifests/same")).admin().send().await;
+        assert!(same.contains(&res.body), "the tag names one of the manifests pushed under it");
+        let mut tags: Vec<String> = (0..40).map(|i| format!("t{i}")).collect();
+        tags.push("same".into());
+        tags.sort();
+        let res = app.get(&format!("/v2/{name}/tags/list?n=100")).admin().send().await;
+        assert_eq!(res.json()["tags"], json!(tags));
+        // 40 fresh artifacts and the 4 pushed as "same" (three of them untagged now).
+        let res = app
+            .get("/api/v2.0/projects/library/repositories/grouped/artifacts?page_size=100")
+            .admin()
+            .send()
+            .await;
+        assert_eq!(res.header("x-total-count"), Some("44"));
+        assert_eq!(res.json().as_array().map(Vec::len), Some(44));
     }
 );
 
