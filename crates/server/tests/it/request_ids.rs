@@ -63,10 +63,23 @@ async fn two_requests(app: &TestApp) -> String {
     generated.to_string()
 }
 
+/// Keeps tracing from deciding for every thread with another thread's logger.
+///
+/// tracing caches, per call site and for all threads, whether a logger wants
+/// it, computed when a thread first reaches the site. While exactly one
+/// scoped logger exists, it asks only the logger of that thread: a site first
+/// reached by another test's thread (which has none) would be cached as
+/// unwanted, and this test's lines at it lost. With a second scoped logger
+/// alive (this one, wanting nothing), every logger alive is asked instead.
+fn ask_every_logger() -> tracing::Dispatch {
+    tracing::Dispatch::new(tracing::subscriber::NoSubscriber::default())
+}
+
 // The logger is this thread's: a current-thread runtime polls every request here.
 #[tokio::test(flavor = "current_thread")]
 async fn every_json_log_line_of_a_request_carries_its_id() {
     let app = TestApp::new(Backend::Sqlite).await;
+    let _second = ask_every_logger();
     let captured = Captured::default();
     let logger = berth::logging::subscriber(LogFormat::Json, "info", captured.clone(), false);
     let generated = {
@@ -104,6 +117,7 @@ async fn every_json_log_line_of_a_request_carries_its_id() {
 #[tokio::test(flavor = "current_thread")]
 async fn every_text_log_line_of_a_request_carries_its_id() {
     let app = TestApp::new(Backend::Sqlite).await;
+    let _second = ask_every_logger();
     let captured = Captured::default();
     let logger = berth::logging::subscriber(LogFormat::Text, "info", captured.clone(), false);
     let generated = {
