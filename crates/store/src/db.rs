@@ -4,12 +4,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use berth_domain::sealing::Sealer;
+use sqlx::Executor;
 use sqlx::any::{AnyConnectOptions, AnyPoolOptions};
-use sqlx::{AnyPool, Executor};
 
 use crate::changes::Changes;
 use crate::error::StoreResult;
 use crate::gc_lock::LockSite;
+use crate::pool::{Pool, PoolStatus};
 use crate::repo::image_put::ImagePuts;
 use crate::repo::page_starts::PageStarts;
 use crate::wal::{AUTOCHECKPOINT_PAGES, Checkpointer, WAL_LIMIT};
@@ -36,21 +37,10 @@ impl Backend {
     }
 }
 
-/// The connections of the pool at one moment.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct PoolStatus {
-    /// Connections open (idle or in use).
-    pub open: u32,
-    /// Open connections waiting for work.
-    pub idle: u32,
-    /// The most the pool opens; all of them in use means callers wait.
-    pub max: u32,
-}
-
 /// The handle every repository function takes: a pool plus the backend it serves.
 #[derive(Debug, Clone)]
 pub struct Store {
-    pub(crate) pool: AnyPool,
+    pub(crate) pool: Pool,
     backend: Backend,
     changes: Arc<Changes>,
     pub(crate) lock_site: LockSite,
@@ -120,6 +110,7 @@ impl Store {
             })
             .connect_with(options.clone())
             .await?;
+        let pool = Pool::new(pool);
         let checkpointer = match backend {
             Backend::Sqlite => Checkpointer::start(&options).await?.map(Arc::new),
             Backend::Postgres => None,
@@ -165,13 +156,9 @@ impl Store {
         self.backend
     }
 
-    /// The connections of the pool now.
+    /// The connections of the pool now, and its acquisitions and waits so far.
     pub fn pool_status(&self) -> PoolStatus {
-        PoolStatus {
-            open: self.pool.size(),
-            idle: u32::try_from(self.pool.num_idle()).unwrap_or(u32::MAX),
-            max: self.pool.options().get_max_connections(),
-        }
+        self.pool.status()
     }
 
     /// A trivial round trip, for health checks.

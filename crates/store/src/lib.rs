@@ -10,6 +10,7 @@ pub mod content;
 mod db;
 mod error;
 mod gc_lock;
+mod pool;
 pub mod repo;
 pub mod s3;
 mod sealed;
@@ -19,6 +20,7 @@ pub use blobs::{
     BlobError, BlobStore, ByteStream, FileBlobs, Hasher, ObjectBlobs, Staged, WrittenPart,
 };
 pub use changes::{Changes, Topic};
-pub use db::{Backend, PoolStatus, Store};
+pub use db::{Backend, Store};
 pub use error::StoreError;
 pub use gc_lock::GcLock;
+pub use pool::PoolStatus;

@@ -164,11 +164,12 @@ mod tests {
     use std::sync::atomic::{AtomicBool, Ordering};
     use std::time::Instant;
 
+    use sqlx::Any;
     use sqlx::pool::PoolConnection;
-    use sqlx::{Any, AnyPool};
 
     use super::*;
     use crate::Store;
+    use crate::pool::Pool;
 
     async fn store(dir: &Path) -> Store {
         let url = format!("sqlite://{}?mode=rwc", dir.join("berth.db").display());
@@ -183,7 +184,7 @@ mod tests {
 
     /// A pooled connection inside a read transaction: it holds a snapshot
     /// until it commits.
-    async fn snapshot(pool: &AnyPool) -> PoolConnection<Any> {
+    async fn snapshot(pool: &Pool) -> PoolConnection<Any> {
         let mut conn = pool.acquire().await.unwrap();
         conn.execute("BEGIN").await.unwrap();
         let _: i64 = sqlx::query_scalar("SELECT count(*) FROM articles")
@@ -194,7 +195,7 @@ mod tests {
     }
 
     /// Appends about `mib` MiB of articles, 1 MiB per transaction.
-    async fn burst(pool: &AnyPool, mib: u64) {
+    async fn burst(pool: &Pool, mib: u64) {
         for _ in 0..mib {
             sqlx::query(
                 "INSERT INTO articles (user_id, title, content, keywords, created_at, updated_at) \

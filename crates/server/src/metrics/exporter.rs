@@ -84,8 +84,8 @@ impl Text<'_> {
         let _ = writeln!(self.0, "# HELP {name} {help}\n# TYPE {name} {kind}");
     }
 
-    /// One sample.
-    pub fn sample(&mut self, name: &str, labels: &[(&str, &str)], value: i64) {
+    /// One sample (an integer, or seconds as a float).
+    pub fn sample(&mut self, name: &str, labels: &[(&str, &str)], value: impl std::fmt::Display) {
         self.0.push_str(name);
         if !labels.is_empty() {
             self.0.push('{');

@@ -226,6 +226,42 @@ fn sampled(state: &AppState, out: &mut String) {
         "gauge",
     );
     text.sample("berth_db_pool_max_connections", &[], i64::from(pool.max));
+    // Defined where they are counted (berth_store::PoolStatus).
+    for (name, help, count) in [
+        (
+            "berth_db_pool_acquires_total",
+            "Database connections this instance asked its pool for (one per query outside a transaction, per transaction, per connection kept for several statements)",
+            pool.acquires,
+        ),
+        (
+            "berth_db_pool_waits_total",
+            "Connection acquisitions that found every connection open and in use, and waited for one to be given back",
+            pool.waits,
+        ),
+        (
+            "berth_db_pool_acquire_timeouts_total",
+            "Connection acquisitions that gave up without a connection after the acquire timeout",
+            pool.timeouts,
+        ),
+    ] {
+        text.family(name, help, "counter");
+        text.sample(name, &[], count);
+    }
+    for (name, help, time) in [
+        (
+            "berth_db_pool_wait_seconds_total",
+            "Time spent in the acquisitions counted by berth_db_pool_waits_total",
+            pool.wait_time,
+        ),
+        (
+            "berth_db_pool_acquire_seconds_total",
+            "Time spent in every connection acquisition: waits, opening connections, checking idle ones",
+            pool.acquire_time,
+        ),
+    ] {
+        text.family(name, help, "counter");
+        text.sample(name, &[], time.as_secs_f64());
+    }
     let (hits, misses) = state.rest.article_pages.counts();
     text.family(
         "berth_cache_requests_total",

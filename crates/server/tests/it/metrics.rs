@@ -192,6 +192,28 @@ backend_test!(
             1.0
         );
         assert!(value(&after, "berth_db_pool_max_connections", &[]) > 0.0);
+
+        // The requests took connections from the pool, and that took time.
+        let pool = |samples: &[Sample], name: &str| value(samples, name, &[]);
+        for name in [
+            "berth_db_pool_acquires_total",
+            "berth_db_pool_acquire_seconds_total",
+        ] {
+            assert!(pool(&after, name) > pool(&before, name), "{name} did not move");
+        }
+        // Waits are counted and served even when there were none.
+        for name in [
+            "berth_db_pool_waits_total",
+            "berth_db_pool_wait_seconds_total",
+            "berth_db_pool_acquire_timeouts_total",
+        ] {
+            assert!(after.iter().any(|s| s.name == name), "{name} is missing");
+        }
+        assert!(
+            pool(&after, "berth_db_pool_waits_total")
+                <= pool(&after, "berth_db_pool_acquires_total")
+        );
+        assert_eq!(pool(&after, "berth_db_pool_acquire_timeouts_total"), 0.0);
     }
 );
 

@@ -18,10 +18,11 @@
 //! index pages for every PUT) is then shared by the group; the write lock is
 //! taken once per group instead of once per PUT.
 
-use sqlx::{AnyPool, Row};
+use sqlx::Row;
 use tokio::sync::{mpsc, oneshot};
 
 use crate::error::{StoreError, StoreResult};
+use crate::pool::Pool;
 use crate::repo::manifests::NewManifest;
 use crate::repo::registry::placeholders;
 
@@ -45,7 +46,7 @@ struct Job {
 
 impl ImagePuts {
     /// Starts the writer on the current runtime; it ends when this is dropped.
-    pub(crate) fn start(pool: AnyPool) -> Self {
+    pub(crate) fn start(pool: Pool) -> Self {
         let (queue, jobs) = mpsc::unbounded_channel();
         tokio::spawn(write_groups(pool, jobs));
         Self { queue }
@@ -80,7 +81,7 @@ impl ImagePuts {
 }
 
 /// Writes groups until every [`ImagePuts`] handle is gone.
-async fn write_groups(pool: AnyPool, mut jobs: mpsc::UnboundedReceiver<Job>) {
+async fn write_groups(pool: Pool, mut jobs: mpsc::UnboundedReceiver<Job>) {
     let mut group = Vec::with_capacity(MOST_PER_GROUP);
     while jobs.recv_many(&mut group, MOST_PER_GROUP).await > 0 {
         let outcomes = match put_group(&pool, &group).await {
@@ -110,7 +111,7 @@ async fn write_groups(pool: AnyPool, mut jobs: mpsc::UnboundedReceiver<Job>) {
 /// undo one PUT only, but SQLite copies every page a savepoint touches to a
 /// sub-journal (spilled to a file past 64 KiB), which cost more than the
 /// grouping saves.
-async fn put_group(pool: &AnyPool, group: &[Job]) -> StoreResult<Vec<StoreResult<Option<i64>>>> {
+async fn put_group(pool: &Pool, group: &[Job]) -> StoreResult<Vec<StoreResult<Option<i64>>>> {
     let mut tx = pool.begin_with("BEGIN IMMEDIATE").await?;
     let mut outcomes = Vec::with_capacity(group.len());
     for (i, job) in group.iter().enumerate() {

@@ -6,7 +6,9 @@
 use berth_domain::DomainError;
 use berth_domain::query::{Paging, Query, QueryOp, QueryValue, Scalar, SortKey};
 use sqlx::any::{AnyArguments, AnyRow};
-use sqlx::{Any, AnyPool, FromRow, Row};
+use sqlx::{Any, FromRow, Row};
+
+use crate::pool::Pool;
 
 /// A bound value.
 #[derive(Debug, Clone)]
@@ -137,7 +139,7 @@ impl Sql {
     /// `LIMIT/OFFSET`. No row query when nothing matches.
     pub(crate) async fn fetch_page<T>(
         &self,
-        pool: &AnyPool,
+        pool: &Pool,
         columns: &str,
         order: &str,
         paging: Paging,
@@ -166,7 +168,7 @@ impl Sql {
     /// The total comes as [`Total`] says.
     pub(crate) async fn fetch_keyed_page<T>(
         &self,
-        pool: &AnyPool,
+        pool: &Pool,
         rows: Keyed<'_>,
         order: &str,
         paging: Paging,
@@ -239,7 +241,7 @@ impl Sql {
     /// `SELECT columns FROM from` for them in `order`.
     pub(crate) async fn fetch_keyed_rows<T>(
         &self,
-        pool: &AnyPool,
+        pool: &Pool,
         rows: Keyed<'_>,
         inner_order: &str,
         order: &str,
