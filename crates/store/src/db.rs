@@ -13,6 +13,7 @@ use crate::gc_lock::LockSite;
 use crate::pool::{Pool, PoolStatus};
 use crate::repo::image_put::ImagePuts;
 use crate::repo::page_starts::PageStarts;
+use crate::repo::text_totals::TextTotals;
 use crate::wal::{AUTOCHECKPOINT_PAGES, Checkpointer, WAL_LIMIT};
 
 /// Which database the pool talks to.
@@ -52,6 +53,8 @@ pub struct Store {
     /// Where deep pages of artifact listings start (checked against the
     /// database's listing versions, so shared by every clone).
     pub(crate) page_starts: Arc<PageStarts>,
+    /// The totals of short tag-text listings, checked the same way.
+    pub(crate) text_totals: Arc<TextTotals>,
     /// Writes image manifest PUTs in groups; `None` on PostgreSQL.
     pub(crate) image_puts: Option<Arc<ImagePuts>>,
 }
@@ -129,6 +132,7 @@ impl Store {
             sealer: None,
             checkpointer,
             page_starts: Arc::default(),
+            text_totals: Arc::default(),
         })
     }
 

@@ -33,3 +33,4 @@ pub mod robots;
 pub mod sessions;
 pub(crate) mod sql;
 pub mod statistics;
+pub(crate) mod text_totals;
