@@ -5,24 +5,24 @@
 //! authentication the surface accepts and the error body it answers with.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 
 use axum::Extension;
 use axum::http::{HeaderValue, Method, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
+use bytes::Bytes;
 use serde_json::{Map, Value, json};
 
 use crate::operations::{Operation, Routes, Surface};
 
-/// The rendered document, shared by every request.
+/// The rendered document, shared by every request (answered without a copy).
 #[derive(Debug, Clone)]
-pub struct ApiDocument(Arc<String>);
+pub struct ApiDocument(Bytes);
 
 impl ApiDocument {
     /// The document of `operations`.
     pub fn new(operations: &[Operation]) -> Self {
-        Self(Arc::new(document(operations).to_string()))
+        Self(Bytes::from(document(operations).to_string()))
     }
 }
 
@@ -33,7 +33,7 @@ pub async fn get_openapi(Extension(ApiDocument(text)): Extension<ApiDocument>) -
             header::CONTENT_TYPE,
             HeaderValue::from_static("application/json"),
         )],
-        text.as_str().to_owned(),
+        text,
     )
         .into_response()
 }

@@ -13,7 +13,7 @@ use crate::gc_lock::LockSite;
 use crate::pool::{Pool, PoolStatus};
 use crate::repo::image_put::ImagePuts;
 use crate::repo::page_starts::PageStarts;
-use crate::repo::text_totals::TextTotals;
+use crate::repo::versioned::Versioned;
 use crate::wal::{AUTOCHECKPOINT_PAGES, Checkpointer, WAL_LIMIT};
 
 /// Which database the pool talks to.
@@ -53,10 +53,11 @@ pub struct Store {
     /// Where deep pages of artifact listings start (checked against the
     /// database's listing versions, so shared by every clone).
     pub(crate) page_starts: Arc<PageStarts>,
-    /// The totals of short tag-text listings, checked the same way.
-    pub(crate) text_totals: Arc<TextTotals>,
+    /// The totals of short tag-text listings (`q=tags=~7`), by repository
+    /// and text, checked the same way.
+    pub(crate) text_totals: Arc<Versioned<(i64, String), i64>>,
     /// Writes image manifest PUTs in groups; `None` on PostgreSQL.
-    pub(crate) image_puts: Option<Arc<ImagePuts>>,
+    pub(crate) image_puts: Option<ImagePuts>,
 }
 
 impl Store {
@@ -123,8 +124,7 @@ impl Store {
             Backend::Postgres => Changes::listening(url.to_string()),
         });
         Ok(Self {
-            image_puts: (backend == Backend::Sqlite)
-                .then(|| Arc::new(ImagePuts::start(pool.clone()))),
+            image_puts: (backend == Backend::Sqlite).then(|| ImagePuts::start(pool.clone())),
             pool,
             backend,
             changes,

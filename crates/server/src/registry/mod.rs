@@ -36,7 +36,7 @@ const API_VERSION: HeaderName = HeaderName::from_static("docker-distribution-api
 pub fn router(state: AppState) -> Router<AppState> {
     Router::new()
         .route("/v2", get(get_base).fallback(unsupported_method))
-        .route("/v2/{*rest}", any(dispatch))
+        .route(crate::operations::V2_CATCH_ALL, any(dispatch))
         .route(
             "/service/token",
             get(auth::get_token).layer(middleware::map_response(crate::headers::no_store)),

@@ -252,15 +252,21 @@ fn listing_index_order() -> String {
 /// costs about ten index entries walked and probed.
 const WALK_GAIN: i64 = 10;
 
-/// Whether a page of a short tag text's listing (`total` matches among `of`
-/// artifacts) is found sooner by walking the listing index in order and
-/// probing each artifact against the matches than by reading every match:
-/// the walk reads about `of / total` entries per row it passes, from the
-/// page's nearer end (as [`Sql::fetch_keyed_page`] does).
-fn walks(total: i64, of: i64, paging: Paging) -> bool {
+/// About `total` times the entries a walk of the listing index passes to
+/// find a page of a short tag text's listing (`total` matches among `of`
+/// artifacts): `of / total` entries per row it passes, from the page's
+/// nearer end (as [`Sql::fetch_keyed_page`] does).
+fn walk_times_total(total: i64, of: i64, paging: Paging) -> i64 {
     let (limit, offset) = paging.limit_offset().unwrap_or((total, 0));
     let nearer = offset.min((total - offset - limit).max(0));
-    (nearer + limit).saturating_mul(of) < WALK_GAIN.saturating_mul(total).saturating_mul(total)
+    (nearer + limit).saturating_mul(of)
+}
+
+/// Whether a page of a short tag text's listing is found sooner by walking
+/// the listing index in order and probing each artifact against the matches
+/// than by reading every match.
+fn walks(total: i64, of: i64, paging: Paging) -> bool {
+    walk_times_total(total, of, paging) < WALK_GAIN.saturating_mul(total).saturating_mul(total)
 }
 
 /// At most this many matches are probed in a walk on PostgreSQL: the probe
@@ -283,22 +289,16 @@ enum Walk {
 }
 
 /// How many matches reading costs as much as probing one artifact's tags:
-/// on PostgreSQL at 100,000 tags, the matches of a one-character text were
-/// read at about 0.27 us each, and a walk probing tags took 2.7 us per
-/// artifact it passed.
+/// on PostgreSQL at 100,000 tags (`scripts/bench artifacts`' data), reading
+/// the matches of `~v9` into the walk's hash took about 0.27 us each, and a
+/// walk probing tags for `~7` 2.7 us per artifact it passed (`EXPLAIN
+/// ANALYZE` of both page queries; `docs/benchmarks.md`).
 const PROBE_COST: i64 = 10;
 
-/// Whether a page of a short tag text's listing (`total` matches among `of`
-/// artifacts) is found sooner by a walk probing each artifact's tags
-/// ([`Walk::Tags`]) than by reading every match: the walk passes about
-/// `of / total` artifacts per row, from the page's nearer end.
+/// Whether a page of a short tag text's listing is found sooner by a walk
+/// probing each artifact's tags ([`Walk::Tags`]) than by reading every match.
 fn probes_tags(total: i64, of: i64, paging: Paging) -> bool {
-    let (limit, offset) = paging.limit_offset().unwrap_or((total, 0));
-    let nearer = offset.min((total - offset - limit).max(0));
-    (nearer + limit)
-        .saturating_mul(of)
-        .saturating_mul(PROBE_COST)
-        < total.saturating_mul(total)
+    walk_times_total(total, of, paging).saturating_mul(PROBE_COST) < total.saturating_mul(total)
 }
 
 /// The tag-text half of the listing filter: ` IN (SELECT tg.artifact_id ...)`,
@@ -311,6 +311,16 @@ fn short_text_matches(sql: &mut Sql, repository_id: i64, text: &str) {
         .push(" AND tg.gram <= ")
         .text(after_prefix(text))
         .push(")");
+}
+
+/// The repository column counting the artifacts a listing with `filter`
+/// draws from: every artifact with `base=*`, else the listed ones.
+fn listed_of(filter: &ArtifactFilter) -> &'static str {
+    if filter.all {
+        "artifact_count"
+    } else {
+        "listed_count"
+    }
 }
 
 /// `SELECT total, of`: the total of a short tag text's listing, and the
@@ -350,11 +360,7 @@ fn short_text_total(
         sql.push("(").push_sql(&listing.count()).push(")");
     }
     sql.push(" AS total, (SELECT ")
-        .push(if filter.all {
-            "artifact_count"
-        } else {
-            "listed_count"
-        })
+        .push(listed_of(filter))
         .push(" FROM repositories WHERE id = ")
         .int(repository_id)
         .push(") AS of");
@@ -561,8 +567,10 @@ impl Artifacts<'_> {
     }
 
     /// `(total, of)` of a short tag text's listing (see [`short_text_total`]).
-    /// A listing of the text alone is counted once per listing version of
-    /// the repository (see [`crate::repo::text_totals`]).
+    /// The total of the text alone is counted once per listing version of
+    /// the repository and kept (see [`crate::repo::versioned`]): a distinct
+    /// count over every piece starting with the text, 49,971 of them for
+    /// `~7` at 100,000 tags. `of` is read with the version.
     async fn short_text_counts(
         &self,
         repository_id: i64,
@@ -575,16 +583,19 @@ impl Artifacts<'_> {
             let counts: Vec<(i64, i64)> = count.fetch_all(&self.0.pool).await?;
             return Ok(counts.first().copied().unwrap_or_default());
         }
-        let mut version = Sql::new("SELECT listing_version FROM repositories WHERE id = ");
-        version.int(repository_id);
-        let found: Vec<(i64,)> = version.fetch_all(&self.0.pool).await?;
+        let mut kept = Sql::new("SELECT listing_version, ");
+        kept.push(listed_of(filter))
+            .push(" FROM repositories WHERE id = ")
+            .int(repository_id);
+        let found: Vec<(i64, i64)> = kept.fetch_all(&self.0.pool).await?;
+        let key = (repository_id, text.to_string());
         let totals = &self.0.text_totals;
-        if let Some(&(version,)) = found.first()
-            && let Some(counts) = totals.get(repository_id, text, filter.all, version)
+        if let Some(&(version, of)) = found.first()
+            && let Some(total) = totals.get(&key, version, |total| *total)
         {
-            return Ok(counts);
+            return Ok((total, of));
         }
-        // The version the count was taken at, read in the same statement.
+        // The version the total was counted at, read in the same statement.
         let mut count = count;
         count
             .push(", (SELECT listing_version FROM repositories WHERE id = ")
@@ -595,7 +606,7 @@ impl Artifacts<'_> {
             return Ok((0, 0));
         };
         if let Some(version) = version {
-            totals.put(repository_id, text, filter.all, version, (total, of));
+            totals.put(key, version, total);
         }
         Ok((total, of))
     }
@@ -624,7 +635,8 @@ impl Artifacts<'_> {
         }
         let starts = &self.0.page_starts;
         let n = usize::try_from(offset / page_starts::EVERY).unwrap_or(usize::MAX);
-        let start = match starts.get(repository_id, listing, version, n) {
+        let key = (repository_id, listing);
+        let start = match starts.get(&key, version, |keys| keys.get(n).cloned()) {
             Some(start) => start,
             None => {
                 let mut find = Sql::new(
@@ -638,7 +650,7 @@ impl Artifacts<'_> {
                     .push(" = 0 ORDER BY n");
                 let keys: Vec<(String, i64)> = find.fetch_all(&self.0.pool).await?;
                 let start = keys.get(n).cloned();
-                starts.put(repository_id, listing, version, keys);
+                starts.put(key, version, keys);
                 start
             }
         };

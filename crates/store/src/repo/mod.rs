@@ -33,4 +33,4 @@ pub mod robots;
 pub mod sessions;
 pub(crate) mod sql;
 pub mod statistics;
-pub(crate) mod text_totals;
+pub(crate) mod versioned;
