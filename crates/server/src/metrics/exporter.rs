@@ -55,10 +55,11 @@ impl Exporter {
                 if !self.refreshing.swap(true, Ordering::AcqRel) {
                     let state = state.clone();
                     tokio::spawn(async move {
-                        let text: Arc<str> = Arc::from(read(&state).await);
                         let exporter = &state.metrics.exporter;
-                        exporter.keep(text);
-                        exporter.refreshing.store(false, Ordering::Release);
+                        // Cleared however the task ends (a panic too), so
+                        // that a later scrape can start another.
+                        let _refreshing = Cleared(&exporter.refreshing);
+                        exporter.keep(Arc::from(read(&state).await));
                     });
                 }
                 return text;
@@ -72,6 +73,15 @@ impl Exporter {
     /// Drops the kept figures: the next scrape reads the database.
     pub fn forget(&self) {
         *self.cached.lock().unwrap_or_else(|e| e.into_inner()) = None;
+    }
+}
+
+/// Sets its flag to `false` when dropped.
+struct Cleared<'a>(&'a AtomicBool);
+
+impl Drop for Cleared<'_> {
+    fn drop(&mut self) {
+        self.0.store(false, Ordering::Release);
     }
 }
 

@@ -110,6 +110,9 @@ struct BlobFlight {
 struct Upstream {
     remote: Arc<Remote>,
     repository: String,
+    /// Harbor's `proxy_speed_kb` of the project, in bytes per second: read
+    /// once here for every blob fetched with this upstream.
+    speed: Option<u64>,
 }
 
 /// Single flight: one computation per key at a time, its result shared by
@@ -283,7 +286,20 @@ impl ProxyCache {
                 remote
             }
         };
-        Ok(Upstream { remote, repository })
+        // Harbor's `proxy_speed_kb`: KiB per second from upstream; -1 or 0 is no limit.
+        let speed = state
+            .store
+            .metadata()
+            .get(project.id, "proxy_speed_kb")
+            .await?
+            .and_then(|kb| kb.parse::<u64>().ok())
+            .filter(|&kb| kb > 0)
+            .map(|kb| kb * 1024);
+        Ok(Upstream {
+            remote,
+            repository,
+            speed,
+        })
     }
 }
 
@@ -734,22 +750,16 @@ async fn fetch_blob(
     };
     let length = stream.length;
     progress.send_replace(Progress::Streaming { written: 0, length });
-    // Harbor's `proxy_speed_kb`: KiB per second from upstream; -1 or 0 is no limit.
-    let speed = state
-        .store
-        .metadata()
-        .get(key.0, "proxy_speed_kb")
-        .await
-        .ok()
-        .flatten()
-        .and_then(|kb| kb.parse::<u64>().ok())
-        .filter(|&kb| kb > 0)
-        .map(|kb| kb * 1024);
     let data = stream
         .body
         .into_data_stream()
         .map(|piece| piece.map_err(|err| format!("reading upstream: {err}")));
-    let spooled = spooled(throttled(data, speed), spool, progress.clone(), length);
+    let spooled = spooled(
+        throttled(data, upstream.speed),
+        spool,
+        progress.clone(),
+        length,
+    );
     match state
         .store
         .content(&state.registry.blobs)
