@@ -4,6 +4,7 @@
 //! depend on this crate, never the other way round.
 
 pub mod error;
+pub mod glob;
 pub mod model;
 pub mod oci;
 pub mod query;

@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::DomainError;
+use crate::glob::Glob;
 
 /// How many rules a project may have (Harbor's limit).
 pub const MAX_RULES_PER_PROJECT: usize = 15;
@@ -104,26 +105,6 @@ impl ImmutableRule {
         check_selector(repository, &["repoMatches", "repoExcludes"])
     }
 
-    /// Whether the rule protects `tag` of `repository` (its name within the
-    /// project, without the project's).
-    pub fn protects(&self, repository: &str, tag: &str) -> bool {
-        if self.disabled {
-            return false;
-        }
-        let Some(repository_selector) = self
-            .scope_selectors
-            .get("repository")
-            .and_then(|s| s.first())
-        else {
-            return false;
-        };
-        let Some(tag_selector) = self.tag_selectors.first() else {
-            return false;
-        };
-        selects(repository_selector, "repoMatches", repository)
-            && selects(tag_selector, "matches", tag)
-    }
-
     /// Whether two rules select the same things (Harbor refuses a duplicate).
     pub fn same_selection(&self, other: &Self) -> bool {
         self.tag_selectors == other.tag_selectors && self.scope_selectors == other.scope_selectors
@@ -149,62 +130,62 @@ fn check_selector(selector: &mut Selector, decorations: &[&str]) -> Result<(), D
     if selector.pattern.trim().is_empty() {
         return Err(DomainError::bad_request("a selector's pattern is required"));
     }
-    Ok(())
+    Glob::new(&selector.pattern).map(drop).map_err(|e| {
+        DomainError::bad_request(format!("invalid pattern {:?}: {e}", selector.pattern))
+    })
 }
 
-/// Whether `selector` selects `value`: its pattern matches and the decoration
-/// is `matching`, or it does not and the decoration excludes.
-fn selects(selector: &Selector, matching: &str, value: &str) -> bool {
-    doublestar(selector.pattern.as_bytes(), value.as_bytes()) == (selector.decoration == matching)
+/// A project's enabled rules, compiled once for the tags of one change.
+#[derive(Debug, Clone)]
+pub struct Protection {
+    rules: Vec<[(Glob, bool); 2]>,
 }
 
-/// Doublestar matching: `**` matches anything, `*` anything but `/`, `?` one
-/// character but `/`, `{a,b}` one of the alternatives; the rest literally.
-pub fn doublestar(pattern: &[u8], value: &[u8]) -> bool {
-    match pattern {
-        [] => value.is_empty(),
-        [b'*', b'*', rest @ ..] => (0..=value.len()).any(|i| doublestar(rest, &value[i..])),
-        [b'*', rest @ ..] => {
-            let segment = value.iter().position(|&c| c == b'/').unwrap_or(value.len());
-            (0..=segment).any(|i| doublestar(rest, &value[i..]))
-        }
-        [b'?', rest @ ..] => match value {
-            [c, tail @ ..] if *c != b'/' => doublestar(rest, tail),
-            _ => false,
-        },
-        [b'{', rest @ ..] => match rest.iter().position(|&c| c == b'}') {
-            Some(close) => {
-                let after = &rest[close + 1..];
-                rest[..close].split(|&c| c == b',').any(|choice| {
-                    let mut joined = choice.to_vec();
-                    joined.extend_from_slice(after);
-                    doublestar(&joined, value)
-                })
-            }
-            None => value.first() == Some(&b'{') && doublestar(rest, &value[1..]),
-        },
-        [c, rest @ ..] => value.first() == Some(c) && doublestar(rest, &value[1..]),
+impl Protection {
+    /// Compiles the enabled rules of `rules`. A stored pattern that no longer
+    /// compiles (longer than today's limit) is matched as plain text.
+    pub fn new<'a>(rules: impl IntoIterator<Item = &'a ImmutableRule>) -> Self {
+        let compiled = |selector: &Selector, matching: &str| {
+            let glob =
+                Glob::new(&selector.pattern).unwrap_or_else(|_| Glob::literal(&selector.pattern));
+            (glob, selector.decoration == matching)
+        };
+        let rules = rules
+            .into_iter()
+            .filter(|rule| !rule.disabled)
+            .filter_map(|rule| {
+                let repository = rule.scope_selectors.get("repository")?.first()?;
+                let tag = rule.tag_selectors.first()?;
+                Some([
+                    compiled(repository, "repoMatches"),
+                    compiled(tag, "matches"),
+                ])
+            })
+            .collect();
+        Self { rules }
+    }
+
+    /// Whether a rule protects `tag` of `repository` (its name within the
+    /// project, without the project's): its repository selector and its tag
+    /// selector both select (a `matches` pattern that matches, or an
+    /// `excludes` one that does not).
+    pub fn protects(&self, repository: &str, tag: &str) -> bool {
+        self.rules
+            .iter()
+            .any(|[(repo, repo_matching), (tags, tag_matching)]| {
+                repo.matches(repository) == *repo_matching && tags.matches(tag) == *tag_matching
+            })
+    }
+
+    /// Whether no rule is enabled.
+    pub fn is_empty(&self) -> bool {
+        self.rules.is_empty()
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn doublestar_patterns() {
-        let m = |p: &str, v: &str| doublestar(p.as_bytes(), v.as_bytes());
-        assert!(m("**", "a/b/c"));
-        assert!(m("v*", "v1.2"));
-        assert!(!m("v*", "release"));
-        assert!(!m("*", "a/b"));
-        assert!(m("team/*", "team/app"));
-        assert!(m("{v1,v2}", "v2"));
-        assert!(!m("{v1,v2}", "v3"));
-        assert!(m("release-?", "release-1"));
-        assert!(!m("release-?", "release-10"));
-        assert!(m("a**z", "a/b/z"));
-    }
 
     fn rule(tag: (&str, &str), repository: (&str, &str)) -> ImmutableRule {
         serde_json::from_value(serde_json::json!({
@@ -216,16 +197,25 @@ mod tests {
 
     #[test]
     fn rules_protect_what_they_select() {
-        let r = rule(("matches", "v*"), ("repoMatches", "**"));
+        let r = Protection::new([&rule(("matches", "v*"), ("repoMatches", "**"))]);
         assert!(r.protects("app", "v1"));
         assert!(!r.protects("app", "latest"));
-        let r = rule(("excludes", "dev-*"), ("repoExcludes", "scratch/**"));
+        let r = Protection::new([&rule(("excludes", "dev-*"), ("repoExcludes", "scratch/**"))]);
         assert!(r.protects("app", "v1"));
         assert!(!r.protects("app", "dev-1"));
         assert!(!r.protects("scratch/tmp", "v1"));
         let mut disabled = rule(("matches", "**"), ("repoMatches", "**"));
         disabled.disabled = true;
-        assert!(!disabled.protects("app", "v1"));
+        assert!(!Protection::new([&disabled]).protects("app", "v1"));
+        assert!(Protection::new([&disabled]).is_empty());
+        // Either of two rules protects.
+        let two = [
+            rule(("matches", "v*"), ("repoMatches", "app")),
+            rule(("matches", "{stable,lts}"), ("repoMatches", "**")),
+        ];
+        let r = Protection::new(&two);
+        assert!(r.protects("app", "v2") && r.protects("other", "lts"));
+        assert!(!r.protects("other", "v2"));
     }
 
     #[test]
@@ -237,6 +227,8 @@ mod tests {
             rule(("matching", "v*"), ("repoMatches", "**")),
             rule(("matches", ""), ("repoMatches", "**")),
             rule(("matches", "v*"), ("matches", "**")),
+            rule(("matches", "v[0-"), ("repoMatches", "**")),
+            rule(("matches", &"*a".repeat(200)), ("repoMatches", "**")),
             ImmutableRule {
                 tag_selectors: Vec::new(),
                 ..rule(("matches", "v*"), ("repoMatches", "**"))

@@ -18,13 +18,14 @@ use serde_json::{Value, json};
 
 use super::labels::LabelJson;
 use super::repositories::load_repository;
-use super::tags::TagJson;
+use super::tags::{TagJson, immutable_status, within_project};
 use crate::error::{ApiError, HarborResult};
 use crate::extract::Principal;
 use crate::extract::harbor::{HarborQuery, paged};
 use crate::operations::{Routes, Surface};
 use crate::registry::read_config;
 use crate::state::AppState;
+use berth_domain::model::immutable::Protection;
 
 /// Harbor's icon for images.
 const ICON_IMAGE: &str = "sha256:0048162a053eef4d4ce3fe7518615bef084403614f8bca43b40ae2e762e11e06";
@@ -155,6 +156,7 @@ fn empty_object() -> &'static RawValue {
 /// embedded list, whatever the page size.
 struct Embedded {
     tags: Vec<Tag>,
+    protection: Option<Protection>,
     labels: Vec<(i64, Label)>,
     references: Vec<ArtifactReference>,
 }
@@ -164,6 +166,7 @@ impl Embedded {
         state: &AppState,
         artifacts: &[Artifact],
         embed: Embed,
+        protection: Option<Protection>,
     ) -> Result<Self, ApiError> {
         let ids: Vec<i64> = artifacts.iter().map(|a| a.id).collect();
         let store = state.store.artifacts();
@@ -173,6 +176,7 @@ impl Embedded {
             } else {
                 Vec::new()
             },
+            protection,
             labels: if embed.labels {
                 store.labels_of(&ids).await?
             } else {
@@ -190,10 +194,15 @@ fn artifacts_json<'a>(
     embedded: &'a Embedded,
 ) -> Vec<ArtifactJson<'a>> {
     let mut tags: HashMap<i64, Vec<TagJson<'a>>> = HashMap::new();
+    let repository = artifacts
+        .first()
+        .map_or("", |a| within_project(&a.repository_name));
     for tag in &embedded.tags {
-        tags.entry(tag.artifact_id)
-            .or_default()
-            .push(TagJson::from(tag));
+        tags.entry(tag.artifact_id).or_default().push(TagJson::new(
+            tag,
+            repository,
+            embedded.protection.as_ref(),
+        ));
     }
     let mut labels: HashMap<i64, Vec<LabelJson<'a>>> = HashMap::new();
     for (id, label) in &embedded.labels {
@@ -305,7 +314,9 @@ pub async fn list_artifacts(
         .artifacts()
         .list_artifacts(repository.id, &filter, &sort, paging)
         .await?;
-    let embedded = Embedded::load(&state, &artifacts, Embed::from_query(&query)).await?;
+    let protection = immutable_status(&state, &query, repository.project_id).await?;
+    let embedded =
+        Embedded::load(&state, &artifacts, Embed::from_query(&query), protection).await?;
     let body = artifacts_json(&project_name, &artifacts, &embedded);
     Ok(paged(&body, total, query.link(paging, total)))
 }
@@ -369,7 +380,8 @@ pub async fn get_artifact(
     )
     .await?;
     let artifacts = std::slice::from_ref(&artifact);
-    let embedded = Embedded::load(&state, artifacts, Embed::from_query(&query)).await?;
+    let protection = immutable_status(&state, &query, artifact.project_id).await?;
+    let embedded = Embedded::load(&state, artifacts, Embed::from_query(&query), protection).await?;
     let body = artifacts_json(&project_name, artifacts, &embedded);
     Ok(axum::Json(&body[0]).into_response())
 }

@@ -5,6 +5,7 @@ use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::Response;
 use berth_domain::model::Tag;
+use berth_domain::model::immutable::Protection;
 use berth_domain::oci::is_valid_tag;
 use berth_domain::rbac::{Action, Resource};
 use serde::Serialize;
@@ -39,8 +40,10 @@ pub(super) struct TagJson<'a> {
     immutable: bool,
 }
 
-impl<'a> From<&'a Tag> for TagJson<'a> {
-    fn from(tag: &'a Tag) -> Self {
+impl<'a> TagJson<'a> {
+    /// `tag` of repository `repository` (its name within the project), with
+    /// `immutable` from `protection` when `with_immutable_status` asked for it.
+    pub(super) fn new(tag: &'a Tag, repository: &str, protection: Option<&Protection>) -> Self {
         Self {
             id: tag.id,
             repository_id: tag.repository_id,
@@ -48,9 +51,29 @@ impl<'a> From<&'a Tag> for TagJson<'a> {
             name: &tag.name,
             push_time: &tag.push_time,
             pull_time: &tag.pull_time,
-            immutable: false,
+            immutable: protection.is_some_and(|p| p.protects(repository, &tag.name)),
         }
     }
+}
+
+/// The project's immutable tag rules, when `with_immutable_status=true` asks
+/// for each tag's status.
+pub(super) async fn immutable_status(
+    state: &AppState,
+    query: &HarborQuery,
+    project_id: i64,
+) -> Result<Option<Protection>, ApiError> {
+    if !query.bool("with_immutable_status", false) {
+        return Ok(None);
+    }
+    Ok(Some(
+        state.store.immutable_rules().protection(project_id).await?,
+    ))
+}
+
+/// `name` (`project/repo...`) without its project.
+pub(super) fn within_project(name: &str) -> &str {
+    name.split_once('/').map_or(name, |(_, rest)| rest)
 }
 
 /// `GET .../artifacts/{reference}/tags`.
@@ -77,7 +100,12 @@ pub async fn list_tags(
         .artifacts()
         .list_tags(artifact.id, &q, &sort, paging)
         .await?;
-    let body: Vec<TagJson> = tags.iter().map(TagJson::from).collect();
+    let protection = immutable_status(&state, &query, artifact.project_id).await?;
+    let repository = within_project(&artifact.repository_name);
+    let body: Vec<TagJson> = tags
+        .iter()
+        .map(|tag| TagJson::new(tag, repository, protection.as_ref()))
+        .collect();
     Ok(paged(&body, total, query.link(paging, total)))
 }
 

@@ -2,7 +2,7 @@
 //! deletes a tag runs inside its own transaction.
 
 use berth_domain::DomainError;
-use berth_domain::model::immutable::{ImmutableRule, MAX_RULES_PER_PROJECT};
+use berth_domain::model::immutable::{ImmutableRule, MAX_RULES_PER_PROJECT, Protection};
 use berth_domain::query::Paging;
 use berth_domain::time;
 
@@ -82,12 +82,9 @@ pub(crate) async fn check_mutable(
     let Some((project_id, name)) = found else {
         return Ok(());
     };
-    let rules = rules_of(conn, project_id).await?;
+    let protection = Protection::new(&rules_of(conn, project_id).await?);
     let within = name.split_once('/').map_or(name.as_str(), |(_, rest)| rest);
-    match tags
-        .iter()
-        .find(|tag| rules.iter().any(|rule| rule.protects(within, tag)))
-    {
+    match tags.iter().find(|tag| protection.protects(within, tag)) {
         Some(tag) => Err(immutable(&name, tag)),
         None => Ok(()),
     }
@@ -137,6 +134,13 @@ impl ImmutableRules<'_> {
             _ => all,
         };
         Ok((total, page))
+    }
+
+    /// The enabled rules of project `project_id`, compiled: what
+    /// `with_immutable_status` reports, by the matcher that enforces them.
+    pub async fn protection(&self, project_id: i64) -> StoreResult<Protection> {
+        let mut conn = self.0.pool.acquire().await?;
+        Ok(Protection::new(&rules_of(&mut conn, project_id).await?))
     }
 
     /// Rule `id` of project `project_id`.

@@ -169,11 +169,19 @@ impl Repositories<'_> {
         Ok(done.rows_affected() == 1)
     }
 
-    /// Deletes a repository with all its artifacts, tags and label links.
-    /// Blob links are left for garbage collection.
+    /// Deletes a repository with all its artifacts, tags and label links;
+    /// `Precondition` (Harbor's message) when an immutable tag rule protects
+    /// one of its tags, and then nothing is deleted. Blob links are left for
+    /// garbage collection.
     pub async fn delete(&self, id: i64) -> StoreResult<bool> {
         let mut tx = self.0.begin_write().await?;
         lock_repository(self.0, &mut tx, id).await?;
+        let tags: Vec<(String,)> = sqlx::query_as("SELECT name FROM tags WHERE repository_id = $1")
+            .bind(id)
+            .fetch_all(&mut *tx)
+            .await?;
+        let tags: Vec<String> = tags.into_iter().map(|(name,)| name).collect();
+        crate::repo::immutable::check_mutable(&mut tx, id, &tags).await?;
         sqlx::query(
             "DELETE FROM artifact_references WHERE parent_id IN (SELECT id FROM artifacts WHERE repository_id = $1)",
         )

@@ -129,3 +129,122 @@ backend_test!(
         assert_eq!(res.status, StatusCode::NOT_FOUND);
     }
 );
+
+backend_test!(
+    /// A pattern that made the old backtracking matcher run for ever (inside
+    /// the write transaction, so the whole server stalled) is matched at once.
+    async fn adversarial_patterns_neither_hang_nor_block_other_writes(app) {
+        let pattern = format!("{}b", "*a".repeat(25));
+        let res = app.post(RULES).admin().json(&rule(&pattern, "**")).send().await;
+        assert_eq!(res.status, StatusCode::CREATED, "{}", res.text());
+        let tag = "a".repeat(128);
+        push_image(&app, "library/slow", &tag, &[b"slow"]).await;
+        let delete = app
+            .delete(&format!("/api/v2.0/projects/library/repositories/slow/artifacts/{tag}/tags/{tag}"))
+            .admin()
+            .send();
+        let res = tokio::time::timeout(std::time::Duration::from_secs(10), delete)
+            .await
+            .expect("the delete answers");
+        assert_eq!(res.status, StatusCode::OK, "the tag does not match: {}", res.text());
+        let res = app
+            .post("/api/v2.0/projects")
+            .admin()
+            .json(&json!({"project_name": "unrelated"}))
+            .send()
+            .await;
+        assert_eq!(res.status, StatusCode::CREATED, "{}", res.text());
+
+        // A tag the same pattern does protect (128 characters, the longest tag).
+        let protected = format!("{}b", "a".repeat(127));
+        push_image(&app, "library/slow", &protected, &[b"slow"]).await;
+        let res = app
+            .delete(&format!("/v2/library/slow/manifests/{protected}"))
+            .admin()
+            .send()
+            .await;
+        assert_eq!(res.status, StatusCode::PRECONDITION_FAILED, "{}", res.text());
+
+        // Patterns too long or malformed are refused when the rule is made.
+        for bad in ["*a".repeat(200), "v[0-".into(), "{a,b".into()] {
+            let res = app.post(RULES).admin().json(&rule(&bad, "**")).send().await;
+            assert_eq!(res.status, StatusCode::BAD_REQUEST, "{bad}: {}", res.text());
+        }
+    }
+);
+
+backend_test!(
+    /// Harbor's deleteRepository refuses while an immutable rule protects one
+    /// of the repository's tags, and deletes nothing.
+    async fn a_repository_with_a_protected_tag_is_not_deleted(app) {
+        let res = app.post(RULES).admin().json(&rule("v*", "app")).send().await;
+        assert_eq!(res.status, StatusCode::CREATED, "{}", res.text());
+        push_image(&app, "library/app", "v1.0", &[b"one"]).await;
+        push_image(&app, "library/app", "dev", &[b"two"]).await;
+        let res = app.delete("/api/v2.0/projects/library/repositories/app").admin().send().await;
+        assert_eq!(res.status, StatusCode::PRECONDITION_FAILED, "{}", res.text());
+        assert!(
+            res.text().contains("'library/app:v1.0' configured as immutable"),
+            "{}",
+            res.text()
+        );
+        let res = app.get("/api/v2.0/projects/library/repositories/app/artifacts").admin().send().await;
+        assert_eq!(res.header("x-total-count"), Some("2"), "nothing was deleted");
+        // Another repository of the project is not protected.
+        push_image(&app, "library/other", "v1.0", &[b"three"]).await;
+        let res = app.delete("/api/v2.0/projects/library/repositories/other").admin().send().await;
+        assert_eq!(res.status, StatusCode::OK, "{}", res.text());
+    }
+);
+
+backend_test!(
+    /// `with_immutable_status=true` reports what the rules enforce, on the tag
+    /// listing and on the tags embedded in artifacts.
+    async fn immutable_status_follows_the_rules(app) {
+        let res = app.post(RULES).admin().json(&rule("{v*,stable}", "app")).send().await;
+        assert_eq!(res.status, StatusCode::CREATED, "{}", res.text());
+        let (_, digest) = push_image(&app, "library/app", "v1", &[b"one"]).await;
+        for tag in ["stable", "dev"] {
+            let res = app
+                .post(&format!("/api/v2.0/projects/library/repositories/app/artifacts/{digest}/tags"))
+                .admin()
+                .json(&json!({"name": tag}))
+                .send()
+                .await;
+            assert_eq!(res.status, StatusCode::CREATED, "{}", res.text());
+        }
+        let statuses = |body: &Value| -> Vec<(String, bool)> {
+            let mut out: Vec<(String, bool)> = body
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|t| (t["name"].as_str().unwrap().to_string(), t["immutable"].as_bool().unwrap()))
+                .collect();
+            out.sort();
+            out
+        };
+        let expected = vec![("dev".to_string(), false), ("stable".to_string(), true), ("v1".to_string(), true)];
+        let tags = format!("/api/v2.0/projects/library/repositories/app/artifacts/{digest}/tags");
+        let res = app.get(&format!("{tags}?with_immutable_status=true")).admin().send().await;
+        assert_eq!(statuses(&res.json()), expected);
+        let res = app.get(&tags).admin().send().await;
+        assert!(statuses(&res.json()).iter().all(|(_, immutable)| !immutable), "not asked for");
+        let res = app
+            .get("/api/v2.0/projects/library/repositories/app/artifacts?with_immutable_status=true")
+            .admin()
+            .send()
+            .await;
+        assert_eq!(statuses(&res.json()[0]["tags"]), expected);
+        let res = app
+            .get(&format!("/api/v2.0/projects/library/repositories/app/artifacts/{digest}?with_immutable_status=true"))
+            .admin()
+            .send()
+            .await;
+        assert_eq!(statuses(&res.json()["tags"]), expected);
+        // What the status says is what is enforced.
+        let res = app.delete(&format!("{tags}/dev")).admin().send().await;
+        assert_eq!(res.status, StatusCode::OK);
+        let res = app.delete(&format!("{tags}/stable")).admin().send().await;
+        assert_eq!(res.status, StatusCode::PRECONDITION_FAILED);
+    }
+);
