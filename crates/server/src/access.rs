@@ -2,6 +2,7 @@
 //! registry surfaces. Each surface renders the resulting [`ApiError`] its own way.
 
 use berth_domain::model::project::validate_project_name;
+use berth_domain::model::robot::RobotAccess;
 use berth_domain::model::{Project, ProjectRef, Robot, User};
 use berth_domain::rbac::{self, Action, Resource, Role};
 
@@ -56,16 +57,17 @@ impl ProjectAccess {
                 .is_some_and(|r| r.allows(self.project.id, resource, action))
     }
 
-    /// Whether the caller holds Harbor's `action` on `resource` by name, as a
-    /// robot permission grants it: system and project administrators hold
-    /// every one; a robot, what its own permissions allow.
-    pub fn allows_named(&self, resource: &str, action: &str) -> bool {
+    /// Whether the caller holds the whole of a robot access in this project,
+    /// so that it may grant it or act on a robot that has it: system and
+    /// project administrators hold every one; a robot, what its own
+    /// permissions cover with no deny taking part of it away.
+    pub fn holds(&self, access: &RobotAccess) -> bool {
         self.sysadmin
             || self.roles.contains(&Role::ProjectAdmin)
             || self
                 .robot
                 .as_ref()
-                .is_some_and(|r| r.allows_named(self.project.id, resource, action))
+                .is_some_and(|r| r.holds(self.project.id, access))
     }
 
     /// Passes when allowed; else 401 for anonymous callers, 403 `forbidden` for others.

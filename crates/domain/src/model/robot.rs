@@ -55,6 +55,28 @@ impl RobotAccess {
     fn denies(&self) -> bool {
         self.effect == EFFECT_DENY
     }
+
+    /// Whether this (allowing) access gives everything `wanted` names, its
+    /// wildcards included: `*` is covered only by `*`.
+    fn covers(&self, wanted: &Self) -> bool {
+        (self.resource == "*" || self.resource == wanted.resource)
+            && (self.action == "*"
+                || self.action == wanted.action
+                || (wanted.action == "pull" && self.action == "push"))
+    }
+
+    /// Whether this (denying) access takes away any part of what `wanted`
+    /// names: a deny of `member:*` overlaps a wanted `*:*`, and a deny of
+    /// `pull` overlaps a wanted `push` (which brings pull).
+    fn overlaps(&self, wanted: &Self) -> bool {
+        let resources =
+            self.resource == "*" || wanted.resource == "*" || self.resource == wanted.resource;
+        let actions = self.action == "*"
+            || wanted.action == "*"
+            || self.action == wanted.action
+            || (self.action == "pull" && wanted.action == "push");
+        resources && actions
+    }
 }
 
 /// Where a permission applies.
@@ -186,6 +208,30 @@ impl Robot {
             .filter(|a| a.matches(resource, action))
             .peekable();
         matching.peek().is_some() && matching.all(|a| !a.denies())
+    }
+
+    /// Whether it holds the whole of `wanted` in project `project_id`, so
+    /// that it may grant it (or act on a robot that has it): an allowing
+    /// access there covers it, wildcards included, and no denying access there
+    /// takes any part of it away. A deny is held by anyone: it only takes away.
+    pub fn holds(&self, project_id: i64, wanted: &RobotAccess) -> bool {
+        if wanted.denies() {
+            return true;
+        }
+        let here = || {
+            self.permissions
+                .iter()
+                .filter(|p| p.scope.covers(project_id))
+                .flat_map(|p| &p.access)
+        };
+        here().any(|a| !a.denies() && a.covers(wanted))
+            && !here().any(|a| a.denies() && a.overlaps(wanted))
+    }
+
+    /// Whether a robot it made, or acts on, that expires at `expires_at`
+    /// (unix seconds, -1: never) would outlive it.
+    pub fn outlived_by(&self, expires_at: i64) -> bool {
+        self.expires_at >= 0 && (expires_at < 0 || expires_at > self.expires_at)
     }
 
     /// Whether any permission applies in project `project_id`.
@@ -410,6 +456,63 @@ mod tests {
             "every project"
         );
         assert!(r.allows_system("project", "create"));
+    }
+
+    #[test]
+    fn holds_only_what_no_deny_takes_away() {
+        let r = robot(vec![RobotPermission {
+            scope: RobotScope::Project {
+                id: 7,
+                name: "library".into(),
+            },
+            access: vec![
+                access("*", "*", ""),
+                access("member", "*", "deny"),
+                access("repository", "pull", "deny"),
+            ],
+        }]);
+        assert!(r.holds(7, &access("artifact", "delete", "")));
+        assert!(!r.holds(7, &access("*", "*", "")), "member:* is denied");
+        assert!(!r.holds(7, &access("member", "create", "")));
+        assert!(
+            !r.holds(7, &access("*", "create", "")),
+            "member:create is in it"
+        );
+        assert!(
+            !r.holds(7, &access("repository", "push", "")),
+            "push brings the denied pull"
+        );
+        assert!(
+            r.holds(7, &access("member", "create", "deny")),
+            "a deny is always held"
+        );
+        assert!(
+            !r.holds(8, &access("artifact", "read", "")),
+            "another project"
+        );
+        let narrow = robot(vec![RobotPermission {
+            scope: RobotScope::Project {
+                id: 7,
+                name: "library".into(),
+            },
+            access: vec![access("repository", "push", ""), access("robot", "*", "")],
+        }]);
+        assert!(narrow.holds(7, &access("repository", "pull", "")));
+        assert!(
+            !narrow.holds(7, &access("*", "*", "")),
+            "* is covered only by *"
+        );
+        assert!(!narrow.holds(7, &access("repository", "*", "")));
+    }
+
+    #[test]
+    fn a_child_never_outlives_its_maker() {
+        let mut r = robot(Vec::new());
+        assert!(!r.outlived_by(-1), "a maker that never expires");
+        r.expires_at = 1000;
+        assert!(r.outlived_by(-1));
+        assert!(r.outlived_by(1001));
+        assert!(!r.outlived_by(1000));
     }
 
     #[test]

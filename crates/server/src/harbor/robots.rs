@@ -251,10 +251,7 @@ async fn resolve_permissions(
             }
         };
         if let Some(maker) = maker
-            && let Some(access) = permission
-                .access
-                .iter()
-                .find(|a| !maker.allows_named(&a.resource, &a.action))
+            && let Some(access) = permission.access.iter().find(|a| !maker.holds(a))
         {
             return Err(ApiError::forbidden(format!(
                 "the caller does not hold {}:{} to grant it",
@@ -302,6 +299,8 @@ pub async fn create_robot(
     let permissions = resolve_permissions(&state, requested, access.as_ref()).await?;
     let config = state.store.configurations().load().await?;
     let duration = lifetime_days(&config, req.duration);
+    let expires_at = robot::expiry(berth_domain::time::unix_now(), duration);
+    check_lifetime(&principal, expires_at)?;
     let secret = req.secret.unwrap_or_else(generate_secret);
     let (name, project_id) = match &access {
         Some(access) => (
@@ -324,7 +323,7 @@ pub async fn create_robot(
             project_id,
             secret_hash: hash_password(&secret).await?,
             duration,
-            expires_at: robot::expiry(berth_domain::time::unix_now(), duration),
+            expires_at,
             disabled: req.disable,
             creator_type: creator_type.to_string(),
             creator_ref,
@@ -421,7 +420,32 @@ async fn robot_for(
         .ok_or_else(|| ApiError::not_found(format!("robot {id} not found")))?;
     let project = robot.project_id.map(ProjectRef::Id);
     let access = require_robot_access(state, principal, project, action).await?;
+    // Changing a robot, its secret included, is acting with its power: the
+    // caller must hold every access it has.
+    if action != Action::Read
+        && let Some(access) = &access
+        && let Some(stronger) = robot
+            .permissions
+            .iter()
+            .flat_map(|p| &p.access)
+            .find(|a| !access.holds(a))
+    {
+        return Err(ApiError::forbidden(format!(
+            "the robot holds {}:{}, which the caller does not",
+            stronger.resource, stronger.action
+        )));
+    }
     Ok((robot, access))
+}
+
+/// Refuses a robot that would outlive the robot making or changing it.
+fn check_lifetime(principal: &Principal, expires_at: i64) -> Result<(), ApiError> {
+    match principal {
+        Principal::Robot(maker) if maker.robot.outlived_by(expires_at) => Err(ApiError::forbidden(
+            "a robot cannot give a robot a longer life than its own",
+        )),
+        _ => Ok(()),
+    }
 }
 
 /// `GET /robots/{robot_id}`.
@@ -468,6 +492,7 @@ pub async fn update_robot(
             .map_or_else(berth_domain::time::unix_now, |t| t.unix_timestamp());
         robot.duration = duration;
         robot.expires_at = robot::expiry(created, duration);
+        check_lifetime(&principal, robot.expires_at)?;
     }
     robot.description = req.description;
     robot.disabled = req.disable;

@@ -412,3 +412,105 @@ backend_test!(
         assert_eq!(res.json()[0]["permissions"][0]["access"].as_array().unwrap().len(), 1, "one set of permissions");
     }
 );
+
+backend_test!(
+    /// No robot acts on a robot that holds more than it does, nor grants what
+    /// a deny of its own takes away, nor makes a robot that outlives it.
+    async fn a_weak_robot_cannot_act_on_a_stronger_one(app) {
+        project(&app, None, "p", false).await;
+        let (strong_id, strong, strong_secret) =
+            create(&app, &project_robot("strong", "p", &[("*", "*")])).await;
+        let (weak_id, weak, weak_secret) = create(
+            &app,
+            &project_robot(
+                "weak",
+                "p",
+                &[("robot", "read"), ("robot", "update"), ("robot", "delete"), ("robot", "create"), ("repository", "pull")],
+            ),
+        )
+        .await;
+        let (puller_id, _, _) = create(&app, &project_robot("puller", "p", &[("repository", "pull")])).await;
+
+        // The stronger robot's secret, its settings and itself are out of reach.
+        let res = app
+            .request(Method::PATCH, &format!("/api/v2.0/robots/{strong_id}"))
+            .basic(&weak, &weak_secret)
+            .json(&json!({}))
+            .send()
+            .await;
+        assert_eq!(res.status, StatusCode::FORBIDDEN, "{}", res.text());
+        assert!(!res.text().contains("secret\":\""), "no secret leaks: {}", res.text());
+        let mut disable = project_robot("strong", "p", &[("*", "*")]);
+        disable["name"] = json!(strong);
+        disable["disable"] = json!(true);
+        let res = app
+            .put(&format!("/api/v2.0/robots/{strong_id}"))
+            .basic(&weak, &weak_secret)
+            .json(&disable)
+            .send()
+            .await;
+        assert_eq!(res.status, StatusCode::FORBIDDEN, "{}", res.text());
+        let res = app.delete(&format!("/api/v2.0/robots/{strong_id}")).basic(&weak, &weak_secret).send().await;
+        assert_eq!(res.status, StatusCode::FORBIDDEN, "{}", res.text());
+        let res = app.get("/api/v2.0/projects/p").basic(&strong, &strong_secret).send().await;
+        assert_eq!(res.status, StatusCode::OK, "the strong robot is untouched: {}", res.text());
+        // Reading it is allowed (robot:read), and a robot it covers may be refreshed.
+        let res = app.get(&format!("/api/v2.0/robots/{strong_id}")).basic(&weak, &weak_secret).send().await;
+        assert_eq!(res.status, StatusCode::OK);
+        let res = app
+            .request(Method::PATCH, &format!("/api/v2.0/robots/{puller_id}"))
+            .basic(&weak, &weak_secret)
+            .json(&json!({}))
+            .send()
+            .await;
+        assert_eq!(res.status, StatusCode::OK, "{}", res.text());
+        assert!(res.json()["secret"].as_str().is_some_and(|s| !s.is_empty()));
+        let res = app.delete(&format!("/api/v2.0/robots/{puller_id}")).basic(&weak, &weak_secret).send().await;
+        assert_eq!(res.status, StatusCode::OK, "{}", res.text());
+        // The project's administrator (admin here) still manages both.
+        let res = app.delete(&format!("/api/v2.0/robots/{weak_id}")).admin().send().await;
+        assert_eq!(res.status, StatusCode::OK);
+
+        // A deny the maker carries is not dropped by a wildcard grant.
+        let denied = json!({
+            "name": "denied", "level": "project", "duration": 30,
+            "permissions": [{"kind": "project", "namespace": "p", "access": [
+                {"resource": "*", "action": "*"},
+                {"resource": "member", "action": "*", "effect": "deny"},
+            ]}],
+        });
+        let (_, denied_name, denied_secret) = create(&app, &denied).await;
+        let as_denied = |body: Value| {
+            let (app, name, secret) = (&app, denied_name.clone(), denied_secret.clone());
+            async move { app.post("/api/v2.0/robots").basic(&name, &secret).json(&body).send().await }
+        };
+        let mut child = project_robot("child", "p", &[("*", "*")]);
+        child["duration"] = json!(1);
+        let res = as_denied(child.clone()).await;
+        assert_eq!(res.status, StatusCode::FORBIDDEN, "{}", res.text());
+        let mut member_child = project_robot("child", "p", &[("member", "create")]);
+        member_child["duration"] = json!(1);
+        assert_eq!(as_denied(member_child).await.status, StatusCode::FORBIDDEN);
+        // A child that never expires would outlive its 30-day maker.
+        let forever = project_robot("child", "p", &[("repository", "push")]);
+        let res = as_denied(forever.clone()).await;
+        assert_eq!(res.status, StatusCode::FORBIDDEN, "{}", res.text());
+        let mut shorter = forever;
+        shorter["duration"] = json!(1);
+        let res = as_denied(shorter).await;
+        assert_eq!(res.status, StatusCode::CREATED, "{}", res.text());
+        let child_id = id_from_location(&res);
+        // Nor may the maker lengthen its child's life past its own.
+        let mut longer = project_robot("child", "p", &[("repository", "push")]);
+        longer["name"] = json!("robot$p+child");
+        let res = app
+            .put(&format!("/api/v2.0/robots/{child_id}"))
+            .basic(&denied_name, &denied_secret)
+            .json(&longer)
+            .send()
+            .await;
+        assert_eq!(res.status, StatusCode::FORBIDDEN, "{}", res.text());
+        let robot = app.get(&format!("/api/v2.0/robots/{child_id}")).admin().send().await.json();
+        assert_eq!(robot["duration"], 1);
+    }
+);
