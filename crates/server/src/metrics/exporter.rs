@@ -23,29 +23,40 @@ pub const EXPORTER_TTL: Duration = Duration::from_secs(5);
 /// then); older ones are read again before answering.
 pub const EXPORTER_STALE_LIMIT: Duration = Duration::from_secs(60);
 
+/// One reading, rendered in two parts: figures about the whole registry, and
+/// the per-project series, which name projects (private ones too) and are
+/// shown only to callers who may see every project.
+#[derive(Debug, Clone)]
+pub struct Reading {
+    /// Health, system information, project totals, upload sessions.
+    pub aggregate: Arc<str>,
+    /// `harbor_project_repo_total`, members, quota, pulls: one series per project.
+    pub per_project: Arc<str>,
+}
+
 /// The rendered figures and when they were read.
 #[derive(Debug, Default)]
 pub struct Exporter {
-    cached: Mutex<Option<(Instant, Arc<str>)>>,
+    cached: Mutex<Option<(Instant, Reading)>>,
     refreshing: AtomicBool,
 }
 
 impl Exporter {
-    fn kept(&self) -> Option<(Instant, Arc<str>)> {
+    fn kept(&self) -> Option<(Instant, Reading)> {
         self.cached
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .clone()
     }
 
-    fn keep(&self, text: Arc<str>) {
+    fn keep(&self, text: Reading) {
         *self.cached.lock().unwrap_or_else(|e| e.into_inner()) = Some((Instant::now(), text));
     }
 
     /// The figures: kept ones younger than [`EXPORTER_TTL`]; kept ones up to
     /// [`EXPORTER_STALE_LIMIT`] while one background task reads them again;
     /// else read now.
-    pub async fn text(&self, state: &AppState) -> Arc<str> {
+    pub async fn text(&self, state: &AppState) -> Reading {
         if let Some((at, text)) = self.kept() {
             let age = at.elapsed();
             if age < EXPORTER_TTL {
@@ -59,13 +70,13 @@ impl Exporter {
                         // Cleared however the task ends (a panic too), so
                         // that a later scrape can start another.
                         let _refreshing = Cleared(&exporter.refreshing);
-                        exporter.keep(Arc::from(read(&state).await));
+                        exporter.keep(read(&state).await);
                     });
                 }
                 return text;
             }
         }
-        let text: Arc<str> = Arc::from(read(state).await);
+        let text = read(state).await;
         self.keep(text.clone());
         text
     }
@@ -132,7 +143,7 @@ fn escape_into(out: &mut String, value: &str) {
 
 /// Reads and renders every database figure (a failed part is left out and
 /// logged), and logs how long the reading and the whole took (at debug level).
-async fn read(state: &AppState) -> String {
+async fn read(state: &AppState) -> Reading {
     let started = Instant::now();
     let statistics = state.store.statistics();
     let configurations = state.store.configurations();
@@ -152,7 +163,7 @@ async fn read(state: &AppState) -> String {
     tracing::debug!(
         millis = started.elapsed().as_secs_f64() * 1000.0,
         query_millis = queried.as_secs_f64() * 1000.0,
-        bytes = text.len(),
+        bytes = text.aggregate.len() + text.per_project.len(),
         "metrics: database figures read"
     );
     text
@@ -167,7 +178,7 @@ struct Figures {
 }
 
 /// The text of a reading.
-fn render(figures: Figures) -> String {
+fn render(figures: Figures) -> Reading {
     let Figures {
         components,
         projects,
@@ -175,6 +186,7 @@ fn render(figures: Figures) -> String {
         config,
     } = figures;
     let mut out = String::new();
+    let mut per_project = String::new();
     let mut text = Text(&mut out);
 
     let healthy = components.iter().all(|c| c.is_healthy());
@@ -215,7 +227,10 @@ fn render(figures: Figures) -> String {
     }
 
     match projects {
-        Ok(projects) => project_families(&mut text, &projects),
+        Ok(projects) => {
+            project_totals(&mut text, &projects);
+            project_families(&mut Text(&mut per_project), &projects);
+        }
         Err(err) => tracing::warn!(error = %err, "metrics: reading the project figures failed"),
     }
 
@@ -230,15 +245,18 @@ fn render(figures: Figures) -> String {
         }
         Err(err) => tracing::warn!(error = %err, "metrics: counting the upload sessions failed"),
     }
-    out
+    Reading {
+        aggregate: Arc::from(out),
+        per_project: Arc::from(per_project),
+    }
 }
 
 fn public_label(public: i64) -> &'static str {
     if public == 1 { "true" } else { "false" }
 }
 
-/// Harbor's per-project families, from one row per project.
-fn project_families(text: &mut Text<'_>, projects: &[ProjectFigures]) {
+/// `harbor_project_total`: how many projects, public and private.
+fn project_totals(text: &mut Text<'_>, projects: &[ProjectFigures]) {
     let public = projects.iter().filter(|p| p.public == 1).count();
     text.family("harbor_project_total", "Total projects number", "gauge");
     for (label, count) in [("true", public), ("false", projects.len() - public)] {
@@ -248,6 +266,10 @@ fn project_families(text: &mut Text<'_>, projects: &[ProjectFigures]) {
             i64::try_from(count).unwrap_or(i64::MAX),
         );
     }
+}
+
+/// Harbor's per-project families, from one row per project.
+fn project_families(text: &mut Text<'_>, projects: &[ProjectFigures]) {
     text.family(
         "harbor_project_repo_total",
         "Total project repos number",

@@ -10,6 +10,7 @@
 //! bounded whatever paths clients send.
 
 mod exporter;
+mod process;
 mod record;
 
 use std::net::SocketAddr;
@@ -185,17 +186,23 @@ impl Metrics {
         self.exporter.forget();
     }
 
-    /// The whole scrape: live metrics, then the sampled and the cached figures.
-    pub async fn render(&self, state: &AppState) -> String {
+    /// The whole scrape: live metrics, then the sampled and the cached
+    /// figures; the per-project series only when `per_project`.
+    pub async fn render(&self, state: &AppState, per_project: bool) -> String {
         let cached = self.exporter.text(state).await;
-        let mut out = String::with_capacity(cached.len() + 64 * 1024);
+        let mut out =
+            String::with_capacity(cached.aggregate.len() + cached.per_project.len() + 64 * 1024);
         if let Err(err) =
             prometheus_client::encoding::prometheus_text::encode(&mut out, &self.registry)
         {
             tracing::error!(error = %err, "encoding the metrics failed");
         }
         sampled(state, &mut out);
-        out.push_str(&cached);
+        process::sample(&mut exporter::Text(&mut out));
+        out.push_str(&cached.aggregate);
+        if per_project {
+            out.push_str(&cached.per_project);
+        }
         out
     }
 }
@@ -288,24 +295,37 @@ fn scrape_response(body: String) -> Response {
         .into_response()
 }
 
-/// `GET /metrics` for everybody (Harbor's exporter is open).
-pub async fn get_metrics(State(state): State<AppState>) -> Response {
-    scrape_response(state.metrics.render(&state).await)
+/// `GET /metrics` on the main port: open (Harbor's exporter is), but the
+/// series that name projects only for system administrators (Basic auth),
+/// since they would list private projects to anyone.
+pub async fn get_metrics(State(state): State<AppState>, principal: Principal) -> Response {
+    let per_project = principal.is_sysadmin();
+    scrape_response(state.metrics.render(&state, per_project).await)
 }
 
-/// `GET /metrics` for system administrators only.
+/// `GET /metrics` on `--metrics-addr`, an address of its own that only the
+/// scraper reaches: everything.
+pub async fn get_all_metrics(State(state): State<AppState>) -> Response {
+    scrape_response(state.metrics.render(&state, true).await)
+}
+
+/// `GET /metrics` for system administrators only (`--metrics-require-admin`).
 pub async fn get_metrics_as_admin(
     State(state): State<AppState>,
     principal: Principal,
 ) -> HarborResult<Response> {
     principal.require_sysadmin()?;
-    Ok(scrape_response(state.metrics.render(&state).await))
+    Ok(scrape_response(state.metrics.render(&state, true).await))
 }
 
-/// The `/metrics` route, open or for administrators.
+/// The `/metrics` route: for administrators when `require_admin`; else on
+/// its own address everything, on the main port the aggregate figures to
+/// anyone and the per-project ones to administrators.
 pub fn routes(settings: &MetricsSettings) -> Routes {
     let route = if settings.require_admin {
         get(get_metrics_as_admin)
+    } else if settings.addr.is_some() {
+        get(get_all_metrics)
     } else {
         get(get_metrics)
     };

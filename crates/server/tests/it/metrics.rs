@@ -66,9 +66,17 @@ fn value(samples: &[Sample], name: &str, labels: &[(&str, &str)]) -> f64 {
         .sum()
 }
 
-/// A scrape of `app` (open `/metrics`).
+/// An anonymous scrape of `app` (open `/metrics`).
 async fn scrape(app: &TestApp) -> Vec<Sample> {
-    let res = app.get("/metrics").send().await;
+    scrape_text(app.get("/metrics").send().await)
+}
+
+/// A scrape as a system administrator, who also sees the per-project series.
+async fn scrape_as_admin(app: &TestApp) -> Vec<Sample> {
+    scrape_text(app.get("/metrics").admin().send().await)
+}
+
+fn scrape_text(res: crate::util::TestResponse) -> Vec<Sample> {
     assert_eq!(res.status, StatusCode::OK, "{}", res.text());
     assert_eq!(
         res.header("content-type"),
@@ -115,7 +123,7 @@ backend_test!(
         // The database figures of the first scrape are kept for a few seconds.
         app.state.metrics.forget_cached();
 
-        let after = scrape(&app).await;
+        let after = scrape_as_admin(&app).await;
         let count = |method: &str, code: &str, operation: &str| {
             value(
                 &after,
@@ -226,7 +234,7 @@ backend_test!(
         push_image(&app, "team/one", "v1", &[b"one".as_slice()]).await;
         push_image(&app, "team/two", "v1", &[b"two".as_slice()]).await;
 
-        let samples = scrape(&app).await;
+        let samples = scrape_as_admin(&app).await;
         assert_eq!(value(&samples, "harbor_project_total", &[("public", "false")]), 2.0);
         let of = |name: &str, project: &str| value(&samples, name, &[("project_name", project)]);
         assert_eq!(of("harbor_project_repo_total", "team"), 2.0);
@@ -354,5 +362,57 @@ backend_test!(
         assert_eq!(on_main.status(), StatusCode::NOT_FOUND);
         let on_own = separate.oneshot(request()).await.unwrap();
         assert_eq!(on_own.status(), StatusCode::OK);
+    }
+);
+
+backend_test!(
+    /// An anonymous scrape of the main port shows aggregate and process
+    /// figures but no series that names a project: private projects stay
+    /// private. Administrators, and the scraper of `--metrics-addr`, see them.
+    async fn anonymous_scrapes_name_no_project(app) {
+        fixtures::project(&app, None, "secret-team", false).await;
+        let res = app.get("/metrics").send().await;
+        assert_eq!(res.status, StatusCode::OK);
+        let text = res.text();
+        assert!(!text.contains("secret-team"), "a private project named: {text}");
+        assert!(!text.contains("project_name="), "no per-project series");
+        let samples = parse(&text);
+        assert_eq!(value(&samples, "harbor_project_total", &[("public", "false")]), 1.0);
+        for name in [
+            "process_cpu_seconds_total",
+            "process_resident_memory_bytes",
+            "process_virtual_memory_bytes",
+            "process_open_fds",
+            "process_max_fds",
+            "process_start_time_seconds",
+        ] {
+            assert!(samples.iter().any(|s| s.name == name), "{name} missing");
+        }
+        assert!(value(&samples, "process_resident_memory_bytes", &[]) > 1_000_000.0);
+        assert!(value(&samples, "process_open_fds", &[]) >= 3.0);
+        let started = value(&samples, "process_start_time_seconds", &[]);
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs_f64();
+        assert!(started > now - 86_400.0 && started <= now + 1.0, "{started} vs {now}");
+
+        fixtures::user(&app, "bob").await;
+        let res = app.get("/metrics").basic("bob", fixtures::PASSWORD).send().await;
+        assert!(!res.text().contains("secret-team"), "a user who is not an administrator");
+        let admin = scrape_as_admin(&app).await;
+        assert_eq!(value(&admin, "harbor_project_member_total", &[("project_name", "secret-team")]), 1.0);
+
+        let settings = MetricsSettings {
+            addr: Some("127.0.0.1:0".parse().unwrap()),
+            require_admin: false,
+        };
+        let separate = berth::metrics::router(app.state.clone(), &settings);
+        let request = axum::http::Request::get("/metrics")
+            .body(axum::body::Body::empty())
+            .unwrap();
+        let res = separate.oneshot(request).await.unwrap();
+        let body = axum::body::to_bytes(res.into_body(), usize::MAX).await.unwrap();
+        assert!(String::from_utf8_lossy(&body).contains("project_name=\"secret-team\""));
     }
 );
