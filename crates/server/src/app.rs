@@ -65,6 +65,10 @@ pub fn build_with(state: AppState, metrics: &MetricsSettings) -> App {
         .merge(portal::router())
         .fallback(not_found)
         .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            crate::read_only::guard,
+        ))
+        .layer(axum::middleware::from_fn_with_state(
             recorder,
             crate::metrics::record,
         ))

@@ -165,6 +165,7 @@ pub fn build_state(
         registry: crate::registry::RegistryState::new(blobs, redirect_downloads, jwt_secret, proxy),
         audit_queue: crate::audit::AuditQueue::default(),
         metrics: crate::metrics::Metrics::new(),
+        configuration: TimedCache::new(crate::state::CONFIGURATION_TIMES, 1),
         external_url,
         rest,
     })

@@ -20,6 +20,7 @@ pub mod openapi;
 pub mod operations;
 pub mod page_cache;
 pub mod portal;
+pub mod read_only;
 pub mod registry;
 pub mod rest;
 pub mod secrets;

@@ -217,6 +217,11 @@ async fn user(settings: &Settings, command: UserCommand) -> anyhow::Result<()> {
 async fn gc(settings: &Settings, grace: i64, upload_expiry: i64) -> anyhow::Result<()> {
     let blobs = bootstrap::open_blobs(settings).await?;
     let store = bootstrap::open_store(settings).await?;
+    if store.configurations().load().await?.flag("read_only") {
+        anyhow::bail!(
+            "the registry is in read-only mode (configuration read_only): garbage collection does not run"
+        );
+    }
     let secs = |s: i64| std::time::Duration::from_secs(u64::try_from(s).unwrap_or(0));
     let options = berth_store::repo::gc::GcOptions {
         grace: secs(grace),

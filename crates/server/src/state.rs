@@ -2,11 +2,13 @@
 
 use std::ops::Deref;
 use std::sync::Arc;
+use std::time::Duration;
 
+use berth_auth::cache::{CacheTimes, Lookup};
 use berth_auth::secret::SecretKey;
 use berth_auth::{CredentialCache, TimedCache, TokenKeys};
-use berth_domain::model::User;
-use berth_store::Store;
+use berth_domain::model::{Configuration, User};
+use berth_store::{Store, StoreError};
 
 /// The application state: cheap to clone, one `Arc` inside.
 #[derive(Clone, Debug)]
@@ -37,12 +39,39 @@ pub struct Inner {
     pub audit_queue: crate::audit::AuditQueue,
     /// What `/metrics` reports.
     pub metrics: crate::metrics::Metrics,
+    /// The configuration in effect, as last read (see [`AppState::configuration`]).
+    pub configuration: TimedCache<(), Arc<Configuration>>,
 }
+
+/// How long the configuration read from the store is used before it is read
+/// again: a change made on another instance acts within this time (one made
+/// on this instance acts at once).
+pub const CONFIGURATION_TIMES: CacheTimes = CacheTimes {
+    lifetime: Duration::from_secs(1),
+    revalidate: Duration::from_secs(1),
+};
 
 impl AppState {
     /// Wraps the shared parts.
     pub fn new(inner: Inner) -> Self {
         Self(Arc::new(inner))
+    }
+
+    /// The configuration in effect, read from the store at most once per
+    /// [`CONFIGURATION_TIMES`] window: what per-request checks (read-only mode,
+    /// token lifetimes) read instead of the database.
+    pub async fn configuration(&self) -> Result<Arc<Configuration>, StoreError> {
+        if let Lookup::Fresh(config) = self.configuration.get(&()) {
+            return Ok(config);
+        }
+        let config = Arc::new(self.store.configurations().load().await?);
+        self.configuration.put((), config.clone());
+        Ok(config)
+    }
+
+    /// Drops the kept configuration, after a change on this instance.
+    pub fn forget_configuration(&self) {
+        self.configuration.remove(&());
     }
 
     /// Notes an operation in the audit log (written a moment later, in a batch).

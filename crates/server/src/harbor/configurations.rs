@@ -146,6 +146,7 @@ pub async fn update_configurations_as(
         ));
     }
     state.store.configurations().save(&items).await?;
+    state.forget_configuration();
     let names: Vec<&str> = items.iter().map(|(name, _)| *name).collect();
     state.audit(crate::audit::Event {
         project_id: None,

@@ -76,6 +76,9 @@ pub async fn create_gc_schedule(
 /// portal); its id. A run already going is a 409.
 pub async fn start_gc_as(state: &AppState, principal: &Principal) -> Result<i64, ApiError> {
     principal.require_sysadmin()?;
+    if state.configuration().await?.flag("read_only") {
+        return Err(crate::read_only::refusal());
+    }
     let run = state.store.start_gc_run().await?;
     let id = run.id;
     let worker = state.clone();

@@ -13,6 +13,7 @@ mod members;
 mod metadata;
 mod projects;
 mod quotas;
+mod read_only;
 mod registries;
 mod registry_content;
 mod robots;
