@@ -41,6 +41,14 @@ pub async fn copy_artifact(
 ) -> HarborResult<Response> {
     let from = query.required("from")?;
     let (source_project, source_repository, reference) = parse_from(&from)?;
+    // The repository a copy makes is named by the rule a push's name follows.
+    let target_repository = full_name(&project_name, &repository_name);
+    if !berth_domain::oci::is_valid_name(&target_repository) {
+        return Err(ApiError::bad_request(format!(
+            "invalid repository name: {target_repository}"
+        ))
+        .into());
+    }
     let source = load_artifact(
         &state,
         &principal,
@@ -71,7 +79,7 @@ pub async fn copy_artifact(
         source_project,
         source_repository: &source.repository_name,
         target_project: target.project.id,
-        target_repository: &full_name(&project_name, &repository_name),
+        target_repository: &target_repository,
     };
     copy.manifest(&source.digest, None, 0).await?;
     for tag in state.store.artifacts().tags_of(&[source.id]).await? {

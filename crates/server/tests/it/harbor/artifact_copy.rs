@@ -212,3 +212,32 @@ backend_test!(
         assert_eq!(res.status, StatusCode::NOT_FOUND);
     }
 );
+
+backend_test!(
+    /// A copy's target repository follows the rule a push's name does: no
+    /// `..`, spaces or upper case, however the path encodes them.
+    async fn a_copy_never_makes_an_impossible_repository_name(app) {
+        create_project(&app, "cp", false).await;
+        push_image(&app, "cp/src", "1", &[b"layer"]).await;
+        for target in ["..%252F..%252FX%2520y", "..%252Fescape", "Upper", "a%2520b", "a%252F%252Fb", "-a"] {
+            let res = app
+                .post(&format!("/api/v2.0/projects/cp/repositories/{target}/artifacts?from=cp/src:1"))
+                .admin()
+                .send()
+                .await;
+            assert_eq!(res.status, StatusCode::BAD_REQUEST, "{target}: {}", res.text());
+        }
+        let res = app.get("/api/v2.0/projects/cp/repositories").admin().send().await;
+        assert_eq!(res.header("x-total-count"), Some("1"), "{}", res.text());
+        assert_eq!(res.json()[0]["name"], "cp/src");
+        // A nested name, encoded as Harbor's clients do, is fine.
+        let res = app
+            .post("/api/v2.0/projects/cp/repositories/team%252Fcopy/artifacts?from=cp/src:1")
+            .admin()
+            .send()
+            .await;
+        assert_eq!(res.status, StatusCode::CREATED, "{}", res.text());
+        let res = app.get("/api/v2.0/projects/cp/repositories/team%252Fcopy").admin().send().await;
+        assert_eq!(res.status, StatusCode::OK);
+    }
+);
