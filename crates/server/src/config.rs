@@ -181,6 +181,10 @@ pub struct Settings {
         global = true
     )]
     pub facebook_api_url: String,
+    /// Identity providers `POST /auth/{provider}` signs in with: a comma-separated
+    /// list of `github`, `google`, `facebook`; empty (the default) enables none.
+    #[arg(long, env = "AUTH_PROVIDERS", default_value = "", value_parser = parse_providers, global = true)]
+    pub auth_providers: Providers,
     /// Origins CORS allows on the generator-rest routes: `*`, a comma-separated list, or `none`.
     #[arg(long, env = "CORS_ORIGINS", default_value = "*", global = true)]
     pub cors_origins: String,
@@ -393,4 +397,35 @@ mod tests {
             assert!(err.contains("file:///absolute/path"), "{bad}: {err}");
         }
     }
+}
+
+/// The identity providers an administrator enabled (`--auth-providers`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Providers(pub Vec<String>);
+
+impl Providers {
+    /// Whether `provider` is enabled.
+    pub fn enabled(&self, provider: &str) -> bool {
+        self.0.iter().any(|p| p == provider)
+    }
+}
+
+/// The providers `POST /auth/{provider}` knows.
+pub const PROVIDERS: [&str; 3] = ["github", "google", "facebook"];
+
+fn parse_providers(text: &str) -> Result<Providers, String> {
+    let mut enabled = Vec::new();
+    for name in text.split(',').map(str::trim).filter(|n| !n.is_empty()) {
+        let name = name.to_ascii_lowercase();
+        if !PROVIDERS.contains(&name.as_str()) {
+            return Err(format!(
+                "unknown identity provider {name:?}: use {}",
+                PROVIDERS.join(", ")
+            ));
+        }
+        if !enabled.contains(&name) {
+            enabled.push(name);
+        }
+    }
+    Ok(Providers(enabled))
 }

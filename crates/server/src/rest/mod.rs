@@ -45,6 +45,8 @@ pub struct RestConfig {
     pub facebook_api_url: String,
     /// `*`, a comma-separated origin list, or `none`.
     pub cors_origins: String,
+    /// The identity providers `POST /auth/{provider}` accepts (none by default).
+    pub providers: crate::config::Providers,
 }
 
 impl Default for RestConfig {
@@ -57,6 +59,7 @@ impl Default for RestConfig {
             google_api_url: "https://www.googleapis.com".into(),
             facebook_api_url: "https://graph.facebook.com".into(),
             cors_origins: "*".into(),
+            providers: crate::config::Providers::default(),
         }
     }
 }
@@ -71,6 +74,7 @@ impl RestConfig {
             google_api_url: settings.google_api_url.clone(),
             facebook_api_url: settings.facebook_api_url.clone(),
             cors_origins: settings.cors_origins.clone(),
+            providers: settings.auth_providers.clone(),
             ..Self::default()
         }
     }

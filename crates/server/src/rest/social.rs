@@ -25,6 +25,9 @@ struct Profile {
     subject: String,
     name: Option<String>,
     email: Option<String>,
+    /// Whether the provider vouches that the account owns `email`: only then
+    /// is the account linked to an existing user with that address.
+    email_verified: bool,
     picture: Option<String>,
 }
 
@@ -64,6 +67,10 @@ async fn github(state: &AppState, token: &str) -> Result<Profile, FetchError> {
     #[derive(Deserialize)]
     struct GithubEmail {
         email: String,
+        #[serde(default)]
+        primary: bool,
+        #[serde(default)]
+        verified: bool,
     }
     let base = state.rest.config.github_api_url.trim_end_matches('/');
     let auth = format!("token {token}");
@@ -78,10 +85,16 @@ async fn github(state: &AppState, token: &str) -> Result<Profile, FetchError> {
         .http
         .get_json(&format!("{base}/user/emails"), &headers)
         .await?;
+    // The primary address, and only when GitHub has verified it.
+    let email = emails
+        .into_iter()
+        .find(|e| e.primary && e.verified)
+        .map(|e| e.email);
     Ok(Profile {
         subject: subject_of(&user.id)?,
         name: user.name.or(user.login),
-        email: emails.into_iter().next().map(|e| e.email),
+        email_verified: email.is_some(),
+        email,
         picture: user.avatar_url,
     })
 }
@@ -92,6 +105,8 @@ async fn google(state: &AppState, token: &str) -> Result<Profile, FetchError> {
         id: serde_json::Value,
         name: Option<String>,
         email: Option<String>,
+        #[serde(default)]
+        verified_email: bool,
         picture: Option<String>,
     }
     let base = state.rest.config.google_api_url.trim_end_matches('/');
@@ -108,6 +123,7 @@ async fn google(state: &AppState, token: &str) -> Result<Profile, FetchError> {
         subject: subject_of(&user.id)?,
         name: user.name,
         email: user.email,
+        email_verified: user.verified_email,
         picture: user.picture,
     })
 }
@@ -141,13 +157,17 @@ async fn facebook(state: &AppState, token: &str) -> Result<Profile, FetchError> 
         subject: subject_of(&user.id)?,
         name: user.name,
         email: user.email,
+        // The Graph API says nothing of verification: never linked by e-mail.
+        email_verified: false,
         picture: user.picture.and_then(|p| p.data).and_then(|d| d.url),
     })
 }
 
-/// Finds the user linked to the account, else the user with its e-mail (and
-/// links it), else creates one without a local password; name and picture
-/// are refreshed from the provider, as the reference does.
+/// Finds the user linked to the account, else the user with its e-mail when
+/// the provider vouches for the address (and links it), else creates one
+/// without a local password where the registry lets people register
+/// themselves (`self_registration`, local accounts); name and picture are
+/// refreshed from the provider, as the reference does.
 async fn sign_in(state: &AppState, provider: &str, profile: Profile) -> RestResult<User> {
     let store = &state.store;
     let Some(email) = profile
@@ -180,7 +200,18 @@ async fn sign_in(state: &AppState, provider: &str, profile: Profile) -> RestResu
         };
         let existing = match linked {
             Some(user) => Some(user),
-            None => store.users().find_by_email(&email).await?,
+            None => match store.users().find_by_email(&email).await? {
+                Some(_) if !profile.email_verified => {
+                    return Err(ApiError::new(
+                        ErrorKind::Conflict,
+                        format!(
+                            "an account with this e-mail address exists, and {provider} does not vouch for the address: sign in with its password"
+                        ),
+                    )
+                    .into());
+                }
+                found => found,
+            },
         };
         let user = match existing {
             Some(user) => {
@@ -198,6 +229,7 @@ async fn sign_in(state: &AppState, provider: &str, profile: Profile) -> RestResu
                     .ok_or_else(not_found)?
             }
             None => {
+                may_register(state).await?;
                 let name = profile
                     .name
                     .as_deref()
@@ -231,6 +263,24 @@ async fn sign_in(state: &AppState, provider: &str, profile: Profile) -> RestResu
     .into())
 }
 
+/// Refuses to make an account unless people may register themselves: the
+/// registry's `self_registration` is on and accounts are local (`db_auth`;
+/// under LDAP the directory holds the accounts, as Harbor's createUser says).
+async fn may_register(state: &AppState) -> Result<(), ApiError> {
+    let config = state.configuration().await?;
+    if config.string("auth_mode") != "db_auth" {
+        return Err(ApiError::forbidden(
+            "accounts come from the directory: a provider cannot create one",
+        ));
+    }
+    if !config.flag("self_registration") {
+        return Err(ApiError::forbidden(
+            "self-registration is off: an administrator creates accounts",
+        ));
+    }
+    Ok(())
+}
+
 /// `POST /auth/:provider` (`github`, `google`, `facebook`): 201 `{token, user}`.
 pub async fn authenticate_with_provider(
     State(state): State<AppState>,
@@ -238,8 +288,14 @@ pub async fn authenticate_with_provider(
     input: RestInput,
 ) -> RestResult<(StatusCode, Json<AuthView>)> {
     let provider = provider.as_str();
-    if !matches!(provider, "github" | "google" | "facebook") {
+    if !crate::config::PROVIDERS.contains(&provider) {
         return Err(not_found().into());
+    }
+    if !state.rest.config.providers.enabled(provider) {
+        return Err(ApiError::forbidden(format!(
+            "sign-in with {provider} is not enabled on this server"
+        ))
+        .into());
     }
     let token = input.provider_token()?;
     let profile = match provider {

@@ -52,7 +52,10 @@ async fn stand_in_providers() -> String {
             get(|h: HeaderMap| async move {
                 answer(
                     &bearer(&h, "token "),
-                    json!([{"email": "Octo@Example.com", "primary": true}, {"email": "other@example.com"}]),
+                    json!([
+                        {"email": "first@example.com", "primary": false, "verified": true},
+                        {"email": "Octo@Example.com", "primary": true, "verified": true},
+                    ]),
                 )
             }),
         )
@@ -61,7 +64,7 @@ async fn stand_in_providers() -> String {
             get(|h: HeaderMap| async move {
                 answer(
                     &bearer(&h, "Bearer "),
-                    json!({"id": "g-77", "name": "Google Name", "email": "a@a.com", "picture": "https://g.example/p"}),
+                    json!({"id": "g-77", "name": "Google Name", "email": "a@a.com", "verified_email": true, "picture": "https://g.example/p"}),
                 )
             }),
         )
@@ -81,14 +84,37 @@ async fn stand_in_providers() -> String {
     format!("http://{addr}")
 }
 
+/// `app` with the stand-in providers, all enabled, and self-registration on.
 async fn with_providers(app: TestApp) -> TestApp {
+    let app = with_providers_only(app).await;
+    set_configuration(&app, json!({"self_registration": true})).await;
+    app
+}
+
+/// `app` with the stand-in providers enabled, the registry's policy as it is.
+async fn with_providers_only(app: TestApp) -> TestApp {
     let base = stand_in_providers().await;
     app.with_rest(berth::rest::RestConfig {
         github_api_url: base.clone(),
         google_api_url: format!("{base}/"),
         facebook_api_url: base,
+        providers: berth::config::Providers(vec![
+            "github".into(),
+            "google".into(),
+            "facebook".into(),
+        ]),
         ..Default::default()
     })
+}
+
+async fn set_configuration(app: &TestApp, items: Value) {
+    let res = app
+        .put("/api/v2.0/configurations")
+        .admin()
+        .json(&items)
+        .send()
+        .await;
+    assert_eq!(res.status, StatusCode::OK, "{}", res.text());
 }
 
 backend_test!(
@@ -162,9 +188,63 @@ backend_test!(
         // A provider that cannot be reached.
         let app = app.with_rest(berth::rest::RestConfig {
             github_api_url: "http://127.0.0.1:9".into(),
+            providers: berth::config::Providers(vec!["github".into()]),
             ..Default::default()
         });
         let res = app.post("/auth/github").bearer("good").send().await;
         assert_eq!(res.status, StatusCode::BAD_GATEWAY);
+    }
+);
+
+backend_test!(
+    /// Providers are off until enabled; a provider creates an account only
+    /// where people may register themselves; an existing account is linked
+    /// only through an address the provider vouches for.
+    async fn social_sign_in_follows_the_registrys_policy(app) {
+        // Not enabled: refused, whatever the token.
+        let base = stand_in_providers().await;
+        let off = app.with_rest(berth::rest::RestConfig {
+            github_api_url: base.clone(),
+            ..Default::default()
+        });
+        let res = off.post("/auth/github").bearer("good").send().await;
+        assert_eq!(res.status, StatusCode::FORBIDDEN, "{}", res.text());
+        let app = with_providers_only(off).await;
+
+        // Self-registration off (the default): no account is made, and no
+        // token reaches the Harbor API.
+        let res = app.post("/auth/github").bearer("good").send().await;
+        assert_eq!(res.status, StatusCode::FORBIDDEN, "{}", res.text());
+        assert!(app.store().users().find_by_email("octo@example.com").await.unwrap().is_none());
+        // An existing account is still found through a verified address.
+        let a = sign_up(&app, "a@a.com", "user", "user").await;
+        let res = app.post("/auth/google").bearer("good").send().await;
+        assert_eq!(res.status, StatusCode::CREATED, "{}", res.text());
+        assert_eq!(res.json()["user"]["id"], a.id);
+        // Facebook does not vouch for addresses: an account with its address is not taken over.
+        sign_up(&app, "fb@example.com", "user", "user").await;
+        let res = app.post("/auth/facebook").bearer("good").send().await;
+        assert_eq!(res.status, StatusCode::CONFLICT, "{}", res.text());
+        assert!(app.store().identities().find_user_id("facebook", "fb-1").await.unwrap().is_none());
+
+        // Under LDAP the directory holds the accounts.
+        set_configuration(&app, json!({"self_registration": true})).await;
+        app.store()
+            .configurations()
+            .save(&[("auth_mode", berth_domain::model::configuration::ConfigValue::String("ldap_auth".into()))])
+            .await
+            .unwrap();
+        app.state.forget_configuration();
+        let res = app.post("/auth/github").bearer("good").send().await;
+        assert_eq!(res.status, StatusCode::FORBIDDEN, "{}", res.text());
+        app.store()
+            .configurations()
+            .save(&[("auth_mode", berth_domain::model::configuration::ConfigValue::String("db_auth".into()))])
+            .await
+            .unwrap();
+        app.state.forget_configuration();
+        let res = app.post("/auth/github").bearer("good").send().await;
+        assert_eq!(res.status, StatusCode::CREATED, "{}", res.text());
+        assert_eq!(res.json()["user"]["email"], "octo@example.com", "the primary verified address");
     }
 );
