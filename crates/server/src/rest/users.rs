@@ -4,7 +4,7 @@
 use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
-use berth_domain::model::{NewUser, User};
+use berth_domain::model::{ADMIN_USER_ID, NewUser, User};
 use berth_domain::rest_query::{self, keywords_of};
 use berth_store::StoreError;
 use md5::{Digest, Md5};
@@ -214,13 +214,18 @@ pub async fn update_password(
 }
 
 /// `DELETE /users/:id` (admin token): 204. The user becomes a tombstone.
+/// Neither the built-in administrator nor the caller can be deleted (403), as
+/// Harbor's deleteUser refuses.
 pub async fn destroy_user(
     State(state): State<AppState>,
     id: PathParam,
     input: RestInput,
 ) -> RestResult<StatusCode> {
-    input.require_admin(&state).await?;
+    let caller = input.require_admin(&state).await?;
     let id = parse_id(id.as_str()).ok_or_else(not_found)?;
+    if id == caller.id || id == ADMIN_USER_ID {
+        return Err(ApiError::forbidden(format!("the user {id} cannot be deleted")).into());
+    }
     if !state.store.users().tombstone(id).await? {
         return Err(not_found().into());
     }

@@ -320,6 +320,14 @@ backend_test!(
         // The e-mail is free again, under a new id.
         let again = sign_up(&app, "a@a.com", "again", "user").await;
         assert_ne!(again.id, a.id);
+
+        // Neither the built-in administrator nor oneself, as Harbor's deleteUser.
+        for id in [c.id.as_str(), "1"] {
+            let res = app.delete(&format!("/users/{id}")).bearer(&c.token).send().await;
+            assert_eq!(res.status, StatusCode::FORBIDDEN, "{id}: {}", res.text());
+        }
+        assert_eq!(app.get("/users/me").bearer(&c.token).send().await.status, StatusCode::OK);
+        assert!(app.store().users().find_by_id(1).await.unwrap().is_some_and(|u| u.username == "admin"));
     }
 );
 
