@@ -536,8 +536,13 @@ pub async fn get_referrers(ctx: Ctx, name: &str, digest: &str) -> RegistryResult
                 "mediaType": r.media_type,
                 "digest": r.digest,
                 "size": r.size,
-                "artifactType": r.artifact_type,
             });
+            // An index without an `artifactType` is stored with its own media
+            // type as its type (what Harbor's API shows); the spec has the
+            // referrers list omit it then.
+            if r.artifact_type != r.media_type {
+                entry["artifactType"] = json!(r.artifact_type);
+            }
             if let Some(annotations) = r
                 .annotations
                 .and_then(|a| serde_json::from_str::<Value>(&a).ok())

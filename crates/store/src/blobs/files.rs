@@ -300,6 +300,11 @@ fn concatenate(
     target: &Path,
     algorithm: Algorithm,
 ) -> io::Result<(Digest, u64)> {
+    // An upload that received no bytes (the empty blob, POST then an empty
+    // PUT) has no part, so no directory yet.
+    if let Some(dir) = target.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
     let mut out = std::fs::OpenOptions::new()
         .write(true)
         .create_new(true)

@@ -9,6 +9,7 @@ mod object_store;
 mod protocol;
 mod proxy_cache;
 mod signed_pulls;
+mod spec;
 
 use axum::http::{Method, StatusCode};
 use serde_json::{Value, json};
