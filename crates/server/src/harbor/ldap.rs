@@ -108,8 +108,27 @@ pub async fn ping_ldap(
     Ok(Json(ping_ldap_as(&state, &principal, conf).await?))
 }
 
+/// Whether two directory URLs name the same host (whatever the scheme or
+/// port: `ldap://dir` and `ldaps://dir:636` are one directory).
+fn same_directory(a: &str, b: &str) -> bool {
+    let host = |url: &str| {
+        let url = ldap::normalize_url(url).ok()?;
+        let authority = url
+            .split_once("://")?
+            .1
+            .split('/')
+            .next()?
+            .to_ascii_lowercase();
+        Some(match authority.rsplit_once(':') {
+            Some((host, port)) if port.bytes().all(|b| b.is_ascii_digit()) => host.to_string(),
+            _ => authority,
+        })
+    };
+    matches!((host(a), host(b)), (Some(a), Some(b)) if a == b)
+}
+
 /// pingLdap for `principal` (the API and the portal): `conf`'s settings over
-/// the stored ones.
+/// the stored ones; the stored search password only with the stored URL.
 pub async fn ping_ldap_as(
     state: &AppState,
     principal: &Principal,
@@ -118,6 +137,7 @@ pub async fn ping_ldap_as(
     principal.require_sysadmin()?;
     let config = state.store.configurations().load().await?;
     let mut settings = directory::settings(&config);
+    let stored_url = settings.url.clone();
     let overrides = [
         (&mut settings.url, conf.ldap_url),
         (&mut settings.search_dn, conf.ldap_search_dn),
@@ -130,8 +150,12 @@ pub async fn ping_ldap_as(
             *field = value;
         }
     }
-    if let Some(password) = conf.ldap_search_password.filter(|p| !p.is_empty()) {
-        settings.search_password = password;
+    match conf.ldap_search_password.filter(|p| !p.is_empty()) {
+        Some(password) => settings.search_password = password,
+        // The stored password goes only to the stored directory's host: a
+        // ping of another would send it to whatever host the caller names.
+        None if !same_directory(&settings.url, &stored_url) => settings.search_password.clear(),
+        None => {}
     }
     if let Some(scope) = conf.ldap_scope {
         settings.scope = scope;

@@ -74,6 +74,48 @@ backend_test!(
 );
 
 backend_test!(
+    /// A ping of another directory than the stored one never sends it the
+    /// stored search password: whatever the caller names receives only what
+    /// the caller gave.
+    async fn ping_of_another_url_does_not_send_the_stored_password(app) {
+        configure(&app, &[]).await;
+        let stored = env("BERTH_TEST_LDAP_BIND_PASSWORD");
+        // A listener that keeps what it is sent (the bind request) and closes.
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let received = tokio::spawn(async move {
+            use tokio::io::AsyncReadExt;
+            let mut all = Vec::new();
+            while let Ok(Ok((mut socket, _))) =
+                tokio::time::timeout(std::time::Duration::from_secs(3), listener.accept()).await
+            {
+                let mut buf = vec![0u8; 4096];
+                if let Ok(Ok(n)) =
+                    tokio::time::timeout(std::time::Duration::from_secs(2), socket.read(&mut buf)).await
+                {
+                    all.extend_from_slice(&buf[..n]);
+                }
+            }
+            all
+        });
+        // Another host (localhost is 127.0.0.1, but not by name).
+        let (status, body) = ping(
+            &app,
+            json!({"ldap_url": format!("ldap://localhost:{port}"), "ldap_connection_timeout": 1}),
+        )
+        .await;
+        assert_eq!(status, StatusCode::OK);
+        assert_eq!(body["success"], false);
+        assert!(body["message"].as_str().unwrap().contains("password"), "{body}");
+        let received = received.await.unwrap();
+        let text = String::from_utf8_lossy(&received);
+        assert!(!text.contains(&stored), "the stored password went to another host");
+        // The stored directory still gets it.
+        assert_eq!(ping(&app, json!({"ldap_url": env("BERTH_TEST_LDAP_URL")})).await.1, json!({"success": true}));
+    }
+);
+
+backend_test!(
     async fn ping_reports_an_unreachable_directory_without_hanging(app) {
         configure(&app, &[]).await;
         let closed = RefusedPort::new();
