@@ -21,8 +21,9 @@ use crate::error::{ApiError, ErrorKind};
 use crate::identity::{self, Accepts, Account, BasicCredentials, RobotLogin};
 use crate::state::AppState;
 
-/// How long an issued registry token lives (Harbor's default: 30 minutes).
-const TOKEN_LIFETIME_SECS: i64 = 1800;
+/// The most scopes one token request may name: each costs a project look-up,
+/// and docker, buildkit and skopeo ask for a handful.
+const MAX_SCOPES: usize = 64;
 
 /// The caller of a `/v2/` request.
 #[derive(Debug, Clone)]
@@ -252,32 +253,45 @@ pub async fn get_token(
         }
     };
     let actor = account.as_ref().map_or(Actor::Anonymous, Account::actor);
-    let mut access = Vec::new();
-    for scope in pairs
+    let scopes: Vec<&str> = pairs
         .iter()
         .filter(|(k, _)| k == "scope")
         .flat_map(|(_, v)| v.split(' '))
         .filter(|s| !s.is_empty())
-    {
+        .collect();
+    if scopes.len() > MAX_SCOPES {
+        return Err(ApiError::bad_request(format!(
+            "a token request names at most {MAX_SCOPES} scopes"
+        ))
+        .into());
+    }
+    let mut access = Vec::new();
+    for scope in scopes {
         if let Some(granted) = grant(&state, actor, scope).await? {
             access.push(granted);
         }
     }
+    // Harbor's `token_expiration` (minutes).
+    let lifetime = state
+        .configuration()
+        .await?
+        .int("token_expiration")
+        .clamp(1, 60 * 24 * 365)
+        * 60;
     let now = time::OffsetDateTime::now_utc();
     let subject = match &account {
         None => "",
         Some(Account::User(user)) => user.username.as_str(),
         Some(Account::Robot(robot)) => robot.login.as_str(),
     };
-    let token =
-        state
-            .registry
-            .tokens
-            .sign(subject, access, now.unix_timestamp(), TOKEN_LIFETIME_SECS);
+    let token = state
+        .registry
+        .tokens
+        .sign(subject, access, now.unix_timestamp(), lifetime);
     let body = json!({
         "token": token,
         "access_token": token,
-        "expires_in": TOKEN_LIFETIME_SECS,
+        "expires_in": lifetime,
         "issued_at": berth_domain::time::format_timestamp(now),
     });
     Ok(Json(body).into_response())

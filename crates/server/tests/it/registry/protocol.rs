@@ -655,3 +655,29 @@ registry_test!(
         assert_eq!(res.body, second);
     }
 );
+
+crate::backend_test!(
+    /// The token service follows Harbor's `token_expiration` (minutes) and
+    /// refuses a request naming more scopes than any client asks for.
+    async fn registry_tokens_follow_token_expiration_and_bound_their_scopes(app) {
+        let res = app.put("/api/v2.0/configurations").admin().json(&json!({"token_expiration": 5})).send().await;
+        assert_eq!(res.status, StatusCode::OK, "{}", res.text());
+        let res = app.get("/service/token?service=harbor-registry&scope=repository:library/app:pull").admin().send().await;
+        assert_eq!(res.status, StatusCode::OK, "{}", res.text());
+        assert_eq!(res.json()["expires_in"], 300);
+        // The token itself says so: its `exp` is five minutes after `iat`.
+        let token = res.json()["token"].as_str().unwrap().to_string();
+        let payload = token.split('.').nth(1).unwrap();
+        let claims: serde_json::Value = serde_json::from_slice(
+            &base64::Engine::decode(&base64::engine::general_purpose::URL_SAFE_NO_PAD, payload).unwrap(),
+        )
+        .unwrap();
+        assert_eq!(claims["exp"].as_i64().unwrap() - claims["iat"].as_i64().unwrap(), 300);
+
+        let scopes = |n: usize| -> String { (0..n).map(|i| format!("&scope=repository:library/r{i}:pull")).collect() };
+        let res = app.get(&format!("/service/token?service=harbor-registry{}", scopes(65))).admin().send().await;
+        assert_eq!(res.status, StatusCode::BAD_REQUEST, "{}", res.text());
+        let res = app.get(&format!("/service/token?service=harbor-registry{}", scopes(64))).admin().send().await;
+        assert_eq!(res.status, StatusCode::OK, "64 are fine: {}", res.text());
+    }
+);
