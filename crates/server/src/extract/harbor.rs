@@ -192,10 +192,16 @@ impl HarborQuery {
         self.get(name).filter(|v| !v.is_empty()).map(convert_bool)
     }
 
-    /// `page` and `page_size`.
+    /// `page` and `page_size`. A `page_size` of 0 or less, which Harbor
+    /// reads as "every row", is a page of the most rows a page holds (100),
+    /// with the `Link` to the next: no request reads a whole table.
     pub fn paging(&self) -> Result<Paging, ApiError> {
+        use berth_domain::query::paging::{DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE};
         let page = self.int("page", 1)?;
-        let size = self.int("page_size", berth_domain::query::paging::DEFAULT_PAGE_SIZE)?;
+        let size = match self.int("page_size", DEFAULT_PAGE_SIZE)? {
+            size if size <= 0 => MAX_PAGE_SIZE,
+            size => size,
+        };
         Ok(Paging::new(page, size)?)
     }
 

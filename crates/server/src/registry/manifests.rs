@@ -438,9 +438,15 @@ pub(crate) fn artifact_name(name: &str, reference: &str) -> String {
 }
 
 /// `n` and `last` of a paginated list; `n` absent means everything.
+/// The most names one `tags/list` or `_catalog` response holds: without `n`,
+/// or with a larger one, a client gets this many and a `Link` to the rest
+/// (every client in use follows it), never a whole table at once.
+const MAX_PAGE_NAMES: i64 = 1000;
+
+/// `n` (at most [`MAX_PAGE_NAMES`]) and `last` of a listing.
 fn pagination(ctx: &Ctx) -> RegistryResult<(i64, String)> {
     let n = match ctx.query("n") {
-        None => i64::MAX,
+        None => MAX_PAGE_NAMES,
         Some(n) => n.parse::<i64>().ok().filter(|n| *n >= 0).ok_or_else(|| {
             RegistryError::from(oci(
                 ErrorKind::BadRequest,
@@ -449,7 +455,7 @@ fn pagination(ctx: &Ctx) -> RegistryResult<(i64, String)> {
             ))
         })?,
     };
-    Ok((n, ctx.query("last").unwrap_or_default()))
+    Ok((n.min(MAX_PAGE_NAMES), ctx.query("last").unwrap_or_default()))
 }
 
 fn with_next_link(mut response: Response, path: &str, n: i64, items: &[String]) -> Response {

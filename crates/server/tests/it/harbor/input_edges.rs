@@ -228,3 +228,41 @@ backend_test!(
         assert_eq!(res.status, axum::http::StatusCode::BAD_REQUEST);
     }
 );
+
+crate::backend_test!(
+    /// No listing answers a whole table at once: `page_size=0` is a page of
+    /// 100 with a `Link` to the next, and `/v2/` `tags/list` without `n` (or
+    /// with a larger one) gives 1,000 tags and a `Link` to the rest.
+    async fn listings_never_return_a_whole_table(app) {
+        for i in 0..105 {
+            let res = app.post("/api/v2.0/projects").admin().json(&serde_json::json!({"project_name": format!("p{i:03}")})).send().await;
+            assert_eq!(res.status, axum::http::StatusCode::CREATED);
+        }
+        let res = app.get("/api/v2.0/projects?page_size=0").admin().send().await;
+        assert_eq!(res.json().as_array().unwrap().len(), 100);
+        assert_eq!(res.header("x-total-count"), Some("106"));
+        assert!(res.header("link").is_some_and(|l| l.contains("rel=\"next\"")), "{:?}", res.header("link"));
+
+        let (_, digest) = crate::registry::push_image(&app, "library/many", "t0000", &[b"many"]).await;
+        for i in 1..1005 {
+            let res = app
+                .post(&format!("/api/v2.0/projects/library/repositories/many/artifacts/{digest}/tags"))
+                .admin()
+                .json(&serde_json::json!({"name": format!("t{i:04}")}))
+                .send()
+                .await;
+            assert_eq!(res.status, axum::http::StatusCode::CREATED, "{}", res.text());
+        }
+        for query in ["", "?n=5000"] {
+            let res = app.get(&format!("/v2/library/many/tags/list{query}")).admin().send().await;
+            let tags = res.json()["tags"].as_array().unwrap().clone();
+            assert_eq!(tags.len(), 1000, "{query}");
+            assert_eq!(tags[999], "t0999");
+            let link = res.header("link").expect("a Link to the rest").to_string();
+            assert!(link.contains("last=t0999"), "{link}");
+            let next = link.trim_start_matches('<').split('>').next().unwrap().to_string();
+            let rest = app.get(&next).admin().send().await.json();
+            assert_eq!(rest["tags"].as_array().unwrap().len(), 5, "{next}");
+        }
+    }
+);
