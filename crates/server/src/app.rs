@@ -76,6 +76,7 @@ pub fn build_with(state: AppState, metrics: &MetricsSettings) -> App {
         .layer(
             ServiceBuilder::new()
                 .layer(axum::middleware::map_response(headers::nosniff))
+                .layer(axum::middleware::from_fn(headers::close_after_unread_body))
                 .layer(axum::middleware::from_fn(portal::redirect_browsers))
                 .layer(SetSensitiveRequestHeadersLayer::new([
                     AUTHORIZATION,

@@ -181,6 +181,18 @@ pub struct Settings {
         global = true
     )]
     pub facebook_api_url: String,
+    /// How long a client has to send a request's headers (and how long an idle
+    /// keep-alive connection stays open): `30s`, `1m` ...
+    #[arg(long, env = "BERTH_HEADER_TIMEOUT", default_value = "30s", value_parser = parse_duration_secs, global = true)]
+    pub header_timeout: i64,
+    /// How many connections are served at once; more wait to be accepted.
+    #[arg(
+        long,
+        env = "BERTH_MAX_CONNECTIONS",
+        default_value_t = 4096,
+        global = true
+    )]
+    pub max_connections: usize,
     /// Identity providers `POST /auth/{provider}` signs in with: a comma-separated
     /// list of `github`, `google`, `facebook`; empty (the default) enables none.
     #[arg(long, env = "AUTH_PROVIDERS", default_value = "", value_parser = parse_providers, global = true)]
@@ -217,6 +229,16 @@ impl Settings {
         MetricsSettings {
             addr: self.metrics_addr,
             require_admin: self.metrics_require_admin,
+        }
+    }
+
+    /// The limits of the server loop.
+    pub fn serve_limits(&self) -> crate::serve::ServeLimits {
+        crate::serve::ServeLimits {
+            header_timeout: std::time::Duration::from_secs(
+                self.header_timeout.max(1).unsigned_abs(),
+            ),
+            max_connections: self.max_connections.max(1),
         }
     }
 

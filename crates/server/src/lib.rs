@@ -24,6 +24,7 @@ pub mod read_only;
 pub mod registry;
 pub mod rest;
 pub mod secrets;
+pub mod serve;
 pub mod session;
 pub mod signin;
 pub mod state;

@@ -63,25 +63,23 @@ async fn serve(settings: &Settings) -> anyhow::Result<()> {
             .await
             .with_context(|| format!("listening for metrics on {metrics_addr}"))?;
         tracing::info!(addr = %metrics_addr, "metrics are served at /metrics");
-        let router = berth::metrics::router(state.clone(), &metrics)
-            .into_make_service_with_connect_info::<SocketAddr>();
-        tokio::spawn(async move {
-            if let Err(err) = axum::serve(listener, router)
-                .with_graceful_shutdown(shutdown_signal())
-                .await
-            {
-                tracing::error!(error = %err, "serving metrics failed");
-            }
-        });
+        let router = berth::metrics::router(state.clone(), &metrics);
+        let limits = settings.serve_limits();
+        tokio::spawn(berth::serve::serve(
+            listener,
+            router,
+            limits,
+            shutdown_signal(),
+        ));
     }
     tracing::info!(%addr, backend = ?state.store.backend(), "berth is listening");
-    let service = axum::ServiceExt::<axum::extract::Request>::into_make_service_with_connect_info::<
-        SocketAddr,
-    >(app::build_with(state.clone(), &metrics));
-    axum::serve(listener, service)
-        .with_graceful_shutdown(shutdown_signal())
-        .await
-        .context("serving")?;
+    berth::serve::serve(
+        listener,
+        app::build_with(state.clone(), &metrics),
+        settings.serve_limits(),
+        shutdown_signal(),
+    )
+    .await;
     state.registry.flush_pulls(&state.store).await;
     state.audit_queue.flush(&state.store).await;
     state.store.close().await;

@@ -9,6 +9,7 @@
 mod util;
 
 mod cli;
+mod connections;
 mod harbor;
 mod headers;
 mod metrics;
