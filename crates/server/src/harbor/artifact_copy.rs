@@ -44,10 +44,9 @@ pub async fn copy_artifact(
     // The repository a copy makes is named by the rule a push's name follows.
     let target_repository = full_name(&project_name, &repository_name);
     if !berth_domain::oci::is_valid_name(&target_repository) {
-        return Err(ApiError::bad_request(format!(
-            "invalid repository name: {target_repository}"
-        ))
-        .into());
+        return Err(
+            ApiError::bad_request(format!("invalid repository name: {target_repository}")).into(),
+        );
     }
     let source = load_artifact(
         &state,
