@@ -285,9 +285,22 @@ impl Users<'_> {
     /// Creates or refreshes the local account of a directory user: found by
     /// username, marked `origin = 'ldap'` with its DN and display name. A new
     /// account takes the directory's e-mail unless another user has it.
+    ///
+    /// A directory user never takes over an account that is not the
+    /// directory's: the built-in `admin`, or a local account of the same name,
+    /// is `Forbidden`, and nothing changes.
     pub async fn onboard_ldap(&self, profile: &DirectoryProfile) -> StoreResult<User> {
         let now = time::now();
         if let Some(existing) = self.find_by_username(&profile.username).await? {
+            if existing.id == berth_domain::model::ADMIN_USER_ID
+                || existing.origin != berth_domain::model::UserOrigin::Ldap
+            {
+                return Err(DomainError::Forbidden(format!(
+                    "the directory user {} has the name of a local account, which it cannot sign in as",
+                    profile.username
+                ))
+                .into());
+            }
             sqlx::query(
                 "UPDATE users SET realname = $1, ldap_dn = $2, origin = 'ldap', updated_at = $3 WHERE id = $4",
             )

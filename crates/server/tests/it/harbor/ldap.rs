@@ -215,7 +215,7 @@ backend_test!(
         let mut names: Vec<String> =
             all.json().as_array().unwrap().iter().map(|u| u["username"].as_str().unwrap().to_string()).collect();
         names.sort();
-        assert_eq!(names, ["alice", "bob", "carol", "dave", "erin"]);
+        assert_eq!(names, ["admin", "alice", "bob", "carol", "dave", "erin"]);
 
         let alice = app.get("/api/v2.0/ldap/users/search?username=alice").admin().send().await.json();
         assert_eq!(alice, json!([{"username": "alice", "realname": "Alice Liddell", "email": "alice@berth.test"}]));
@@ -302,6 +302,34 @@ backend_test!(
         assert_eq!(carol.json()["sysadmin_flag"], true, "members of ldap_group_admin_dn are administrators");
         let admin = app.get("/api/v2.0/users/current").admin().send().await;
         assert_eq!(admin.status, StatusCode::OK, "admin stays local");
+    }
+);
+
+backend_test!(
+    /// A directory user whose uid is `admin` never becomes the built-in
+    /// administrator: not by Basic sign-in, not by its directory e-mail at
+    /// `POST /auth`, not by an import; the built-in account is left as it was.
+    async fn a_directory_user_named_admin_never_becomes_the_built_in_admin(app) {
+        configure(&app, &[("auth_mode", s("ldap_auth"))]).await;
+        let before = app.store().users().find_by_id(1).await.unwrap().unwrap();
+        let res = app.get("/api/v2.0/users/current").basic("admin", "admin-pw").send().await;
+        assert_eq!(res.status, StatusCode::UNAUTHORIZED, "the built-in admin's password is checked locally");
+        let res = app
+            .post(&format!("/auth?access_token={}", crate::util::MASTER_KEY))
+            .basic("admin@berth.test", "admin-pw")
+            .send()
+            .await;
+        assert!(res.status.is_client_error(), "{} {}", res.status, res.text());
+        assert!(!res.text().contains("token"), "{}", res.text());
+        let res = app.post("/api/v2.0/ldap/users/import").admin().json(&json!({"ldap_uid_list": ["admin"]})).send().await;
+        assert!(res.status.is_client_error(), "{} {}", res.status, res.text());
+        let after = app.store().users().find_by_id(1).await.unwrap().unwrap();
+        assert_eq!(after.origin, before.origin);
+        assert!(after.ldap_dn.is_none() && after.sysadmin, "{after:?}");
+        assert_eq!(app.get("/api/v2.0/users/current").admin().send().await.status, StatusCode::OK);
+        // Other directory users still sign in.
+        let res = app.get("/api/v2.0/users/current").basic("alice", "alice-pw").send().await;
+        assert_eq!(res.status, StatusCode::OK);
     }
 );
 
