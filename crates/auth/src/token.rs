@@ -54,6 +54,8 @@ impl TokenKeys {
         validation.algorithms = vec![Algorithm::HS256, Algorithm::HS384, Algorithm::HS512];
         validation.required_spec_claims.clear();
         validation.validate_exp = true;
+        // A token valid only from some future time (`nbf`) is not valid now.
+        validation.validate_nbf = true;
         validation.leeway = 0;
         Self {
             encoding: EncodingKey::from_secret(secret),
@@ -105,6 +107,36 @@ mod tests {
         let keys = TokenKeys::new(b"secret", 60);
         let token = keys.sign_user(1, 1_000_000);
         assert!(keys.verify_user(&token).is_err());
+    }
+
+    #[test]
+    fn tokens_not_valid_yet_are_refused() {
+        #[derive(Serialize)]
+        struct WithNbf {
+            id: String,
+            iat: i64,
+            nbf: i64,
+        }
+        let keys = TokenKeys::new(b"secret", 0);
+        let now = jsonwebtoken::get_current_timestamp() as i64;
+        let sign = |nbf: i64| {
+            let claims = WithNbf {
+                id: "7".into(),
+                iat: now,
+                nbf,
+            };
+            jsonwebtoken::encode(
+                &Header::new(Algorithm::HS256),
+                &claims,
+                &EncodingKey::from_secret(b"secret"),
+            )
+            .unwrap()
+        };
+        assert!(
+            keys.verify_user(&sign(now + 3600)).is_err(),
+            "valid only in an hour"
+        );
+        assert_eq!(keys.verify_user(&sign(now - 10)).unwrap().id, 7);
     }
 
     #[test]

@@ -98,6 +98,18 @@ backend_test!(
         assert_empty_401(&app.get("/users/me").bearer(&forged).send().await);
         // The master key is not a user token.
         assert_empty_401(&app.get("/users/me").bearer(MASTER_KEY).send().await);
+        // A token valid only from an hour on (`nbf`) is not valid now.
+        let with_nbf = |nbf: i64| {
+            jsonwebtoken::encode(
+                &jsonwebtoken::Header::new(jsonwebtoken::Algorithm::HS256),
+                &json!({"id": a.id, "iat": unix_now(), "nbf": nbf}),
+                &jsonwebtoken::EncodingKey::from_secret(JWT_SECRET.as_bytes()),
+            )
+            .unwrap()
+        };
+        assert_empty_401(&app.get("/users/me").bearer(&with_nbf(unix_now() + 3600)).send().await);
+        let res = app.get("/users/me").bearer(&with_nbf(unix_now() - 60)).send().await;
+        assert_eq!(res.json()["id"], a.id, "a past nbf is fine");
     }
 );
 
