@@ -82,6 +82,7 @@ pub async fn open(settings: &Settings) -> anyhow::Result<AppState> {
         crate::registry::ProxySettings {
             ttl: Duration::from_secs(settings.proxy_cache_ttl.unsigned_abs()),
             spool_dir: settings.data_dir.join("spool"),
+            idle_timeout: crate::registry::ProxySettings::IDLE_TIMEOUT,
         },
         settings.external_url(),
         rest,

@@ -12,6 +12,13 @@
 //!   stores it, tagged when it was pulled by tag, so a later pull by digest
 //!   finds the artifact of that tag. An index is stored with the platforms
 //!   pulled so far and linked to each further one as it is cached.
+//! - Only a `GET` (a pull) fetches: a manifest `HEAD` the cache cannot answer
+//!   is answered from upstream's `HEAD`, so anyone may check an image without
+//!   making the cache download its layers.
+//! - A blob is read from upstream only up to the size its manifest declares
+//!   ([`MAX_BLOB_BYTES`] at most, and when no manifest fetched here declared
+//!   it), and only while upstream keeps sending: a fetch of a longer or
+//!   stalled body fails and stores nothing.
 //! - Concurrent fetches of one manifest or blob go upstream once: the blob's
 //!   bytes are spooled to an unlinked temporary file that every waiting client
 //!   reads as it grows, while the same stream is hashed and stored. A
@@ -30,6 +37,7 @@ use axum::http::{HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use berth_domain::model::Project;
 use berth_domain::model::registry::RegistryType;
+use berth_domain::oci::manifest::Descriptor;
 use berth_domain::oci::{Digest, Manifest, Reference};
 use berth_store::repo::manifests::{Pull, PutManifest, StoredManifest};
 use bytes::{Bytes, BytesMut};
@@ -46,7 +54,7 @@ use super::manifests::{
 use super::{Ctx, RegistryError, RegistryResult, oci};
 use crate::error::{ApiError, ErrorKind};
 use crate::state::AppState;
-use crate::upstream::{self, Remote, Unavailable};
+use crate::upstream::{self, ManifestHead, Remote, Unavailable};
 
 /// How many tags' check times are kept before the expired ones are dropped.
 const MAX_CHECKED: usize = 100_000;
@@ -58,6 +66,14 @@ const SPOOL_BATCH: usize = 256 << 10;
 const READ_CHUNK: u64 = 1 << 20;
 /// How many blobs of one manifest the background task fetches at once.
 const PARALLEL_BLOBS: usize = 4;
+/// The most bytes a proxied blob may have, spooled and stored: the bound of
+/// a blob no manifest fetched here declared (one pulled by digest alone, or
+/// through another instance), and of any size a manifest declares, since an
+/// upstream that sends the blob also writes the manifest. Docker Hub and
+/// GHCR take no layer over 10 GB.
+const MAX_BLOB_BYTES: u64 = 16 << 30;
+/// How many declared blob sizes are remembered.
+const MAX_DECLARED: usize = 100_000;
 
 /// `(project id, repository, tag or digest)`.
 type Key = (i64, String, String);
@@ -152,6 +168,16 @@ pub struct ProxySettings {
     /// Where blobs being fetched are spooled (unlinked files; on disk, not in
     /// a tmpfs, for layers of gigabytes).
     pub spool_dir: std::path::PathBuf,
+    /// How long a blob body from upstream may send nothing before its fetch
+    /// fails: a stalled upstream must not hold the fetch (and every client
+    /// waiting on it) for ever.
+    pub idle_timeout: Duration,
+}
+
+impl ProxySettings {
+    /// The [`ProxySettings::idle_timeout`] of a server: as long as an upstream
+    /// may take to answer at all.
+    pub const IDLE_TIMEOUT: Duration = Duration::from_secs(30);
 }
 
 /// What proxy-cache projects keep in memory: upstream clients, when tags
@@ -164,12 +190,18 @@ pub struct ProxyCache {
     checked: Mutex<HashMap<Key, (Instant, String)>>,
     /// Manifest fetches under way, by the reference asked.
     manifest_flights: Flights<Key, Result<Arc<Fetched>, Miss>>,
+    /// Manifest checks (`HEAD`s) upstream under way, by the reference asked.
+    head_flights: Flights<Key, Result<Option<ManifestHead>, Unavailable>>,
     /// Manifests fetched and not stored yet, by digest.
     pending: Mutex<HashMap<Key, Arc<Fetched>>>,
     /// Blob fetches under way, by digest.
     blob_flights: Mutex<HashMap<Key, Arc<BlobFlight>>>,
     /// Index children not cached yet, with their index.
     parents: Mutex<HashMap<Key, Arc<Fetched>>>,
+    /// The sizes manifests fetched upstream declare for blobs not cached
+    /// yet, by digest: the most a fetch of each may read, even when a client
+    /// asks for the blob before (or after) the manifest's own fetch of it.
+    declared: Mutex<HashMap<Key, u64>>,
 }
 
 impl std::fmt::Debug for ProxyCache {
@@ -188,9 +220,11 @@ impl ProxyCache {
             remotes: Mutex::default(),
             checked: Mutex::default(),
             manifest_flights: Flights::new(),
+            head_flights: Flights::new(),
             pending: Mutex::default(),
             blob_flights: Mutex::default(),
             parents: Mutex::default(),
+            declared: Mutex::default(),
         }
     }
 
@@ -228,9 +262,50 @@ impl ProxyCache {
         checked.insert(key, (Instant::now(), digest.to_string()));
     }
 
+    /// What upstream's `HEAD` says of manifest `key.2` of repository `key.1`,
+    /// asked once however many wait for it.
+    async fn head(
+        &self,
+        upstream: &Upstream,
+        key: Key,
+    ) -> Result<Option<ManifestHead>, Unavailable> {
+        let reference = key.2.clone();
+        let check = upstream
+            .remote
+            .head_manifest(&upstream.repository, &reference);
+        self.head_flights.run(key, check).await
+    }
+
     /// A manifest fetched into repository `key.1` and not stored yet, by digest.
     fn pending(&self, key: &Key) -> Option<Arc<Fetched>> {
         lock(&self.pending).get(key).cloned()
+    }
+
+    /// Remembers the sizes `manifest`, fetched into repository `name` of
+    /// project `project_id`, declares for its blobs.
+    fn declare(&self, project_id: i64, name: &str, manifest: &Manifest) {
+        let mut declared = lock(&self.declared);
+        if declared.len() >= MAX_DECLARED {
+            declared.clear();
+        }
+        for blob in manifest.blob_dependencies() {
+            let key = (project_id, name.to_string(), blob.digest.to_string());
+            declared.insert(key, declared_limit(blob));
+        }
+    }
+
+    /// The most bytes blob `key` may have: what a manifest declared, else
+    /// [`MAX_BLOB_BYTES`].
+    fn blob_limit(&self, key: &Key) -> u64 {
+        lock(&self.declared)
+            .get(key)
+            .copied()
+            .unwrap_or(MAX_BLOB_BYTES)
+    }
+
+    /// Forgets the declared size of blob `key`, now cached.
+    fn forget_declared(&self, key: &Key) {
+        lock(&self.declared).remove(key);
     }
 
     /// The upstream of repository `name` of proxy project `project`.
@@ -366,21 +441,33 @@ pub(super) async fn get_manifest(
         .upstream(&ctx.state, pull.project, pull.registry_id, pull.name)
         .await?;
     if let (Reference::Tag(tag), Some((manifest, _))) = (pull.reference, &stored) {
-        match upstream
-            .remote
-            .head_manifest(&upstream.repository, tag)
-            .await
-        {
+        match cache.head(&upstream, key(tag)).await {
             Ok(Some(head)) if head.digest.as_deref() == Some(manifest.digest.as_str()) => {
                 cache.mark_checked(key(tag), &manifest.digest);
                 return serve(stored.expect("matched")).await;
             }
-            Ok(Some(_)) => {}
+            Ok(Some(head)) => {
+                if let Some(answer) = head_answer(&pull, &head) {
+                    return Ok(answer);
+                }
+            }
             Ok(None) => return Err(manifest_unknown(pull.name, tag)),
             Err(why) => {
                 tracing::warn!(repository = pull.name, %why, "upstream unavailable: serving the cached manifest");
                 return serve(stored.expect("matched")).await;
             }
+        }
+    }
+    if !pull.with_body && stored.is_none() {
+        // A HEAD is no pull: upstream's HEAD answers it, and nothing is fetched.
+        match cache.head(&upstream, key(&reference)).await {
+            Ok(Some(head)) => {
+                if let Some(answer) = head_answer(&pull, &head) {
+                    return Ok(answer);
+                }
+            }
+            Ok(None) => return Err(manifest_unknown(pull.name, &reference)),
+            Err(why) => return Err(unavailable(&why).into()),
         }
     }
     let fetch = async {
@@ -407,6 +494,11 @@ pub(super) async fn get_manifest(
         }
         (Err(miss), _) => return Err(miss_error(&miss, pull.name, &reference)),
     };
+    if !pull.with_body {
+        // A HEAD upstream's HEAD could not answer: answered, not stored.
+        return Ok(serve_fetched(ctx, &pull, &fetched));
+    }
+    cache.declare(pull.project.id, pull.name, &fetched.manifest);
     // The first to hold this fetch stores it.
     let first = {
         let mut pending = lock(&cache.pending);
@@ -449,8 +541,33 @@ pub(super) async fn get_manifest(
     Ok(serve_fetched(ctx, &pull, &fetched))
 }
 
+/// Answers a manifest `HEAD` with what upstream's `HEAD` said, when it said
+/// all a client is told (digest, type and length) of a manifest the cache
+/// would take: the digest asked for, no longer than a manifest may be.
+/// `None` for a GET, which fetches.
+fn head_answer(pull: &ManifestPull<'_>, head: &ManifestHead) -> Option<Response> {
+    if pull.with_body {
+        return None;
+    }
+    let digest = Digest::parse(head.digest.as_deref()?).ok()?;
+    if let Reference::Digest(asked) = pull.reference
+        && *asked != digest
+    {
+        return None;
+    }
+    let length = head
+        .length
+        .filter(|&length| length <= MAX_MANIFEST_BYTES as u64)?;
+    let media_type = head.media_type.as_deref()?;
+    let mut response = manifest_response(Bytes::new(), media_type, digest.as_str(), false);
+    response
+        .headers_mut()
+        .insert(CONTENT_LENGTH, HeaderValue::from(length));
+    Some(response)
+}
+
 /// The children of an index (`None` for an image).
-fn index_children(manifest: &Manifest) -> Option<&[berth_domain::oci::manifest::Descriptor]> {
+fn index_children(manifest: &Manifest) -> Option<&[Descriptor]> {
     Some(manifest.children()).filter(|c| !c.is_empty())
 }
 
@@ -576,7 +693,7 @@ async fn store_fetched(
         .manifest
         .blob_dependencies()
         .into_iter()
-        .map(|blob| cache_blob(state, project, name, upstream, &blob.digest))
+        .map(|blob| cache_blob(state, project, name, upstream, blob))
         .collect();
     let mut fetches = futures_util::stream::iter(fetches).buffer_unordered(PARALLEL_BLOBS);
     while let Some(done) = fetches.next().await {
@@ -625,15 +742,16 @@ async fn store_fetched(
     Ok(())
 }
 
-/// Waits until blob `digest` of `name` is cached (fetching it unless a
-/// fetch is under way or it is there already).
+/// Waits until blob `blob` of `name` is cached (fetching it, no longer than
+/// declared, unless a fetch is under way or it is there already).
 async fn cache_blob(
     state: &AppState,
     project: &Project,
     name: &str,
     upstream: &Upstream,
-    digest: &Digest,
+    blob: &Descriptor,
 ) -> Result<(), String> {
+    let digest = &blob.digest;
     if state
         .store
         .registry()
@@ -644,8 +762,9 @@ async fn cache_blob(
     {
         return Ok(());
     }
+    let limit = declared_limit(blob);
     let flight =
-        blob_flight(state, project.id, name, upstream, digest).map_err(|e| e.to_string())?;
+        blob_flight(state, project.id, name, upstream, digest, limit).map_err(|e| e.to_string())?;
     let mut progress = flight.progress.clone();
     let end = progress
         .wait_for(|p| {
@@ -668,14 +787,23 @@ async fn cache_blob(
     }
 }
 
+/// The most bytes a fetch of `blob` may read: its declared size, within
+/// [`MAX_BLOB_BYTES`].
+fn declared_limit(blob: &Descriptor) -> u64 {
+    u64::try_from(blob.size)
+        .unwrap_or_default()
+        .min(MAX_BLOB_BYTES)
+}
+
 /// The fetch of blob `digest` into repository `name`: the one under way, or
-/// a new one.
+/// a new one reading at most `limit` bytes.
 fn blob_flight(
     state: &AppState,
     project_id: i64,
     name: &str,
     upstream: &Upstream,
     digest: &Digest,
+    limit: u64,
 ) -> io::Result<Arc<BlobFlight>> {
     let key = (project_id, name.to_string(), digest.to_string());
     let mut flights = lock(&state.registry.proxy.blob_flights);
@@ -695,7 +823,7 @@ fn blob_flight(
         state.clone(),
         key,
         upstream.clone(),
-        digest.clone(),
+        (digest.clone(), limit),
         writer,
         progress,
     ));
@@ -708,23 +836,30 @@ async fn pump(
     state: AppState,
     key: Key,
     upstream: Upstream,
-    digest: Digest,
+    (digest, limit): (Digest, u64),
     spool: std::fs::File,
     progress: watch::Sender<Progress>,
 ) {
-    let end = fetch_blob(&state, &key, &upstream, &digest, spool, &progress).await;
-    if let Progress::Failed(miss) = &end {
-        tracing::warn!(repository = key.1, %digest, ?miss, "fetching a proxied blob failed");
+    let end = fetch_blob(&state, &key, &upstream, (&digest, limit), spool, &progress).await;
+    match &end {
+        Progress::Failed(miss) => {
+            tracing::warn!(repository = key.1, %digest, ?miss, "fetching a proxied blob failed");
+        }
+        Progress::Stored { .. } | Progress::Cached { .. } => {
+            state.registry.proxy.forget_declared(&key);
+        }
+        Progress::Asking | Progress::Streaming { .. } | Progress::Missing => {}
     }
     lock(&state.registry.proxy.blob_flights).remove(&key);
     progress.send_replace(end);
 }
 
+/// Fetches blob `digest`, of at most `limit` bytes, into `spool` and the store.
 async fn fetch_blob(
     state: &AppState,
     key: &Key,
     upstream: &Upstream,
-    digest: &Digest,
+    (digest, limit): (&Digest, u64),
     spool: std::fs::File,
     progress: &watch::Sender<Progress>,
 ) -> Progress {
@@ -749,13 +884,19 @@ async fn fetch_blob(
         Err(why) => return Progress::Failed(Miss::Unavailable(why)),
     };
     let length = stream.length;
+    if let Some(length) = length
+        && length > limit
+    {
+        return Progress::Failed(Miss::Invalid(too_long(digest, limit)));
+    }
     progress.send_replace(Progress::Streaming { written: 0, length });
     let data = stream
         .body
         .into_data_stream()
         .map(|piece| piece.map_err(|err| format!("reading upstream: {err}")));
+    let idle = state.registry.proxy.settings.idle_timeout;
     let spooled = spooled(
-        throttled(data, upstream.speed),
+        throttled(bounded(data, digest, limit, idle), upstream.speed),
         spool,
         progress.clone(),
         length,
@@ -771,6 +912,43 @@ async fn fetch_blob(
         },
         Err(err) => Progress::Failed(Miss::Invalid(err.to_string())),
     }
+}
+
+/// Why a blob body of more than `limit` bytes is refused.
+fn too_long(digest: &Digest, limit: u64) -> String {
+    format!("the upstream sends more than the {limit} bytes blob {digest} may have")
+}
+
+/// `body` of blob `digest`, ended by an error once it passes `limit` bytes
+/// or sends nothing for `idle`: an upstream sending for ever or stalling
+/// neither fills the spool nor holds the fetch (and its waiting clients).
+fn bounded(
+    body: impl Stream<Item = Result<Bytes, String>> + Send + 'static,
+    digest: &Digest,
+    limit: u64,
+    idle: Duration,
+) -> impl Stream<Item = Result<Bytes, String>> + Send + 'static {
+    let digest = digest.clone();
+    futures_util::stream::unfold(Some((body.boxed(), 0u64)), move |state| {
+        let digest = digest.clone();
+        async move {
+            let (mut body, received) = state?;
+            let piece = match tokio::time::timeout(idle, body.next()).await {
+                Ok(None) => return None,
+                Ok(Some(piece)) => piece,
+                Err(_) => Err(format!(
+                    "the upstream sent nothing of blob {digest} for {idle:?}"
+                )),
+            };
+            match piece.map(|bytes| (received + bytes.len() as u64, bytes)) {
+                Ok((received, bytes)) if received <= limit => {
+                    Some((Ok(bytes), Some((body, received))))
+                }
+                Ok(_) => Some((Err(too_long(&digest, limit)), None)),
+                Err(why) => Some((Err(why), None)),
+            }
+        }
+    })
 }
 
 /// `body` at no more than `bytes_per_second` (as given when `None`).
@@ -914,14 +1092,13 @@ pub(super) async fn get_blob(
     digest: &Digest,
     with_body: bool,
 ) -> RegistryResult<Response> {
-    let upstream = ctx
-        .state
-        .registry
-        .proxy
+    let cache = &ctx.state.registry.proxy;
+    let upstream = cache
         .upstream(&ctx.state, project, registry_id, name)
         .await?;
-    let flight =
-        blob_flight(&ctx.state, project.id, name, &upstream, digest).map_err(ApiError::internal)?;
+    let limit = cache.blob_limit(&(project.id, name.to_string(), digest.to_string()));
+    let flight = blob_flight(&ctx.state, project.id, name, &upstream, digest, limit)
+        .map_err(ApiError::internal)?;
     let mut watching = flight.progress.clone();
     let started = watching
         .wait_for(|p| !matches!(p, Progress::Asking))
@@ -984,4 +1161,60 @@ fn blob_response(body: Body, length: Option<u64>, digest: &Digest) -> Response {
         headers.insert(ETAG, value);
     }
     response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn body(
+        pieces: &[&'static [u8]],
+    ) -> impl Stream<Item = Result<Bytes, String>> + Send + 'static {
+        let pieces: Vec<_> = pieces.iter().map(|p| Ok(Bytes::from_static(p))).collect();
+        futures_util::stream::iter(pieces)
+    }
+
+    async fn read(stream: impl Stream<Item = Result<Bytes, String>>) -> Result<Vec<u8>, String> {
+        let mut read = Vec::new();
+        let mut stream = std::pin::pin!(stream);
+        while let Some(piece) = stream.next().await {
+            read.extend_from_slice(&piece?);
+        }
+        Ok(read)
+    }
+
+    #[tokio::test]
+    async fn a_blob_body_ends_at_its_limit_or_when_upstream_stalls() {
+        let digest = Digest::parse(&format!("sha256:{}", "0".repeat(64))).unwrap();
+        let idle = Duration::from_millis(50);
+        let exact = bounded(body(&[b"abc", b"def"]), &digest, 6, idle);
+        assert_eq!(read(exact).await.unwrap(), b"abcdef");
+        let longer = bounded(body(&[b"abc", b"defg"]), &digest, 6, idle);
+        assert_eq!(read(longer).await.unwrap_err(), too_long(&digest, 6));
+        let stalled = body(&[b"abc"]).chain(futures_util::stream::pending());
+        let why = read(bounded(stalled, &digest, 6, idle)).await.unwrap_err();
+        assert!(why.contains("sent nothing"), "{why}");
+    }
+
+    #[test]
+    fn a_blob_no_manifest_declared_is_bounded_too() {
+        let cache = ProxyCache::new(ProxySettings {
+            ttl: Duration::ZERO,
+            spool_dir: std::env::temp_dir(),
+            idle_timeout: ProxySettings::IDLE_TIMEOUT,
+        });
+        let config = br#"{"architecture":"amd64","os":"linux"}"#;
+        let manifest = format!(
+            r#"{{"schemaVersion":2,"mediaType":"application/vnd.oci.image.manifest.v1+json","config":{{"mediaType":"application/vnd.oci.image.config.v1+json","digest":"sha256:{}","size":{}}},"layers":[]}}"#,
+            "1".repeat(64),
+            config.len()
+        );
+        let manifest = Manifest::parse(manifest.as_bytes(), None).unwrap();
+        let key = (1, "p/r".to_string(), format!("sha256:{}", "1".repeat(64)));
+        assert_eq!(cache.blob_limit(&key), MAX_BLOB_BYTES);
+        cache.declare(1, "p/r", &manifest);
+        assert_eq!(cache.blob_limit(&key), config.len() as u64);
+        cache.forget_declared(&key);
+        assert_eq!(cache.blob_limit(&key), MAX_BLOB_BYTES);
+    }
 }

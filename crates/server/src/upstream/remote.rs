@@ -65,6 +65,10 @@ impl std::fmt::Display for Unavailable {
 pub struct ManifestHead {
     /// `Docker-Content-Digest`, when sent.
     pub digest: Option<String>,
+    /// `Content-Type`, when sent.
+    pub media_type: Option<String>,
+    /// `Content-Length`, when sent.
+    pub length: Option<u64>,
 }
 
 /// A manifest as upstream sent it.
@@ -129,8 +133,11 @@ impl Remote {
         else {
             return Ok(None);
         };
+        let headers = &answer.headers;
         Ok(Some(ManifestHead {
-            digest: text(&answer.headers, "docker-content-digest"),
+            digest: text(headers, "docker-content-digest"),
+            media_type: text(headers, header::CONTENT_TYPE.as_str()).filter(|t| !t.is_empty()),
+            length: text(headers, header::CONTENT_LENGTH.as_str()).and_then(|l| l.parse().ok()),
         }))
     }
 

@@ -4,12 +4,21 @@
 //! ordinary content, served again while upstream is down, fetched once however
 //! many clients ask, and checked upstream no more than once per TTL.
 
+use std::collections::HashMap;
+use std::convert::Infallible;
 use std::path::Path;
 use std::process::Command;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use axum::http::{Method, StatusCode};
+use axum::body::Body;
+use axum::http::{Method, Request, StatusCode, Uri, header};
+use axum::response::{IntoResponse, Response};
+use bytes::Bytes;
+use futures_util::StreamExt;
+use http_body_util::BodyExt;
 use serde_json::{Value, json};
+use tower::ServiceExt;
 
 use super::clients::{blob_of, build_layout, layout_ref, noise, require, run, skopeo};
 use super::{digest_of, error_code, image_manifest};
@@ -594,3 +603,331 @@ async fn skopeo_pulls_through_a_proxy_sqlite() {
 async fn skopeo_pulls_through_a_proxy_postgres_s3() {
     skopeo_pulls_through_a_proxy(Backend::Postgres, Storage::S3).await;
 }
+
+backend_test!(
+    async fn a_manifest_head_fetches_no_layers(app) {
+        let peer = DockerRegistry::start(PeerOptions::default()).await;
+        let first = Image::new(r#"{"architecture":"amd64","os":"linux","n":1}"#, &[noise(200_000, 11)]);
+        push_image_to(&peer.url(), None, "app", "v1", &first).await;
+        proxy_project(&app, &peer.url(), "docker-registry", None).await;
+
+        // A HEAD by tag and by digest is answered from upstream's HEAD, headers and all.
+        for reference in ["v1", first.digest.as_str()] {
+            let res = app.request(Method::HEAD, &format!("/v2/cache/app/manifests/{reference}")).send().await;
+            assert_eq!(res.status, StatusCode::OK, "{reference}: {}", res.text());
+            assert_eq!(res.header("docker-content-digest"), Some(first.digest.as_str()));
+            assert_eq!(res.header("content-type"), Some(OCI_MANIFEST));
+            assert_eq!(res.header("content-length"), Some(first.manifest.len().to_string().as_str()));
+            assert!(res.body.is_empty());
+        }
+        let res = app.request(Method::HEAD, "/v2/cache/app/manifests/missing").send().await;
+        assert_eq!(res.status, StatusCode::NOT_FOUND);
+        // Nothing was pulled: no manifest GET upstream, no blob, nothing cached.
+        nothing_pulled(&peer, &first).await;
+        assert_eq!(peer.requests("GET /v2/app/manifests/v1"), 0);
+        let res = app.get("/api/v2.0/projects/cache/repositories").admin().send().await;
+        assert_eq!(res.json(), json!([]));
+
+        // A pull caches it, every blob fetched once.
+        pull_image(&app, "app", "v1", &first).await;
+        cached(&app, "app", &first.digest).await;
+        for blob in &first.blobs {
+            assert_eq!(peer.requests(&format!("GET /v2/app/blobs/{}", digest_of(blob))), 1);
+        }
+
+        // The tag moves upstream: a HEAD names the new digest and fetches nothing of it.
+        let second = Image::new(r#"{"architecture":"amd64","os":"linux","n":2}"#, &[noise(200_000, 12)]);
+        push_image_to(&peer.url(), None, "app", "v1", &second).await;
+        let res = app.request(Method::HEAD, "/v2/cache/app/manifests/v1").send().await;
+        assert_eq!(res.status, StatusCode::OK, "{}", res.text());
+        assert_eq!(res.header("docker-content-digest"), Some(second.digest.as_str()));
+        nothing_pulled(&peer, &second).await;
+        assert_eq!(peer.requests("GET /v2/app/manifests/v1"), 1, "only the pull fetched the tag");
+        let res = app.get("/api/v2.0/projects/cache/repositories/app/artifacts").admin().send().await;
+        assert_eq!(res.json().as_array().map(Vec::len), Some(1), "{}", res.text());
+    }
+);
+
+/// Asserts that `peer` was asked for neither `image`'s manifest (by digest)
+/// nor any of its blobs with a GET, a moment after it logged a manifest HEAD
+/// (a fetch started by the HEAD would have asked by then).
+async fn nothing_pulled(peer: &DockerRegistry, image: &Image) {
+    for _ in 0..250 {
+        if peer.requests("HEAD /v2/app/manifests/") > 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(
+        peer.requests(&format!("GET /v2/app/manifests/{}", image.digest)),
+        0
+    );
+    for blob in &image.blobs {
+        assert_eq!(
+            peer.requests(&format!("GET /v2/app/blobs/{}", digest_of(blob))),
+            0,
+            "a HEAD fetched a blob"
+        );
+    }
+}
+
+/// How long a pull from a misbehaving upstream may take to fail.
+const PROMPTLY: Duration = Duration::from_secs(10);
+
+/// How the stand-in upstream answers the `n`th (from 0) request for a blob.
+type BlobAnswer = Arc<dyn Fn(usize) -> Response + Send + Sync>;
+
+/// A hand-written upstream for misbehaviours `docker-registry` cannot show:
+/// `/v2/`, the manifests it was given (by tag or digest) and blobs answered
+/// as told; stopped with the test's runtime.
+struct StandIn {
+    url: String,
+    /// `METHOD path` of each request, in order.
+    requests: Arc<Mutex<Vec<String>>>,
+}
+
+/// What the stand-in serves.
+#[derive(Clone)]
+struct StandInContent {
+    manifests: Arc<HashMap<String, Vec<u8>>>,
+    blobs: Arc<HashMap<String, BlobAnswer>>,
+    requests: Arc<Mutex<Vec<String>>>,
+}
+
+impl StandIn {
+    /// Serves `manifests` (OCI image manifests by reference) and `blobs` (by digest).
+    async fn start(
+        manifests: HashMap<String, Vec<u8>>,
+        blobs: HashMap<String, BlobAnswer>,
+    ) -> Self {
+        let requests = Arc::new(Mutex::new(Vec::new()));
+        let content = StandInContent {
+            manifests: Arc::new(manifests),
+            blobs: Arc::new(blobs),
+            requests: requests.clone(),
+        };
+        let router = axum::Router::new().fallback(move |method: Method, uri: Uri| {
+            let content = content.clone();
+            async move { content.answer(&method, uri.path()) }
+        });
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move { axum::serve(listener, router).await.unwrap() });
+        Self {
+            url: format!("http://{addr}"),
+            requests,
+        }
+    }
+
+    /// How many requests started with `request` (`GET /v2/...`).
+    fn requests(&self, request: &str) -> usize {
+        self.requests
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|r| r.starts_with(request))
+            .count()
+    }
+}
+
+impl StandInContent {
+    fn answer(&self, method: &Method, path: &str) -> Response {
+        let seen = {
+            let mut requests = self.requests.lock().unwrap();
+            requests.push(format!("{method} {path}"));
+            requests
+                .iter()
+                .filter(|r| **r == format!("{method} {path}"))
+                .count()
+                - 1
+        };
+        let not_found = || {
+            (
+                StatusCode::NOT_FOUND,
+                r#"{"errors":[{"code":"NOT_FOUND"}]}"#,
+            )
+                .into_response()
+        };
+        if path == "/v2/" {
+            return (StatusCode::OK, "{}").into_response();
+        }
+        if let Some((_, reference)) = path.rsplit_once("/manifests/") {
+            let Some(manifest) = self.manifests.get(reference) else {
+                return not_found();
+            };
+            return Response::builder()
+                .header(header::CONTENT_TYPE, OCI_MANIFEST)
+                .header("docker-content-digest", digest_of(manifest))
+                .body(Body::from(manifest.clone()))
+                .unwrap();
+        }
+        match path
+            .rsplit_once("/blobs/")
+            .and_then(|(_, digest)| self.blobs.get(digest))
+        {
+            Some(answer) => answer(seen),
+            None => not_found(),
+        }
+    }
+}
+
+/// A blob answer: `bytes`, whole.
+fn whole(bytes: Vec<u8>) -> BlobAnswer {
+    Arc::new(move |_| Body::from(bytes.clone()).into_response())
+}
+
+/// `bytes` then nothing more, the connection held open; with a
+/// `Content-Length` of `announced` when given, else chunked.
+fn then_stall(bytes: Vec<u8>, announced: Option<usize>) -> Response {
+    let pieces: Vec<Result<Bytes, Infallible>> = bytes
+        .chunks(64 << 10)
+        .map(|c| Ok(Bytes::copy_from_slice(c)))
+        .collect();
+    let body = Body::from_stream(
+        futures_util::stream::iter(pieces).chain(futures_util::stream::pending()),
+    );
+    let mut response = Response::builder();
+    if let Some(length) = announced {
+        response = response.header(header::CONTENT_LENGTH, length);
+    }
+    response.body(body).unwrap()
+}
+
+/// The upstream of proxy project `cache`: `stand_in`, with `image` as `app:v1`
+/// whose blobs are answered by `blobs` (whole when not named).
+async fn stand_in_for(
+    app: &TestApp,
+    image: &Image,
+    mut blobs: HashMap<String, BlobAnswer>,
+) -> StandIn {
+    for blob in &image.blobs {
+        blobs
+            .entry(digest_of(blob))
+            .or_insert_with(|| whole(blob.clone()));
+    }
+    let manifests = HashMap::from([
+        ("v1".to_string(), image.manifest.clone()),
+        (image.digest.clone(), image.manifest.clone()),
+    ]);
+    let stand_in = StandIn::start(manifests, blobs).await;
+    proxy_project(app, &stand_in.url, "docker-registry", None).await;
+    stand_in
+}
+
+/// GETs `path` anonymously: `Ok(body)` for a 200 whose body came whole, else
+/// the status and why. Fails the test when the answer takes over [`PROMPTLY`].
+async fn try_pull(app: &TestApp, path: &str) -> Result<Vec<u8>, String> {
+    let request = Request::get(path).body(Body::empty()).unwrap();
+    let pull = async {
+        let response = app
+            .app
+            .clone()
+            .oneshot(request)
+            .await
+            .expect("infallible service");
+        let status = response.status();
+        match response.into_body().collect().await {
+            Ok(body) if status == StatusCode::OK => Ok(body.to_bytes().to_vec()),
+            Ok(body) => Err(format!(
+                "{status}: {}",
+                String::from_utf8_lossy(&body.to_bytes())
+            )),
+            Err(err) => Err(format!("{status}, then the body broke off: {err}")),
+        }
+    };
+    tokio::time::timeout(PROMPTLY, pull)
+        .await
+        .unwrap_or_else(|_| panic!("{path}: still pulling after {PROMPTLY:?}"))
+}
+
+/// Whether blob `bytes` is in the store of `cache/<name>`.
+async fn blob_stored(app: &TestApp, name: &str, bytes: &[u8]) -> bool {
+    app.store()
+        .registry()
+        .repository_blob(&format!("cache/{name}"), &digest_of(bytes))
+        .await
+        .unwrap()
+        .is_some()
+}
+
+backend_test!(
+    async fn an_upstream_blob_longer_than_its_manifest_says_is_refused(app) {
+        // Two layers, each sent with a mebibyte more than the manifest declares:
+        // one announces it (Content-Length), the other streams it and holds on.
+        let (announced, streamed) = (noise(300_000, 21), noise(300_000, 22));
+        let image = Image::new(r#"{"architecture":"amd64","os":"linux"}"#, &[announced.clone(), streamed.clone()]);
+        let longer = |layer: &[u8], seed| [layer, &noise(1 << 20, seed)].concat();
+        let (announced_longer, streamed_longer) = (longer(&announced, 23), longer(&streamed, 24));
+        let blobs = HashMap::from([
+            (digest_of(&announced), whole(announced_longer)),
+            (digest_of(&streamed), Arc::new(move |_| then_stall(streamed_longer.clone(), None)) as BlobAnswer),
+        ]);
+        let stand_in = stand_in_for(&app, &image, blobs).await;
+
+        // The manifest is answered; every client of either layer gets an error, promptly.
+        let manifest = try_pull(&app, "/v2/cache/app/manifests/v1").await;
+        assert_eq!(manifest.as_deref(), Ok(image.manifest.as_slice()));
+        let announced_path = format!("/v2/cache/app/blobs/{}", digest_of(&announced));
+        let pulled = try_pull(&app, &announced_path).await;
+        let refused = |why: &String| why.starts_with("502") && why.contains("may have");
+        assert!(pulled.as_ref().is_err_and(refused), "refused before spooling: {pulled:?}");
+        let streamed_path = format!("/v2/cache/app/blobs/{}", digest_of(&streamed));
+        let pulls = (0..3).map(|_| try_pull(&app, &streamed_path));
+        for pulled in futures_util::future::join_all(pulls).await {
+            assert!(pulled.is_err(), "a body longer than declared was served");
+        }
+        // Nothing is stored: neither layer, nor the image.
+        assert!(!blob_stored(&app, "app", &announced).await);
+        assert!(!blob_stored(&app, "app", &streamed).await);
+        let res = app.get("/api/v2.0/projects/cache/repositories/app/artifacts").admin().send().await;
+        assert!(res.status == StatusCode::NOT_FOUND || res.json() == json!([]), "{}", res.text());
+        assert!(stand_in.requests("GET /v2/app/blobs/") >= 2);
+
+        // A manifest over 4 MiB (the limit of a pushed one) is not read whole.
+        let padding = "x".repeat(4 << 20);
+        let huge = json!({"schemaVersion": 2, "mediaType": OCI_MANIFEST, "annotations": {"padding": padding}}).to_string().into_bytes();
+        let big = StandIn::start(HashMap::from([("huge".to_string(), huge)]), HashMap::new()).await;
+        let res = app.post("/api/v2.0/registries").admin().json(&json!({"name": "big", "url": big.url, "type": "docker-registry"})).send().await;
+        assert_eq!(res.status, StatusCode::CREATED, "{}", res.text());
+        let id = id_from_location(&res);
+        let res = app.post("/api/v2.0/projects").admin().json(&json!({"project_name": "big", "registry_id": id, "metadata": {"public": "true"}})).send().await;
+        assert_eq!(res.status, StatusCode::CREATED, "{}", res.text());
+        let pulled = try_pull(&app, "/v2/big/app/manifests/huge").await;
+        assert!(pulled.as_ref().is_err_and(|why| why.starts_with("503")), "{pulled:?}");
+    }
+);
+
+backend_test!(
+    async fn a_stalled_upstream_blob_times_out(app) {
+        let layer = noise(400_000, 31);
+        let image = Image::new(r#"{"architecture":"amd64","os":"linux"}"#, std::slice::from_ref(&layer));
+        // The first fetch sends half the layer and stalls; the next is whole.
+        let sent = layer.clone();
+        let blobs = HashMap::from([(
+            digest_of(&layer),
+            Arc::new(move |n: usize| match n {
+                0 => then_stall(sent[..200_000].to_vec(), Some(sent.len())),
+                _ => Body::from(sent.clone()).into_response(),
+            }) as BlobAnswer,
+        )]);
+        let app = app.with_proxy_idle_timeout(Duration::from_secs(1));
+        let stand_in = stand_in_for(&app, &image, blobs).await;
+        let path = format!("/v2/cache/app/blobs/{}", digest_of(&layer));
+
+        // The pull (and the cache's own fetch it joins) fails once upstream is silent.
+        let manifest = try_pull(&app, "/v2/cache/app/manifests/v1").await;
+        assert_eq!(manifest.as_deref(), Ok(image.manifest.as_slice()));
+        let pulls = (0..2).map(|_| try_pull(&app, &path));
+        for pulled in futures_util::future::join_all(pulls).await {
+            assert!(pulled.is_err(), "a stalled body was served whole");
+        }
+        assert!(!blob_stored(&app, "app", &layer).await);
+
+        // The fetch is over: the next pull asks upstream again and caches the image.
+        assert_eq!(try_pull(&app, &path).await.as_deref(), Ok(layer.as_slice()));
+        assert_eq!(stand_in.requests(&format!("GET /v2/app/blobs/{}", digest_of(&layer))), 2);
+        pull_image(&app, "app", "v1", &image).await;
+        cached(&app, "app", &image.digest).await;
+    }
+);

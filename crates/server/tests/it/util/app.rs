@@ -306,6 +306,18 @@ impl TestApp {
         self.rebuilt(blobs, redirect, proxy)
     }
 
+    /// The same application and database, failing a proxied blob fetch once
+    /// upstream has sent nothing for `idle` (a server waits 30 seconds).
+    pub fn with_proxy_idle_timeout(self, idle: std::time::Duration) -> Self {
+        let blobs = self.state.registry.blobs.clone();
+        let redirect = self.state.registry.redirect_downloads;
+        let proxy = ProxySettings {
+            idle_timeout: idle,
+            ..self.state.registry.proxy.settings().clone()
+        };
+        self.rebuilt(blobs, redirect, proxy)
+    }
+
     fn rebuilt(self, blobs: BlobStore, redirect: bool, proxy: ProxySettings) -> Self {
         let rest =
             RestServices::new(RestConfig::default()).expect("the default REST configuration");
@@ -346,6 +358,7 @@ fn test_state(
         ProxySettings {
             ttl: std::time::Duration::ZERO,
             spool_dir: std::env::temp_dir(),
+            idle_timeout: ProxySettings::IDLE_TIMEOUT,
         },
         "http://127.0.0.1:9000".into(),
         rest,
