@@ -19,7 +19,7 @@ use crate::error::ApiError;
 use crate::state::AppState;
 
 /// The yes/no settings of the configuration tab: metadata key and what it means.
-const SWITCHES: [(&str, &str); 4] = [
+const SWITCHES: [(&str, &str); 3] = [
     (
         "public",
         "Public: anyone may pull, and the project is listed for everyone",
@@ -28,11 +28,20 @@ const SWITCHES: [(&str, &str); 4] = [
         "enable_content_trust_cosign",
         "Cosign: only artifacts signed with cosign may be pulled",
     ),
+    (
+        "enable_content_trust",
+        "Notation: only artifacts signed with Notation may be pulled",
+    ),
+];
+
+/// The scanner's settings: kept as Harbor's clients send them, shown but not
+/// offered, since no scanner is configured to act on them.
+const SCANNER_SWITCHES: [(&str, &str); 2] = [
     ("auto_scan", "Scan artifacts for vulnerabilities on push"),
     ("auto_sbom_generation", "Generate an SBOM on push"),
 ];
 
-/// The vulnerability gate: a switch and the severity it starts at.
+/// The vulnerability gate (a scanner setting too): a switch and the severity it starts at.
 const PREVENT_VUL: (&str, &str) = (
     "prevent_vul",
     "Prevent vulnerable artifacts from being pulled, from severity",
@@ -152,16 +161,21 @@ async fn show_configuration(
     let on = |key: &str| stored.get(key).is_some_and(|v| v == "true");
     let editable = access.allows(Resource::Project, Action::Update);
     let disabled = if editable { "" } else { " disabled" };
-    let checkbox = |key: &str, text: &str| {
+    let checkbox_of = |key: &str, text: &str, disabled: &str| {
         format!(
             r#"<label class="check"><input type="checkbox" name="{key}" id="setting_{key}" value="true"{checked}{disabled}> {text}</label>"#,
             checked = if on(key) { " checked" } else { "" },
             text = esc(text),
         )
     };
+    let checkbox = |key: &str, text: &str| checkbox_of(key, text, disabled);
     let switches: String = SWITCHES
         .iter()
         .map(|(key, text)| checkbox(key, text))
+        .collect();
+    let scanner: String = SCANNER_SWITCHES
+        .iter()
+        .map(|(key, text)| checkbox_of(key, text, " disabled"))
         .collect();
     let current = stored.get("severity").map_or("low", String::as_str);
     let severities: String = metadata::SEVERITIES
@@ -192,11 +206,15 @@ async fn show_configuration(
         r#"{header}{notice}
 <h2>Configuration</h2>
 <form class="settings" method="post" action="{action}">{csrf}{switches}
-{prevent_vul} <select name="severity" id="setting_severity" aria-label="Severity"{disabled}>{severities}</select>
+<fieldset class="scanner" disabled><legend>Vulnerability scanning</legend>
+<p class="muted" id="no_scanner">No scanner is configured: these settings are kept as Harbor's clients set them, and nothing acts on them.</p>
+{scanner}
+{prevent_vul} <select name="severity" id="setting_severity" aria-label="Severity" disabled>{severities}</select>
+</fieldset>
 {save}</form>"#,
         header = header(&access, Tab::Configuration),
         action = esc(&tab_path(&project.name, Tab::Configuration)),
-        prevent_vul = checkbox(PREVENT_VUL.0, PREVENT_VUL.1),
+        prevent_vul = checkbox_of(PREVENT_VUL.0, PREVENT_VUL.1, " disabled"),
     );
     let title = format!("{} · Configuration", project.name);
     Ok(html::page(&title, Some(session), &main).into_response())
@@ -216,17 +234,14 @@ async fn update_configuration(
         .require_project(&state, project_name, Resource::Project, Action::Update)
         .await?;
     let failed = |err: ApiError| PortalError::api(err, Some(session));
-    let mut pairs: Vec<(String, String)> = SWITCHES
+    // The scanner's settings are not offered (no scanner): left as stored.
+    let pairs: Vec<(String, String)> = SWITCHES
         .iter()
-        .chain(std::iter::once(&PREVENT_VUL))
         .map(|(key, _)| {
             let given = form.get(*key).map_or("false", String::as_str);
             (key.to_string(), given.to_string())
         })
         .collect();
-    if let Some(severity) = form.get("severity") {
-        pairs.push(("severity".into(), severity.clone()));
-    }
     let validated = pairs
         .into_iter()
         .map(|(key, value)| metadata::normalize(&key, &value).map(|v| (key, v)))

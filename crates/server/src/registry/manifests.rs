@@ -9,7 +9,7 @@ use berth_domain::oci::manifest::{Descriptor, image_extra_attrs};
 use berth_domain::oci::reference::project_of;
 use berth_domain::oci::{Digest, Manifest, Reference, media_type};
 use berth_store::repo::manifests::{
-    DeleteManifest, NewManifest, NewReference, Pull, PutManifest, StoredManifest,
+    DeleteManifest, NewManifest, NewReference, Pull, PutManifest, Signatures, StoredManifest,
 };
 use bytes::Bytes;
 use futures_util::StreamExt;
@@ -106,18 +106,18 @@ pub async fn get_manifest(
         .registry()
         .manifest_lookup(project_of(name).unwrap_or(name), name, &parsed)
         .await?;
-    let (project, repository_id, manifest, cosign_required) = match lookup {
+    let (project, repository_id, manifest, required) = match lookup {
         Some(found) => (
             Some(found.project),
             found.repository_id,
             found.manifest,
-            found.cosign_required,
+            found.required,
         ),
-        None => (None, None, None, false),
+        None => (None, None, None, Signatures::default()),
     };
     let project = ctx.authorize_found(name, RepoAction::Pull, project).await?;
     if let Some(registry_id) = project.registry_id {
-        let stored = manifest.map(|m| (m, cosign_required));
+        let stored = manifest.map(|m| (m, required));
         let pull = super::proxy::ManifestPull {
             project: &project,
             registry_id,
@@ -134,27 +134,21 @@ pub async fn get_manifest(
         });
     };
     serve_stored(
-        &ctx,
-        &project,
-        name,
-        reference,
-        manifest,
-        cosign_required,
-        with_body,
+        &ctx, &project, name, reference, manifest, required, with_body,
     )
     .await
 }
 
 /// Answers a manifest GET or HEAD of `name` by `reference` with `manifest`, as
-/// stored: Harbor's signed-only pulls checked (`cosign_required`), the pull
-/// noted and audited.
+/// stored: Harbor's signed-only pulls checked (the signatures `required`),
+/// the pull noted and audited.
 pub(super) async fn serve_stored(
     ctx: &Ctx,
     project: &Project,
     name: &str,
     reference: &str,
     manifest: StoredManifest,
-    cosign_required: bool,
+    required: Signatures,
     with_body: bool,
 ) -> RegistryResult<Response> {
     let StoredManifest {
@@ -164,14 +158,17 @@ pub(super) async fn serve_stored(
         digest,
         media_type,
         body,
-        cosign_signed,
+        signed,
     } = manifest;
-    if with_body && cosign_required && !cosign_signed && !may_push(ctx, name).await {
+    if with_body
+        && let Some(kind) = signed.missing(required)
+        && !may_push(ctx, name).await
+    {
         // Harbor's signed-only pulls; who may push (and so sign) still pulls.
         return Err(oci(
             ErrorKind::Precondition,
             "DENIED",
-            "The image is not signed by cosign.",
+            &format!("The image is not signed by {kind}."),
         )
         .into());
     }

@@ -39,7 +39,7 @@ use berth_domain::model::Project;
 use berth_domain::model::registry::RegistryType;
 use berth_domain::oci::manifest::Descriptor;
 use berth_domain::oci::{Digest, Manifest, Reference};
-use berth_store::repo::manifests::{Pull, PutManifest, StoredManifest};
+use berth_store::repo::manifests::{Pull, PutManifest, Signatures, StoredManifest};
 use bytes::{Bytes, BytesMut};
 use futures_util::{Stream, StreamExt};
 use http_body_util::BodyExt;
@@ -398,7 +398,7 @@ pub(super) struct ManifestPull<'a> {
 pub(super) async fn get_manifest(
     ctx: &Ctx,
     pull: ManifestPull<'_>,
-    stored: Option<(StoredManifest, bool)>,
+    stored: Option<(StoredManifest, Signatures)>,
 ) -> RegistryResult<Response> {
     let cache = &ctx.state.registry.proxy;
     let reference = pull.reference.to_string();
@@ -409,14 +409,14 @@ pub(super) async fn get_manifest(
             reference.to_string(),
         )
     };
-    let serve = |(manifest, cosign_required): (StoredManifest, bool)| {
+    let serve = |(manifest, required): (StoredManifest, Signatures)| {
         serve_stored(
             ctx,
             pull.project,
             pull.name,
             &reference,
             manifest,
-            cosign_required,
+            required,
             pull.with_body,
         )
     };

@@ -93,10 +93,34 @@ pub struct StoredManifest {
     pub media_type: String,
     /// The exact bytes.
     pub body: Vec<u8>,
-    /// Whether it carries a cosign signature: it is one, a signature names it
-    /// as its subject, or it is a child of an index that one names. Only
-    /// computed when its project requires signatures (else `false`).
-    pub cosign_signed: bool,
+    /// The signatures it carries, of each kind its project requires (a kind
+    /// not required is `false`): it is one, a signature of that kind names it
+    /// as its subject, or it is a child of an index that one names.
+    pub signed: Signatures,
+}
+
+/// Signature kinds: which a project requires before an artifact is pulled
+/// (metadata `enable_content_trust_cosign`, `enable_content_trust`), or
+/// which an artifact carries.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Signatures {
+    /// cosign (`signature.cosign` accessories).
+    pub cosign: bool,
+    /// Notation (`signature.notation` accessories).
+    pub notation: bool,
+}
+
+impl Signatures {
+    /// The kind `required` asks for and `self` lacks, if any.
+    pub fn missing(self, required: Self) -> Option<&'static str> {
+        if required.cosign && !self.cosign {
+            Some("cosign")
+        } else if required.notation && !self.notation {
+            Some("notation")
+        } else {
+            None
+        }
+    }
 }
 
 /// What a manifest GET reads in one query (see [`Registry::manifest_lookup`]).
@@ -108,9 +132,8 @@ pub struct ManifestLookup {
     pub repository_id: Option<i64>,
     /// The manifest, if the reference resolves in the repository.
     pub manifest: Option<StoredManifest>,
-    /// Whether the project lets only artifacts signed with cosign be pulled
-    /// (metadata `enable_content_trust_cosign`).
-    pub cosign_required: bool,
+    /// The signatures the project requires before an artifact is pulled.
+    pub required: Signatures,
 }
 
 /// The row behind a [`ManifestLookup`]: the project and outer-joined the rest.
@@ -126,20 +149,51 @@ struct LookupRow {
     body: Option<Vec<u8>>,
     cosign_required: i64,
     cosign_signed: i64,
+    notation_required: i64,
+    notation_signed: i64,
 }
 
-/// Whether project `p` lets only cosign-signed artifacts be pulled.
-const COSIGN_POLICY: &str = "EXISTS (SELECT 1 FROM project_metadata pm WHERE pm.project_id = p.id \
-     AND pm.name = 'enable_content_trust_cosign' AND pm.value = 'true')";
+/// SQL: whether project `p` has metadata `key` set to true.
+fn policy_sql(key: &str) -> String {
+    format!(
+        "EXISTS (SELECT 1 FROM project_metadata pm WHERE pm.project_id = p.id \
+         AND pm.name = '{key}' AND pm.value = 'true')"
+    )
+}
 
-/// Whether artifact `a` is signed with cosign: it is a signature, one names
-/// it, or one names an index containing it. Evaluated only under the policy.
-const COSIGN_SIGNED: &str = "a.accessory_type = 'signature.cosign' \
-     OR EXISTS (SELECT 1 FROM artifacts s WHERE s.repository_id = a.repository_id \
-       AND s.subject_digest = a.digest AND s.accessory_type = 'signature.cosign') \
-     OR EXISTS (SELECT 1 FROM artifact_references ar JOIN artifacts pa ON pa.id = ar.parent_id \
-       JOIN artifacts s ON s.repository_id = pa.repository_id AND s.subject_digest = pa.digest \
-       AND s.accessory_type = 'signature.cosign' WHERE ar.child_id = a.id)";
+/// SQL: whether artifact `a` carries a signature of accessory type
+/// `accessory`: it is one, one names it, or one names an index containing it.
+fn signed_sql(accessory: &str) -> String {
+    format!(
+        "a.accessory_type = '{accessory}' \
+         OR EXISTS (SELECT 1 FROM artifacts s WHERE s.repository_id = a.repository_id \
+           AND s.subject_digest = a.digest AND s.accessory_type = '{accessory}') \
+         OR EXISTS (SELECT 1 FROM artifact_references ar JOIN artifacts pa ON pa.id = ar.parent_id \
+           JOIN artifacts s ON s.repository_id = pa.repository_id AND s.subject_digest = pa.digest \
+           AND s.accessory_type = '{accessory}' WHERE ar.child_id = a.id)"
+    )
+}
+
+/// SQL columns `<kind>_required` and `<kind>_signed` of a lookup: the
+/// project's policy `key`, and (only under it) signatures of type `accessory`.
+fn signature_columns(kind: &str, key: &str, accessory: &str) -> String {
+    let policy = policy_sql(key);
+    let signed = signed_sql(accessory);
+    format!(
+        "CAST(CASE WHEN {policy} THEN 1 ELSE 0 END AS BIGINT) AS {kind}_required, \
+         CAST(CASE WHEN a.id IS NULL OR NOT {policy} THEN 0 \
+           WHEN {signed} THEN 1 ELSE 0 END AS BIGINT) AS {kind}_signed"
+    )
+}
+
+/// The signature columns of a manifest lookup, written once.
+static SIGNATURE_COLUMNS: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+    format!(
+        "{}, {}",
+        signature_columns("cosign", "enable_content_trust_cosign", "signature.cosign"),
+        signature_columns("notation", "enable_content_trust", "signature.notation"),
+    )
+});
 
 /// A referrer of a subject (referrers API).
 #[derive(Debug, Clone, sqlx::FromRow)]
@@ -441,12 +495,11 @@ impl Registry<'_> {
                 digest.as_str(),
             ),
         };
+        let signatures = SIGNATURE_COLUMNS.as_str();
         let row: Option<LookupRow> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
             "SELECT {PROJECT_COLUMNS}, r.id AS repository_id, a.id AS artifact_id, \
              {tag_id} AS tag_id, a.digest, a.manifest_media_type AS media_type, mb.body, \
-             CAST(CASE WHEN {COSIGN_POLICY} THEN 1 ELSE 0 END AS BIGINT) AS cosign_required, \
-             CAST(CASE WHEN a.id IS NULL OR NOT {COSIGN_POLICY} THEN 0 \
-               WHEN {COSIGN_SIGNED} THEN 1 ELSE 0 END AS BIGINT) AS cosign_signed \
+             {signatures} \
              FROM projects p \
              LEFT JOIN repositories r ON r.name = $2 AND r.project_id = p.id \
              {manifest_join} \
@@ -479,7 +532,10 @@ impl Registry<'_> {
                     digest,
                     media_type,
                     body,
-                    cosign_signed: row.cosign_signed == 1,
+                    signed: Signatures {
+                        cosign: row.cosign_signed == 1,
+                        notation: row.notation_signed == 1,
+                    },
                 }),
                 _ => None,
             };
@@ -487,7 +543,10 @@ impl Registry<'_> {
                 project: row.project.into(),
                 repository_id: row.repository_id,
                 manifest,
-                cosign_required: row.cosign_required == 1,
+                required: Signatures {
+                    cosign: row.cosign_required == 1,
+                    notation: row.notation_required == 1,
+                },
             }
         }))
     }

@@ -545,31 +545,42 @@ backend_test!(
         assert!(page.contains(r#"id="setting_public" value="true">"#), "unchecked: {page}");
         assert!(page.contains("save_project_configuration"));
 
+        // The scanner's settings, as a Harbor client sets them.
+        for (key, value) in [("auto_scan", "true"), ("severity", "high")] {
+            let res = app
+                .post("/api/v2.0/projects/team/metadatas")
+                .admin()
+                .json(&serde_json::json!({key: value}))
+                .send()
+                .await;
+            assert_eq!(res.status, StatusCode::OK, "{}", res.text());
+        }
         let res = post_form(
             &app,
             &cookie,
             path,
             Some(&csrf),
-            &[("public", "true"), ("enable_content_trust_cosign", "true"), ("severity", "high")],
+            &[("public", "true"), ("enable_content_trust_cosign", "true"), ("enable_content_trust", "true"), ("severity", "low")],
         )
         .await;
         assert_eq!(res.status, StatusCode::SEE_OTHER, "{}", res.text());
         let metadata = app.get("/api/v2.0/projects/team").admin().send().await.json()["metadata"].clone();
         assert_eq!(metadata["public"], "true");
         assert_eq!(metadata["enable_content_trust_cosign"], "true");
-        assert_eq!(metadata["auto_scan"], "false");
+        assert_eq!(metadata["enable_content_trust"], "true");
+        assert_eq!(metadata["auto_scan"], "true", "the portal does not offer, nor change, scanner settings");
         assert_eq!(metadata["severity"], "high");
         let page = app.get(path).header("cookie", &cookie).send().await.text();
         assert!(page.contains(r#"id="setting_public" value="true" checked>"#), "{page}");
+        assert!(page.contains(r#"id="setting_auto_scan" value="true" checked disabled>"#), "{page}");
+        assert!(page.contains("No scanner is configured"), "{page}");
         assert!(page.contains(r#"<option value="high" selected>"#));
         // Unchecked again: private.
-        let res = post_form(&app, &cookie, path, Some(&csrf), &[("severity", "high")]).await;
+        let res = post_form(&app, &cookie, path, Some(&csrf), &[]).await;
         assert_eq!(res.status, StatusCode::SEE_OTHER);
         let res = app.get("/api/v2.0/projects/team").admin().send().await;
         assert_eq!(res.json()["metadata"]["public"], "false");
-        let res = post_form(&app, &cookie, path, Some(&csrf), &[("severity", "urgent")]).await;
-        assert_eq!(res.status, StatusCode::BAD_REQUEST);
-        assert!(res.text().contains("invalid value: urgent"));
+        assert_eq!(res.json()["metadata"]["enable_content_trust"], "false");
 
         // A developer reads the settings, cannot change them.
         let dave = sign_in(&app, "dave", "Dave-pass-1").await;

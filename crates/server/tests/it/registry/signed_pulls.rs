@@ -101,3 +101,66 @@ registry_test!(
         assert_eq!(get("v2", None).await.status, StatusCode::OK);
     }
 );
+
+/// Pushes a Notation signature of `subject` (`size` bytes) into `name`.
+async fn sign_with_notation(app: &TestApp, name: &str, subject: &str, size: usize) -> String {
+    let empty = b"{}".to_vec();
+    push_blob(app, name, &empty).await;
+    let envelope = format!("notation envelope for {subject}").into_bytes();
+    push_blob(app, name, &envelope).await;
+    let signature = json!({
+        "schemaVersion": 2,
+        "mediaType": OCI_MANIFEST,
+        "artifactType": "application/vnd.cncf.notary.signature",
+        "config": descriptor("application/vnd.oci.empty.v1+json", &empty),
+        "layers": [descriptor("application/jose+json", &envelope)],
+        "subject": {"mediaType": OCI_MANIFEST, "digest": subject, "size": size},
+    })
+    .to_string()
+    .into_bytes();
+    let digest = digest_of(&signature);
+    let res = put_manifest(app, name, &digest, OCI_MANIFEST, &signature).await;
+    assert_eq!(res.status, StatusCode::CREATED, "{}", res.text());
+    digest
+}
+
+registry_test!(
+    /// `enable_content_trust` asks for a Notation signature as
+    /// `enable_content_trust_cosign` asks for a cosign one: a cosign
+    /// signature does not stand in for it, and both may be required at once.
+    async fn notation_signatures_are_required_where_the_project_asks_for_them(app) {
+        let body = json!({"project_name": "notarized", "metadata": {"public": "true", "enable_content_trust": "true"}});
+        let res = app.post("/api/v2.0/projects").admin().json(&body).send().await;
+        assert_eq!(res.status, StatusCode::CREATED, "{}", res.text());
+        let name = "notarized/app";
+        let (v1, digest) = push_image(&app, name, "v1", &[b"notarized layer"]).await;
+        let get = || {
+            app.request(Method::GET, &format!("/v2/{name}/manifests/v1"))
+                .header("accept", OCI_MANIFEST)
+                .send()
+        };
+        let res = get().await;
+        assert_eq!(res.status, StatusCode::PRECONDITION_FAILED, "{}", res.text());
+        assert!(res.text().contains("The image is not signed by notation."), "{}", res.text());
+        sign(&app, name, &digest, v1.len()).await;
+        assert_eq!(get().await.status, StatusCode::PRECONDITION_FAILED, "a cosign signature is not a Notation one");
+        sign_with_notation(&app, name, &digest, v1.len()).await;
+        let res = get().await;
+        assert_eq!(res.status, StatusCode::OK, "{}", res.text());
+        assert_eq!(res.body, v1);
+
+        // Both required: both needed.
+        let res = app
+            .post("/api/v2.0/projects/notarized/metadatas")
+            .admin()
+            .json(&json!({"enable_content_trust_cosign": "true"}))
+            .send()
+            .await;
+        assert_eq!(res.status, StatusCode::OK, "{}", res.text());
+        assert_eq!(get().await.status, StatusCode::OK, "signed both ways");
+        let (v2, v2_digest) = push_image(&app, name, "v2", &[b"second"]).await;
+        sign_with_notation(&app, name, &v2_digest, v2.len()).await;
+        let res = app.request(Method::GET, &format!("/v2/{name}/manifests/v2")).header("accept", OCI_MANIFEST).send().await;
+        assert!(res.text().contains("not signed by cosign"), "{}", res.text());
+    }
+);
