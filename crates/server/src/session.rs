@@ -18,8 +18,11 @@ use crate::state::AppState;
 pub const COOKIE_NAME: &str = "sid";
 /// The header (Harbor's) that carries the CSRF token on API requests.
 pub const CSRF_HEADER: &str = "x-harbor-csrf-token";
-/// How long a session lives.
-pub const SESSION_TTL_SECS: i64 = 12 * 60 * 60;
+/// How long a session lives unused: Harbor's `session_timeout` (minutes).
+async fn idle_secs(state: &AppState) -> Result<i64, ApiError> {
+    let minutes = state.configuration().await?.int("session_timeout");
+    Ok(minutes.clamp(1, 60 * 24 * 365) * 60)
+}
 /// The message of a refused CSRF token (Harbor's).
 pub const CSRF_INVALID: &str = "CSRF token invalid";
 
@@ -64,7 +67,8 @@ pub async fn from_headers(
     let Some(id) = cookie_id(headers) else {
         return Ok(None);
     };
-    let Some(session) = state.store.sessions().find(&id_hash(id)).await? else {
+    let idle = idle_secs(state).await?;
+    let Some(session) = state.store.sessions().find(&id_hash(id), idle).await? else {
         return Ok(None);
     };
     let Some(user) = state.store.users().find_by_id(session.user_id).await? else {
@@ -83,7 +87,7 @@ pub async fn start(state: &AppState, user: &User) -> Result<(String, String), Ap
     state
         .store
         .sessions()
-        .create(&id_hash(&id), user.id, &csrf, SESSION_TTL_SECS)
+        .create(&id_hash(&id), user.id, &csrf, idle_secs(state).await?)
         .await?;
     Ok((id, csrf))
 }
@@ -112,13 +116,13 @@ pub fn is_https(state: &AppState, extensions: &Extensions, headers: &HeaderMap) 
     state.external_url.starts_with("https://")
 }
 
-/// The `Set-Cookie` value that carries session `id` (`None`: clears it).
+/// The `Set-Cookie` value that carries session `id` (`None`: clears it): a
+/// browser-session cookie; the server ends the session after
+/// `session_timeout` minutes unused.
 pub fn set_cookie(id: Option<&str>, secure: bool) -> HeaderValue {
     let secure = if secure { "; Secure" } else { "" };
     let value = match id {
-        Some(id) => format!(
-            "{COOKIE_NAME}={id}; Path=/; HttpOnly; SameSite=Lax; Max-Age={SESSION_TTL_SECS}{secure}"
-        ),
+        Some(id) => format!("{COOKIE_NAME}={id}; Path=/; HttpOnly; SameSite=Lax{secure}"),
         None => format!("{COOKIE_NAME}=; Path=/; HttpOnly; SameSite=Lax; Max-Age=0{secure}"),
     };
     // Only alphanumerics and fixed text: always a valid header value.

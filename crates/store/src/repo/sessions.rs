@@ -55,10 +55,13 @@ impl Sessions<'_> {
     }
 
     /// The live session with this id hash: unexpired, its user not deleted and
-    /// not changed (password, administrator flag) since it began.
-    pub async fn find(&self, id_hash: &str) -> StoreResult<Option<Session>> {
-        let row: Option<(i64, String)> = sqlx::query_as(
-            "SELECT s.user_id, s.csrf_token FROM portal_sessions s JOIN users u ON u.id = s.user_id \
+    /// not changed (password, administrator flag) since it began. Its life is
+    /// extended to `idle_secs` from now once less than half of that is left,
+    /// so an active session lives on and an idle one ends `idle_secs` after
+    /// its last use (at most one write per half window).
+    pub async fn find(&self, id_hash: &str, idle_secs: i64) -> StoreResult<Option<Session>> {
+        let row: Option<(i64, String, String)> = sqlx::query_as(
+            "SELECT s.user_id, s.csrf_token, s.expires_at FROM portal_sessions s JOIN users u ON u.id = s.user_id \
              WHERE s.id_hash = $1 AND s.expires_at > $2 AND u.deleted = 0 \
              AND u.auth_version = s.auth_version",
         )
@@ -66,7 +69,17 @@ impl Sessions<'_> {
         .bind(time::now())
         .fetch_optional(&self.0.pool)
         .await?;
-        Ok(row.map(|(user_id, csrf_token)| Session {
+        let Some((user_id, csrf_token, expires_at)) = row else {
+            return Ok(None);
+        };
+        if expires_at < time::now_plus_seconds(idle_secs / 2) {
+            sqlx::query("UPDATE portal_sessions SET expires_at = $2 WHERE id_hash = $1")
+                .bind(id_hash)
+                .bind(time::now_plus_seconds(idle_secs))
+                .execute(&self.0.pool)
+                .await?;
+        }
+        Ok(Some(Session {
             user_id,
             csrf_token,
         }))
