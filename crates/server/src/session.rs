@@ -33,6 +33,60 @@ pub struct SessionUser {
     pub user: Arc<User>,
     /// The token forms and state-changing API requests must carry.
     pub csrf_token: String,
+    /// The configured `banner_message` to show now, if any.
+    pub banner: Option<Banner>,
+}
+
+/// Harbor's `banner_message`: a JSON object (`message`, `type` info, warning,
+/// success or danger, optional `fromDate` / `toDate` as `MM/DD/YYYY`) or, as
+/// older Harbors stored it, plain text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Banner {
+    /// What to show.
+    pub message: String,
+    /// `info`, `warning`, `success` or `danger`.
+    pub kind: &'static str,
+}
+
+impl Banner {
+    /// The banner `text` configures for `today` (year, month, day), if one is
+    /// shown then.
+    pub fn configured(text: &str, today: (i32, u8, u8)) -> Option<Self> {
+        let text = text.trim();
+        if text.is_empty() {
+            return None;
+        }
+        let Ok(serde_json::Value::Object(fields)) = serde_json::from_str(text) else {
+            return Some(Self {
+                message: text.to_string(),
+                kind: "info",
+            });
+        };
+        let field = |name: &str| fields.get(name).and_then(|v| v.as_str()).unwrap_or("");
+        let message = field("message").trim();
+        let date = |name: &str| {
+            let mut parts = field(name).split('/').map(|p| p.trim().parse::<i32>().ok());
+            match (parts.next()??, parts.next()??, parts.next()??) {
+                (month, day, year) => Some((year, month, day)),
+            }
+        };
+        let today = (today.0, i32::from(today.1), i32::from(today.2));
+        let started = date("fromDate").is_none_or(|from| from <= today);
+        let ended = date("toDate").is_some_and(|to| to < today);
+        if message.is_empty() || !started || ended {
+            return None;
+        }
+        let kind = match field("type") {
+            "warning" => "warning",
+            "success" => "success",
+            "danger" => "danger",
+            _ => "info",
+        };
+        Some(Self {
+            message: message.to_string(),
+            kind,
+        })
+    }
 }
 
 impl SessionUser {
@@ -74,9 +128,15 @@ pub async fn from_headers(
     let Some(user) = state.store.users().find_by_id(session.user_id).await? else {
         return Ok(None);
     };
+    let today = time::OffsetDateTime::now_utc().date();
+    let banner = Banner::configured(
+        state.configuration().await?.string("banner_message"),
+        (today.year(), u8::from(today.month()), today.day()),
+    );
     Ok(Some(SessionUser {
         user: Arc::new(user),
         csrf_token: session.csrf_token,
+        banner,
     }))
 }
 
@@ -174,6 +234,44 @@ mod tests {
         assert_eq!(cookie_id(&headers), Some(id.as_str()));
         headers.insert(COOKIE, HeaderValue::from_static("sid=short"));
         assert_eq!(cookie_id(&headers), None);
+    }
+
+    #[test]
+    fn banners_show_within_their_dates() {
+        let today = (2026, 11, 26);
+        assert_eq!(Banner::configured("", today), None);
+        assert_eq!(
+            Banner::configured("Maintenance at 6", today),
+            Some(Banner {
+                message: "Maintenance at 6".into(),
+                kind: "info"
+            })
+        );
+        let json = |from: &str, to: &str| {
+            format!(
+                r#"{{"closable":true,"message":"Read only tonight","type":"warning","fromDate":"{from}","toDate":"{to}"}}"#
+            )
+        };
+        let shown = Banner::configured(&json("11/20/2026", "11/26/2026"), today).unwrap();
+        assert_eq!(
+            (shown.message.as_str(), shown.kind),
+            ("Read only tonight", "warning")
+        );
+        assert_eq!(
+            Banner::configured(&json("11/27/2026", "12/01/2026"), today),
+            None,
+            "not yet"
+        );
+        assert_eq!(
+            Banner::configured(&json("11/01/2026", "11/25/2026"), today),
+            None,
+            "over"
+        );
+        assert!(
+            Banner::configured(&json("", ""), today).is_some(),
+            "no dates: always"
+        );
+        assert_eq!(Banner::configured(r#"{"message":""}"#, today), None);
     }
 
     #[test]

@@ -95,11 +95,19 @@ pub fn page_with_status(
         ),
         None => String::new(),
     };
+    let banner = match session.and_then(|s| s.banner.as_ref()) {
+        Some(b) => format!(
+            r#"<div class="banner banner-{kind}" id="banner_message" role="status">{message}</div>"#,
+            kind = b.kind,
+            message = esc(&b.message),
+        ),
+        None => String::new(),
+    };
     let body = format!(
         r#"<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <title>{title} · Berth</title><link rel="stylesheet" href="/harbor/static/portal.css"><script src="/harbor/static/portal.js" defer></script></head>
-<body><header><a class="brand" href="/harbor/projects">Berth</a>{bar}</header>
+<body><header><a class="brand" href="/harbor/projects">Berth</a>{bar}</header>{banner}
 <main>{main}</main></body></html>
 "#,
         title = esc(title),

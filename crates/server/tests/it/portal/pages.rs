@@ -607,3 +607,25 @@ backend_test!(
         assert_eq!(res.status, StatusCode::FORBIDDEN, "a private project");
     }
 );
+
+backend_test!(
+    /// `banner_message` is shown on every portal page while it is current,
+    /// escaped, in Harbor's JSON form or as plain text.
+    async fn the_configured_banner_is_shown(app) {
+        let cookie = sign_in_admin(&app).await;
+        let page = app.get("/harbor/projects").header("cookie", &cookie).send().await.text();
+        assert!(!page.contains("banner_message"), "no banner configured");
+        let banner = r#"{"closable":true,"message":"Read-only <tonight>","type":"warning","fromDate":"01/01/2020","toDate":"12/31/2099"}"#;
+        let res = app.put("/api/v2.0/configurations").admin().json(&serde_json::json!({"banner_message": banner})).send().await;
+        assert_eq!(res.status, StatusCode::OK, "{}", res.text());
+        let page = app.get("/harbor/projects").header("cookie", &cookie).send().await.text();
+        assert!(
+            page.contains(r#"<div class="banner banner-warning" id="banner_message" role="status">Read-only &lt;tonight&gt;</div>"#),
+            "{page}"
+        );
+        let past = r#"{"message":"Over","type":"info","fromDate":"01/01/2020","toDate":"01/02/2020"}"#;
+        app.put("/api/v2.0/configurations").admin().json(&serde_json::json!({"banner_message": past})).send().await;
+        let page = app.get("/harbor/projects").header("cookie", &cookie).send().await.text();
+        assert!(!page.contains("banner_message"), "an ended banner is not shown");
+    }
+);
