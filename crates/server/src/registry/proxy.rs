@@ -44,7 +44,7 @@ use bytes::{Bytes, BytesMut};
 use futures_util::{Stream, StreamExt};
 use http_body_util::BodyExt;
 use tokio::io::AsyncWriteExt;
-use tokio::sync::{OnceCell, watch};
+use tokio::sync::{OnceCell, OwnedSemaphorePermit, Semaphore, watch};
 
 use super::blobs::DOCKER_CONTENT_DIGEST;
 use super::manifests::{
@@ -129,6 +129,23 @@ struct Upstream {
     /// Harbor's `proxy_speed_kb` of the project, in bytes per second: read
     /// once here for every blob fetched with this upstream.
     speed: Option<u64>,
+    /// Harbor's `max_upstream_conn` of the project: the requests to upstream
+    /// it may have under way at once (a blob's while it streams); `None`: no limit.
+    connections: Option<Arc<Semaphore>>,
+    /// Harbor's `proxy_cache_local_on_not_found`: a cached manifest is
+    /// served when upstream says it no longer has it.
+    local_on_not_found: bool,
+}
+
+impl Upstream {
+    /// A place among the project's requests to upstream, waited for when
+    /// `max_upstream_conn` are under way.
+    async fn connection(&self) -> Option<OwnedSemaphorePermit> {
+        match &self.connections {
+            Some(limit) => limit.clone().acquire_owned().await.ok(),
+            None => None,
+        }
+    }
 }
 
 /// Single flight: one computation per key at a time, its result shared by
@@ -202,6 +219,8 @@ pub struct ProxyCache {
     /// yet, by digest: the most a fetch of each may read, even when a client
     /// asks for the blob before (or after) the manifest's own fetch of it.
     declared: Mutex<HashMap<Key, u64>>,
+    /// Each project's `max_upstream_conn` and the places it gives, by project id.
+    connections: Mutex<HashMap<i64, (usize, Arc<Semaphore>)>>,
 }
 
 impl std::fmt::Debug for ProxyCache {
@@ -225,6 +244,7 @@ impl ProxyCache {
             blob_flights: Mutex::default(),
             parents: Mutex::default(),
             declared: Mutex::default(),
+            connections: Mutex::default(),
         }
     }
 
@@ -270,9 +290,13 @@ impl ProxyCache {
         key: Key,
     ) -> Result<Option<ManifestHead>, Unavailable> {
         let reference = key.2.clone();
-        let check = upstream
-            .remote
-            .head_manifest(&upstream.repository, &reference);
+        let check = async {
+            let _connection = upstream.connection().await;
+            upstream
+                .remote
+                .head_manifest(&upstream.repository, &reference)
+                .await
+        };
         self.head_flights.run(key, check).await
     }
 
@@ -361,20 +385,45 @@ impl ProxyCache {
                 remote
             }
         };
-        // Harbor's `proxy_speed_kb`: KiB per second from upstream; -1 or 0 is no limit.
-        let speed = state
+        let metadata: HashMap<String, String> = state
             .store
             .metadata()
-            .get(project.id, "proxy_speed_kb")
+            .list(project.id)
             .await?
+            .into_iter()
+            .collect();
+        let setting = |key: &str| metadata.get(key).map(String::as_str);
+        // Harbor's `proxy_speed_kb`: KiB per second from upstream; -1 or 0 is no limit.
+        let speed = setting("proxy_speed_kb")
             .and_then(|kb| kb.parse::<u64>().ok())
             .filter(|&kb| kb > 0)
             .map(|kb| kb * 1024);
+        // Harbor's `max_upstream_conn`: -1 (or unset) is no limit.
+        let connections = setting("max_upstream_conn")
+            .and_then(|n| n.parse::<usize>().ok())
+            .filter(|&n| n > 0)
+            .map(|n| self.connection_limit(project.id, n));
         Ok(Upstream {
             remote,
             repository,
             speed,
+            connections,
+            local_on_not_found: setting("proxy_cache_local_on_not_found") == Some("true"),
         })
+    }
+
+    /// The places of project `project_id`'s `max_upstream_conn` of `limit`
+    /// (new ones when the limit changed; fetches holding the old ones finish).
+    fn connection_limit(&self, project_id: i64, limit: usize) -> Arc<Semaphore> {
+        let mut connections = lock(&self.connections);
+        match connections.get(&project_id) {
+            Some((kept, places)) if *kept == limit => places.clone(),
+            _ => {
+                let places = Arc::new(Semaphore::new(limit));
+                connections.insert(project_id, (limit, places.clone()));
+                places
+            }
+        }
     }
 }
 
@@ -450,6 +499,10 @@ pub(super) async fn get_manifest(
                 if let Some(answer) = head_answer(&pull, &head) {
                     return Ok(answer);
                 }
+            }
+            // Gone upstream: the cached copy, where the project says so.
+            Ok(None) if upstream.local_on_not_found => {
+                return serve(stored.expect("matched")).await;
             }
             Ok(None) => return Err(manifest_unknown(pull.name, tag)),
             Err(why) => {
@@ -592,6 +645,7 @@ fn serve_fetched(ctx: &Ctx, pull: &ManifestPull<'_>, fetched: &Fetched) -> Respo
 
 /// Fetches manifest `reference` from `upstream`, checking it is what was asked for.
 async fn fetch_manifest(upstream: &Upstream, reference: &Reference) -> Result<Arc<Fetched>, Miss> {
+    let _connection = upstream.connection().await;
     let fetched = upstream
         .remote
         .manifest(
@@ -874,6 +928,8 @@ async fn fetch_blob(
             length: u64::try_from(blob.size).unwrap_or_default(),
         };
     }
+    // Held while the blob streams: a download is a connection to upstream.
+    let _connection = upstream.connection().await;
     let stream = match upstream
         .remote
         .blob(&upstream.repository, digest.as_str())

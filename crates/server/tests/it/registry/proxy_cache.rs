@@ -931,3 +931,89 @@ backend_test!(
         cached(&app, "app", &image.digest).await;
     }
 );
+
+/// `bytes` after 300 ms, counting in `gauge` the answers under way (`.0`)
+/// and the most at once (`.1`).
+fn slowly(
+    bytes: Vec<u8>,
+    gauge: Arc<(
+        std::sync::atomic::AtomicUsize,
+        std::sync::atomic::AtomicUsize,
+    )>,
+) -> BlobAnswer {
+    use std::sync::atomic::Ordering::SeqCst;
+    Arc::new(move |_| {
+        let now = gauge.0.fetch_add(1, SeqCst) + 1;
+        gauge.1.fetch_max(now, SeqCst);
+        let (gauge, bytes) = (gauge.clone(), bytes.clone());
+        let body = futures_util::stream::once(async move {
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            gauge.0.fetch_sub(1, SeqCst);
+            Ok::<_, Infallible>(Bytes::from(bytes))
+        });
+        Body::from_stream(body).into_response()
+    })
+}
+
+backend_test!(
+    /// `max_upstream_conn` bounds the requests to upstream a proxy project
+    /// has under way (a blob's for as long as it streams).
+    async fn max_upstream_conn_bounds_the_requests_to_upstream(app) {
+        use std::sync::atomic::Ordering::SeqCst;
+        let gauge = Arc::new(Default::default());
+        let image = |n: u64| {
+            let layers: Vec<Vec<u8>> = (0..4).map(|i| noise(20_000, n * 10 + i)).collect();
+            Image::new(&format!(r#"{{"architecture":"amd64","os":"linux","n":{n}}}"#), &layers)
+        };
+        let (free, bounded) = (image(1), image(2));
+        let mut blobs: HashMap<String, BlobAnswer> = HashMap::new();
+        for blob in free.blobs.iter().chain(&bounded.blobs) {
+            blobs.insert(digest_of(blob), slowly(blob.clone(), Arc::clone(&gauge)));
+        }
+        let manifests = HashMap::from([
+            ("free".to_string(), free.manifest.clone()),
+            ("bounded".to_string(), bounded.manifest.clone()),
+        ]);
+        let stand_in = StandIn::start(manifests, blobs).await;
+        proxy_project(&app, &stand_in.url, "docker-registry", None).await;
+
+        pull_image(&app, "app", "free", &free).await;
+        assert!(gauge.1.load(SeqCst) > 1, "without a limit, blobs are fetched side by side");
+        let res = app.post("/api/v2.0/projects/cache/metadatas").admin().json(&json!({"max_upstream_conn": "1"})).send().await;
+        assert_eq!(res.status, StatusCode::OK, "{}", res.text());
+        gauge.1.store(0, SeqCst);
+        pull_image(&app, "app", "bounded", &bounded).await;
+        assert_eq!(gauge.1.load(SeqCst), 1, "one request to upstream at a time");
+    }
+);
+
+backend_test!(
+    /// `proxy_cache_local_on_not_found`: a tag upstream no longer has is
+    /// served from the cache instead of 404.
+    async fn a_tag_gone_upstream_is_served_from_the_cache_where_the_project_says_so(app) {
+        let peer = DockerRegistry::start(PeerOptions::default()).await;
+        let image = Image::new(r#"{"architecture":"amd64","os":"linux","gone":1}"#, &[b"gone".to_vec()]);
+        push_image_to(&peer.url(), None, "app", "v1", &image).await;
+        let app = app.with_proxy_ttl(Duration::ZERO);
+        proxy_project(&app, &peer.url(), "docker-registry", None).await;
+        pull_image(&app, "app", "v1", &image).await;
+        cached(&app, "app", &image.digest).await;
+        let deleted = reqwest::Client::new()
+            .delete(format!("{}/v2/app/manifests/{}", peer.url(), image.digest))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(deleted.status().as_u16(), 202);
+
+        let res = app.get("/v2/cache/app/manifests/v1").send().await;
+        assert_eq!(res.status, StatusCode::NOT_FOUND, "by default a tag gone upstream is gone");
+        let res = app
+            .post("/api/v2.0/projects/cache/metadatas")
+            .admin()
+            .json(&json!({"proxy_cache_local_on_not_found": "true"}))
+            .send()
+            .await;
+        assert_eq!(res.status, StatusCode::OK, "{}", res.text());
+        pull_image(&app, "app", "v1", &image).await;
+    }
+);
