@@ -66,9 +66,8 @@ impl Banner {
         let message = field("message").trim();
         let date = |name: &str| {
             let mut parts = field(name).split('/').map(|p| p.trim().parse::<i32>().ok());
-            match (parts.next()??, parts.next()??, parts.next()??) {
-                (month, day, year) => Some((year, month, day)),
-            }
+            let (month, day, year) = (parts.next()??, parts.next()??, parts.next()??);
+            Some((year, month, day))
         };
         let today = (today.0, i32::from(today.1), i32::from(today.2));
         let started = date("fromDate").is_none_or(|from| from <= today);

@@ -125,6 +125,17 @@ impl RepoAction {
         }
     }
 
+    /// Harbor's refusal of this action on repository `name`, which docker
+    /// and CI logs show as `unauthorized: unauthorized to access repository:
+    /// <name>, action: <action>`.
+    fn refused(self, name: &str) -> RegistryError {
+        unauthorized(&format!(
+            "unauthorized to access repository: {name}, action: {}",
+            self.token_action()
+        ))
+        .with_scope(self.scope(name))
+    }
+
     /// The scope a client should ask for to do this.
     fn scope(self, name: &str) -> String {
         let actions = match self {
@@ -153,7 +164,7 @@ pub async fn authorize(
     if let Caller::Token(claims) = caller
         && !claims.allows("repository", name, action.token_action())
     {
-        return Err(unauthorized("authentication required").with_scope(action.scope(name)));
+        return Err(action.refused(name));
     }
     let project_ref = ProjectRef::Name(project_of(name).unwrap_or(name).to_string());
     let found = state.store.projects().find(&project_ref).await?;
@@ -179,7 +190,7 @@ pub async fn authorize_found(
     match caller {
         Caller::Token(claims) => {
             if !claims.allows("repository", name, action.token_action()) {
-                return Err(unauthorized("authentication required").with_scope(action.scope(name)));
+                return Err(action.refused(name));
             }
             found.ok_or_else(name_unknown)
         }
@@ -195,15 +206,10 @@ pub async fn authorize_found(
                 .await
             {
                 Ok(access) => Ok(access.project),
+                // Harbor answers a caller without the permission, signed in
+                // or not, with a 401 naming the repository and the action.
                 Err(err) => Err(match err.kind {
-                    ErrorKind::Unauthorized => {
-                        unauthorized("authentication required").with_scope(action.scope(name))
-                    }
-                    ErrorKind::Forbidden => RegistryError::from(oci(
-                        ErrorKind::Forbidden,
-                        "DENIED",
-                        "requested access to the resource is denied",
-                    )),
+                    ErrorKind::Unauthorized | ErrorKind::Forbidden => action.refused(name),
                     ErrorKind::NotFound => name_unknown(),
                     _ => RegistryError::from(err),
                 }),
@@ -226,7 +232,9 @@ async fn verify(
         Accepts::UsersAndRobots,
     )
     .await?
-    .ok_or_else(|| unauthorized("invalid username or password"))
+    // Harbor's answer, whatever was wrong (password, a disabled or expired
+    // robot): docker shows it as `unauthorized: authentication required`.
+    .ok_or_else(|| unauthorized("authentication required"))
 }
 
 /// `GET /service/token`: a registry token granting the requested scopes the

@@ -105,11 +105,14 @@ backend_test!(
         assert_eq!(res.status, StatusCode::CREATED, "{}", res.text());
         let res = app.get("/v2/library/app/manifests/v1").basic(&name, &secret).header("accept", OCI_MANIFEST).send().await;
         assert_eq!(res.status, StatusCode::OK);
+        // Harbor's answer, which docker shows as `unauthorized: unauthorized to access repository ...`.
         let res = app.delete("/v2/library/app/manifests/v1").basic(&name, &secret).send().await;
-        assert_eq!(res.status, StatusCode::FORBIDDEN, "{}", res.text());
-        assert_eq!(error_code(&res), "DENIED");
+        assert_eq!(res.status, StatusCode::UNAUTHORIZED, "{}", res.text());
+        assert_eq!(error_code(&res), "UNAUTHORIZED");
+        assert_eq!(res.json()["errors"][0]["message"], "unauthorized to access repository: library/app, action: delete");
         let res = push_as(&app, &name, &secret, "other/app", "v1").await;
-        assert_eq!(res.status, StatusCode::FORBIDDEN, "{}", res.text());
+        assert_eq!(res.status, StatusCode::UNAUTHORIZED, "{}", res.text());
+        assert_eq!(res.json()["errors"][0]["message"], "unauthorized to access repository: other/app, action: push");
         let res = app.get("/v2/_catalog").basic(&name, &secret).send().await;
         assert_eq!(res.status, StatusCode::FORBIDDEN);
 
@@ -202,6 +205,15 @@ backend_test!(
         assert_eq!(pull(secret.clone()).await, StatusCode::UNAUTHORIZED);
         let res = app.get("/api/v2.0/projects").basic(&name, &secret).send().await;
         assert_eq!(res.status, StatusCode::UNAUTHORIZED);
+        // The token service says what Harbor's does (docker: `unauthorized: authentication required`).
+        let res = app
+            .get("/service/token?service=harbor-registry&scope=repository:library/app:pull")
+            .basic(&name, &secret)
+            .send()
+            .await;
+        assert_eq!(res.status, StatusCode::UNAUTHORIZED);
+        assert_eq!(error_code(&res), "UNAUTHORIZED");
+        assert_eq!(res.json()["errors"][0]["message"], "authentication required");
         update["disable"] = json!(false);
         update["duration"] = json!(7);
         let res = app.put(&format!("/api/v2.0/robots/{id}")).admin().json(&update).send().await;

@@ -152,7 +152,7 @@ registry_test!(
         assert_error(&res, StatusCode::UNAUTHORIZED, "UNAUTHORIZED");
         app.create_user("carol", "Carol12345").await;
         let res = app.get("/v2/private/app/manifests/-bad").basic("carol", "Carol12345").send().await;
-        assert_error(&res, StatusCode::FORBIDDEN, "DENIED");
+        assert_error(&res, StatusCode::UNAUTHORIZED, "UNAUTHORIZED");
         // The well-formed reference is still served.
         let res = app.get(&format!("/v2/{name}/manifests/v1")).send().await;
         assert_eq!(res.status, StatusCode::OK);

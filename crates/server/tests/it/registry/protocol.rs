@@ -295,10 +295,11 @@ registry_test!(
         let res = app.get(&format!("/v2/{name}/manifests/v1")).basic("bob", "Bob12345").send().await;
         assert_eq!(res.status, StatusCode::OK);
         let res = app.post(&format!("/v2/{name}/blobs/uploads/")).basic("bob", "Bob12345").send().await;
-        assert_eq!(res.status, StatusCode::FORBIDDEN);
-        assert_eq!(error_code(&res), "DENIED");
+        assert_eq!(res.status, StatusCode::UNAUTHORIZED);
+        assert_eq!(error_code(&res), "UNAUTHORIZED");
+        assert_eq!(res.json()["errors"][0]["message"], format!("unauthorized to access repository: {name}, action: push"));
         let res = app.delete(&format!("/v2/{name}/manifests/v1")).basic("bob", "Bob12345").send().await;
-        assert_eq!(error_code(&res), "DENIED");
+        assert_eq!(error_code(&res), "UNAUTHORIZED");
 
         // Tokens: each caller gets what it holds, nothing more.
         let scope = format!("repository:{name}:pull,push");
