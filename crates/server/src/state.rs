@@ -76,7 +76,7 @@ impl AppState {
 
     /// Notes an operation in the audit log (written a moment later, in a batch).
     pub fn audit(&self, event: crate::audit::Event<'_>) {
-        self.audit_queue.record(&self.store, event);
+        self.audit_queue.record(self, event);
     }
 }
 

@@ -2,6 +2,7 @@
 
 mod additions;
 mod artifact_copy;
+mod audit_forward;
 mod audit_logs;
 mod compat;
 mod configurations;
