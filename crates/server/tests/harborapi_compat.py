@@ -14,7 +14,10 @@ from harborapi import HarborAsyncClient
 from harborapi.exceptions import Conflict, NotFound, Unauthorized, Forbidden, BadRequest
 from harborapi.models import (
     Access,
+    CVEAllowlist,
+    CVEAllowlistItem,
     Configurations,
+    Label,
     ProjectMetadata,
     ProjectReq,
     QuotaUpdateReq,
@@ -154,6 +157,23 @@ async def main(base, password):
     expect(config.token_expiration.value == 45, "config int")
     await expect_error(Forbidden, alice_client.get_config())
     await expect_error(Forbidden, alice_client.create_project(ProjectReq(project_name="by-alice")))
+
+    # Labels, the system CVE allowlist and volumes.
+    label_location = await admin.create_label(Label(name="compat-label", scope="g", description="d"))
+    label_id = int(label_location.rsplit("/", 1)[1])
+    await admin.update_label(label_id, Label(name="compat-renamed", description="new", color="#ffffff", scope="g"))
+    label = await admin.get_label(label_id)
+    expect((label.name, label.description, label.color) == ("compat-renamed", "new", "#ffffff"), f"{label}")
+    await expect_error(Forbidden, alice_client.update_label(label_id, Label(name="by-alice", scope="g")))
+    allowlist = await alice_client.get_cve_allowlist()
+    expect(allowlist.items == [] and not allowlist.id, f"empty allowlist {allowlist}")
+    new_list = CVEAllowlist(items=[CVEAllowlistItem(cve_id="CVE-2019-10164")], expires_at=1893456000)
+    await expect_error(Forbidden, alice_client.update_cve_allowlist(new_list))
+    await admin.update_cve_allowlist(new_list)
+    allowlist = await alice_client.get_cve_allowlist()
+    expect([i.cve_id for i in allowlist.items] == ["CVE-2019-10164"] and allowlist.expires_at == 1893456000, f"{allowlist}")
+    volumes = await admin.get_system_volume_info()
+    expect(len(volumes.storage) == 1 and 0 < volumes.storage[0].free <= volumes.storage[0].total, f"{volumes}")
 
     # Quotas: one per project, read and limited by administrators.
     project_id = (await admin.get_project("compat-proj")).project_id

@@ -17,7 +17,7 @@ mod sealed;
 mod wal;
 
 pub use blobs::{
-    BlobError, BlobStore, ByteStream, FileBlobs, Hasher, ObjectBlobs, Staged, WrittenPart,
+    BlobError, BlobStore, ByteStream, Capacity, FileBlobs, Hasher, ObjectBlobs, Staged, WrittenPart,
 };
 pub use changes::{Changes, Topic};
 pub use db::{Backend, Store};

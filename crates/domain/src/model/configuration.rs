@@ -14,12 +14,14 @@ pub enum ConfigType {
     Int,
     /// A JSON string that is accepted on write and never returned.
     Password,
+    /// A JSON object, kept as its JSON text (Harbor's map-typed items).
+    Object,
 }
 
 /// A configuration value.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ConfigValue {
-    /// String or password items.
+    /// String, password or object items (an object as its JSON text).
     String(String),
     /// Boolean items.
     Bool(bool),
@@ -72,7 +74,7 @@ const fn key(name: &'static str, kind: ConfigType, default: &'static str) -> Con
     }
 }
 
-use ConfigType::{Bool, Int, Password, String as Str};
+use ConfigType::{Bool, Int, Object, Password, String as Str};
 
 /// Every user-scope key, in Harbor's order.
 pub const KEYS: &[ConfigKey] = &[
@@ -92,6 +94,8 @@ pub const KEYS: &[ConfigKey] = &[
     key("audit_log_forward_endpoint", Str, ""),
     key("skip_audit_log_database", Bool, "false"),
     key("scanner_skip_update_pulltime", Bool, "false"),
+    // Harbor's legacy scan-all schedule: `{"type": "none"|"daily", "parameter": {"daily_time": N}}`.
+    key("scan_all_policy", Object, r#"{"type":"none"}"#),
     key("disabled_audit_log_event_types", Str, ""),
     key("ldap_url", Str, ""),
     key("ldap_search_dn", Str, ""),
@@ -146,7 +150,7 @@ impl ConfigKey {
     /// This key's default value.
     pub fn default_value(&self) -> ConfigValue {
         match self.kind {
-            Str | Password => ConfigValue::String(self.default.to_string()),
+            Str | Password | Object => ConfigValue::String(self.default.to_string()),
             Bool => ConfigValue::Bool(self.default == "true"),
             Int => ConfigValue::Int(self.default.parse().expect("integer defaults parse")),
         }
@@ -171,7 +175,7 @@ impl Configuration {
             if let Some(key) = find_key(&name) {
                 let fits = matches!(
                     (key.kind, &value),
-                    (Str | Password, ConfigValue::String(_))
+                    (Str | Password | Object, ConfigValue::String(_))
                         | (Bool, ConfigValue::Bool(_))
                         | (Int, ConfigValue::Int(_))
                 );

@@ -1,4 +1,5 @@
-//! Harbor's artifacts: listArtifacts, getArtifact, deleteArtifact, getAddition.
+//! Harbor's artifacts: listArtifacts, getArtifact, deleteArtifact, getAddition,
+//! getVulnerabilitiesAddition.
 
 use std::collections::HashMap;
 
@@ -41,6 +42,10 @@ pub(super) fn routes() -> Routes {
         .post(BASE, super::artifact_copy::copy_artifact)
         .get(&format!("{BASE}/{{reference}}"), get_artifact)
         .delete(&format!("{BASE}/{{reference}}"), delete_artifact)
+        .get(
+            &format!("{BASE}/{{reference}}/additions/vulnerabilities"),
+            get_vulnerabilities_addition,
+        )
         .get(
             &format!("{BASE}/{{reference}}/additions/{{addition}}"),
             get_addition,
@@ -421,6 +426,27 @@ pub async fn delete_artifact(
         username: principal.audit_name(),
     });
     Ok(())
+}
+
+/// `GET .../artifacts/{reference}/additions/vulnerabilities`: Berth scans
+/// nothing, so every artifact has no report: `{}`, Harbor's answer for an
+/// artifact its scanner has not scanned (reports by MIME type, none here).
+pub async fn get_vulnerabilities_addition(
+    State(state): State<AppState>,
+    principal: Principal,
+    Path((project_name, repository_name, reference)): Path<(String, String, String)>,
+) -> HarborResult<Response> {
+    load_artifact(
+        &state,
+        &principal,
+        &project_name,
+        &repository_name,
+        &reference,
+        Resource::ArtifactAddition,
+        Action::Read,
+    )
+    .await?;
+    Ok(([(header::CONTENT_TYPE, "application/json")], "{}").into_response())
 }
 
 /// `GET .../artifacts/{reference}/additions/{addition}`: `build_history` of an

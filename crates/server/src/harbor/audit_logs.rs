@@ -1,6 +1,8 @@
 //! Harbor's audit logs: `GET /audit-logs` (system administrators see every
 //! entry, project administrators those of their projects) and
-//! `GET /projects/{project_name}/logs` (one project's, for its administrators).
+//! `GET /projects/{project_name}/logs` (one project's, for its administrators),
+//! and the same rows as Harbor 2.13's extended audit logs (`AuditLogExt`):
+//! `GET /auditlog-exts` and `GET /projects/{project_name}/auditlog-exts`.
 
 use axum::extract::{Path, State};
 use axum::response::Response;
@@ -20,6 +22,8 @@ pub(super) fn routes() -> Routes {
     Routes::new(Surface::Harbor)
         .get("/audit-logs", list_audit_logs)
         .get("/projects/{project_name}/logs", get_logs)
+        .get("/auditlog-exts", list_audit_log_exts)
+        .get("/projects/{project_name}/auditlog-exts", get_log_exts)
 }
 
 /// Harbor's AuditLog.
@@ -46,19 +50,86 @@ impl From<AuditLog> for AuditLogWire {
     }
 }
 
+/// Harbor's AuditLogExt: Berth's entries are those of operations that were
+/// done, so `operation_result` is always true; the description is worded as
+/// Harbor's event handlers word it.
+#[derive(Debug, Serialize)]
+pub struct AuditLogExtWire {
+    id: i64,
+    username: String,
+    resource: String,
+    resource_type: String,
+    operation: String,
+    operation_description: String,
+    operation_result: bool,
+    op_time: String,
+}
+
+impl From<AuditLog> for AuditLogExtWire {
+    fn from(log: AuditLog) -> Self {
+        let operation_description = match (log.operation.as_str(), log.resource_type.as_str()) {
+            ("create", "artifact") => format!("push artifact: {}", log.resource),
+            (operation, kind @ ("artifact" | "project" | "repository" | "tag" | "robot")) => {
+                format!("{operation} {kind}: {}", log.resource)
+            }
+            (operation, kind) => format!("{operation} {kind} with name: {}", log.resource),
+        };
+        Self {
+            id: log.id,
+            username: log.username,
+            resource: log.resource,
+            resource_type: log.resource_type,
+            operation: log.operation,
+            operation_description,
+            operation_result: true,
+            op_time: log.op_time,
+        }
+    }
+}
+
+/// Whose entries the caller of `/audit-logs` and `/auditlog-exts` sees: system
+/// administrators every entry, other users those of the projects they administer.
+async fn caller_scope(state: &AppState, principal: &Principal) -> Result<AuditScope, ApiError> {
+    let user = principal.require_user()?;
+    Ok(if user.sysadmin {
+        AuditScope::All
+    } else {
+        AuditScope::Projects(state.store.projects().administered_by(user.id).await?)
+    })
+}
+
+/// The scope of `/projects/{project_name}/logs` and `.../auditlog-exts`: the
+/// project, for its administrators (and system administrators).
+async fn project_scope(
+    state: &AppState,
+    principal: &Principal,
+    project_name: String,
+) -> Result<AuditScope, ApiError> {
+    let access = require_project(
+        state,
+        principal.actor(),
+        &ProjectRef::Name(project_name),
+        Resource::Project,
+        Action::Read,
+    )
+    .await?;
+    principal.require_user()?;
+    if !access.sysadmin && !access.roles.contains(&Role::ProjectAdmin) {
+        return Err(ApiError::forbidden(
+            "only the project's administrators read its logs",
+        ));
+    }
+    Ok(AuditScope::Projects(vec![access.project.id]))
+}
+
 /// `GET /audit-logs`.
 pub async fn list_audit_logs(
     State(state): State<AppState>,
     principal: Principal,
     query: HarborQuery,
 ) -> HarborResult<Response> {
-    let user = principal.require_user()?;
-    let scope = if user.sysadmin {
-        AuditScope::All
-    } else {
-        AuditScope::Projects(state.store.projects().administered_by(user.id).await?)
-    };
-    list(&state, &scope, &query).await
+    let scope = caller_scope(&state, &principal).await?;
+    list::<AuditLogWire>(&state, &scope, &query).await
 }
 
 /// `GET /projects/{project_name}/logs`: for the project's administrators.
@@ -68,33 +139,44 @@ pub async fn get_logs(
     Path(project_name): Path<String>,
     query: HarborQuery,
 ) -> HarborResult<Response> {
-    let access = require_project(
-        &state,
-        principal.actor(),
-        &ProjectRef::Name(project_name),
-        Resource::Project,
-        Action::Read,
-    )
-    .await?;
-    principal.require_user()?;
-    if !access.sysadmin && !access.roles.contains(&Role::ProjectAdmin) {
-        return Err(ApiError::forbidden("only the project's administrators read its logs").into());
-    }
-    list(
-        &state,
-        &AuditScope::Projects(vec![access.project.id]),
-        &query,
-    )
-    .await
+    let scope = project_scope(&state, &principal, project_name).await?;
+    list::<AuditLogWire>(&state, &scope, &query).await
 }
 
-async fn list(state: &AppState, scope: &AuditScope, query: &HarborQuery) -> HarborResult<Response> {
+/// `GET /auditlog-exts`: `/audit-logs`' entries and rules, as AuditLogExt.
+pub async fn list_audit_log_exts(
+    State(state): State<AppState>,
+    principal: Principal,
+    query: HarborQuery,
+) -> HarborResult<Response> {
+    let scope = caller_scope(&state, &principal).await?;
+    list::<AuditLogExtWire>(&state, &scope, &query).await
+}
+
+/// `GET /projects/{project_name}/auditlog-exts`: `/projects/{project_name}/logs`'
+/// entries and rules, as AuditLogExt.
+pub async fn get_log_exts(
+    State(state): State<AppState>,
+    principal: Principal,
+    Path(project_name): Path<String>,
+    query: HarborQuery,
+) -> HarborResult<Response> {
+    let scope = project_scope(&state, &principal, project_name).await?;
+    list::<AuditLogExtWire>(&state, &scope, &query).await
+}
+
+/// One page of `scope`'s entries, filtered and sorted by `query`, as `W`.
+async fn list<W: From<AuditLog> + Serialize>(
+    state: &AppState,
+    scope: &AuditScope,
+    query: &HarborQuery,
+) -> HarborResult<Response> {
     let paging = query.paging()?;
     let (total, logs) = state
         .store
         .audit_logs()
         .list(scope, &query.query()?, &query.sort()?, paging)
         .await?;
-    let wire: Vec<AuditLogWire> = logs.into_iter().map(AuditLogWire::from).collect();
+    let wire: Vec<W> = logs.into_iter().map(W::from).collect();
     Ok(paged(&wire, total, query.link(paging, total)))
 }

@@ -35,7 +35,10 @@ pub async fn auth_mode_editable(state: &AppState) -> Result<bool, ApiError> {
 }
 
 /// `{"key": {"value": ..., "editable": ...}}` for every non-password item.
-async fn response_map(state: &AppState) -> Result<Map<String, Value>, ApiError> {
+/// Object items (`scan_all_policy`) are the object itself on `/configurations`,
+/// as Harbor's ConfigurationsResponse types it, and `{"value": "<its JSON
+/// text>", "editable": ...}` on `/internalconfig`, as Harbor gives map items there.
+async fn response_map(state: &AppState, internal: bool) -> Result<Map<String, Value>, ApiError> {
     let config = state.store.configurations().load().await?;
     let auth_mode_editable = auth_mode_editable(state).await?;
     let mut map = Map::new();
@@ -45,10 +48,13 @@ async fn response_map(state: &AppState) -> Result<Map<String, Value>, ApiError> 
             .cloned()
             .unwrap_or_else(|| key.default_value());
         let editable = key.name != "auth_mode" || auth_mode_editable;
-        map.insert(
-            key.name.to_string(),
-            json!({"value": wire_value(&value), "editable": editable}),
-        );
+        let item = match (key.kind, &value) {
+            (ConfigType::Object, ConfigValue::String(text)) if !internal => {
+                serde_json::from_str(text).unwrap_or_else(|_| json!({}))
+            }
+            _ => json!({"value": wire_value(&value), "editable": editable}),
+        };
+        map.insert(key.name.to_string(), item);
     }
     Ok(map)
 }
@@ -59,7 +65,7 @@ pub async fn get_configurations(
     principal: Principal,
 ) -> HarborResult<Json<Map<String, Value>>> {
     principal.require_sysadmin()?;
-    Ok(Json(response_map(&state).await?))
+    Ok(Json(response_map(&state, false).await?))
 }
 
 /// The same map for administrators (the user's spec opens it to them; Harbor
@@ -69,14 +75,19 @@ pub async fn get_internalconfig(
     principal: Principal,
 ) -> HarborResult<Json<Map<String, Value>>> {
     principal.require_sysadmin()?;
-    Ok(Json(response_map(&state).await?))
+    Ok(Json(response_map(&state, true).await?))
 }
 
-/// Converts one JSON item to its typed value; unknown keys and wrong types are 400s.
-fn typed_item(name: &str, value: &Value) -> Result<(&'static str, ConfigValue), ApiError> {
+/// Converts one JSON item to its typed value; unknown keys and wrong types are
+/// 400s. `null` is no value: the item stays as it is (`None`), as Harbor's
+/// binding drops it.
+fn typed_item(name: &str, value: &Value) -> Result<Option<(&'static str, ConfigValue)>, ApiError> {
     let key = find_key(name).ok_or_else(|| {
         ApiError::bad_request(format!("bad request: unknown configuration item: {name}"))
     })?;
+    if value.is_null() {
+        return Ok(None);
+    }
     let wrong = |expected: &str| {
         ApiError::bad_request(format!(
             "bad request: the value of {name} must be of type {expected}"
@@ -93,9 +104,11 @@ fn typed_item(name: &str, value: &Value) -> Result<(&'static str, ConfigValue), 
             ConfigValue::Int(n.as_i64().ok_or_else(|| wrong("integer"))?)
         }
         (ConfigType::Int, _) => return Err(wrong("integer")),
+        (ConfigType::Object, Value::Object(_)) => ConfigValue::String(value.to_string()),
+        (ConfigType::Object, _) => return Err(wrong("object")),
     };
     validate_item(key.name, &typed)?;
-    Ok((key.name, typed))
+    Ok(Some((key.name, typed)))
 }
 
 /// Updates the given items (any subset), all or nothing.
@@ -121,8 +134,12 @@ pub async fn update_configurations_as(
     }
     let items = body
         .iter()
-        .map(|(name, value)| typed_item(name, value))
+        .filter_map(|(name, value)| typed_item(name, value).transpose())
         .collect::<Result<Vec<_>, _>>()?;
+    if items.is_empty() {
+        // Only nulls: nothing changes.
+        return Ok(());
+    }
     let current = state.store.configurations().load().await?;
     if let Some((_, ConfigValue::String(mode))) = items.iter().find(|(k, _)| *k == "auth_mode")
         && mode != current.string("auth_mode")

@@ -1,4 +1,4 @@
-//! Harbor's labels: createLabel, listLabels, getLabelByID, deleteLabel, and
+//! Harbor's labels: createLabel, listLabels, getLabelByID, updateLabel, deleteLabel, and
 //! addLabel/removeLabel on an artifact. Global labels (`scope: g`) belong to
 //! system administrators; project labels (`scope: p`) to the project's
 //! maintainers and admins.
@@ -11,14 +11,14 @@ use berth_domain::model::artifact::validate_label_name;
 use berth_domain::model::{Label, ProjectRef};
 use berth_domain::rbac::{Action, Resource};
 use berth_store::repo::labels::NewLabel;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::artifacts::{BASE, load_artifact};
 use crate::access::require_project;
 use crate::error::{ApiError, HarborResult};
 use crate::extract::Principal;
-use crate::extract::harbor::{HarborBytes, HarborQuery, paged};
+use crate::extract::harbor::{HarborBytes, HarborJson, HarborQuery, paged};
 use crate::operations::{Routes, Surface};
 use crate::state::AppState;
 
@@ -27,6 +27,7 @@ pub(super) fn routes() -> Routes {
         .get("/labels", list_labels)
         .post("/labels", create_label)
         .get("/labels/{label_id}", get_label_by_id)
+        .put("/labels/{label_id}", update_label)
         .delete("/labels/{label_id}", delete_label)
         .post(&format!("{BASE}/{{reference}}/labels"), add_label)
         .delete(
@@ -190,6 +191,48 @@ pub async fn get_label_by_id(
     let label = load_label(&state, &label_id).await?;
     require_scope(&state, &principal, label.project_id, Action::Read).await?;
     Ok(axum::Json(LabelJson::from(&label)).into_response())
+}
+
+/// Harbor's Label as updateLabel reads it: the name, description and color
+/// replace the label's (an absent description or color clears it); the scope,
+/// project and times cannot change.
+#[derive(Debug, Deserialize)]
+pub struct LabelUpdate {
+    #[serde(default)]
+    name: Option<String>,
+    #[serde(default)]
+    description: Option<String>,
+    #[serde(default)]
+    color: Option<String>,
+}
+
+/// `PUT /labels/{label_id}`: 404 for no such label, then the scope's rule
+/// (system administrators for a global label, the project's maintainers and
+/// admins for a project label), 400 for a bad name, 409 for a name taken in
+/// the scope.
+pub async fn update_label(
+    State(state): State<AppState>,
+    principal: Principal,
+    Path(label_id): Path<String>,
+    HarborJson(body): HarborJson<LabelUpdate>,
+) -> HarborResult<()> {
+    let label = load_label(&state, &label_id).await?;
+    require_scope(&state, &principal, label.project_id, Action::Update).await?;
+    let name = body.name.unwrap_or_default().trim().to_string();
+    validate_label_name(&name)?;
+    let trimmed = |text: Option<String>| text.unwrap_or_default().trim().to_string();
+    state
+        .store
+        .labels()
+        .update(
+            label.id,
+            &name,
+            &trimmed(body.description),
+            &trimmed(body.color),
+        )
+        .await?
+        .ok_or_else(|| ApiError::not_found(format!("label {} not found", label.id)))?;
+    Ok(())
 }
 
 /// `DELETE /labels/{label_id}`: also takes it off every artifact.

@@ -23,6 +23,7 @@ pub(crate) mod registries;
 mod robots;
 mod search;
 pub(crate) mod statistics;
+mod system_cve_allowlist;
 
 use axum::extract::OriginalUri;
 use axum::http::Method;
@@ -36,6 +37,7 @@ pub fn routes() -> Routes {
         .merge(health::routes())
         .merge(ldap::routes())
         .merge(systeminfo::routes())
+        .merge(system_cve_allowlist::routes())
         .merge(users::routes())
         .merge(configurations::routes())
         .merge(members::routes())

@@ -246,15 +246,15 @@ impl ProjectReq {
     }
 }
 
-/// Harbor's CVEAllowlist as a request carries it.
+/// Harbor's CVEAllowlist as a request carries it (a project's, or the system's).
 #[derive(Debug, Deserialize)]
 pub struct CveAllowlistReq {
     #[serde(default)]
     project_id: Option<i64>,
     #[serde(default)]
-    expires_at: Option<i64>,
+    pub(super) expires_at: Option<i64>,
     #[serde(default)]
-    items: Option<Vec<CveAllowlistItemReq>>,
+    pub(super) items: Option<Vec<CveAllowlistItemReq>>,
 }
 
 /// Harbor's CVEAllowlistItem as a request carries it: the swagger lets
@@ -263,6 +263,30 @@ pub struct CveAllowlistReq {
 pub struct CveAllowlistItemReq {
     #[serde(default)]
     cve_id: Option<String>,
+}
+
+/// The CVE ids of an allowlist's `items` (the field's name for messages):
+/// trimmed, none empty (Harbor's validator's rule) and none twice.
+pub(super) fn allowlist_items(
+    items: Option<Vec<CveAllowlistItemReq>>,
+    field: &str,
+) -> Result<Vec<String>, ApiError> {
+    let mut ids: Vec<String> = Vec::new();
+    for (index, item) in items.unwrap_or_default().into_iter().enumerate() {
+        let id = item.cve_id.unwrap_or_default().trim().to_string();
+        if id.is_empty() {
+            return Err(ApiError::bad_request(format!(
+                "{field}[{index}].cve_id is required: empty or whitespace-only CVE ID in allowlist"
+            )));
+        }
+        if ids.contains(&id) {
+            return Err(ApiError::bad_request(format!(
+                "the cve_id {id} is duplicated in the allowlist"
+            )));
+        }
+        ids.push(id);
+    }
+    Ok(ids)
 }
 
 /// Harbor's message for a `retention_id` in a createProject body.
@@ -527,26 +551,9 @@ pub async fn update_project(
                 ))
                 .into());
             }
-            let mut items: Vec<String> = Vec::new();
-            for (index, item) in list.items.unwrap_or_default().into_iter().enumerate() {
-                let id = item.cve_id.unwrap_or_default().trim().to_string();
-                if id.is_empty() {
-                    return Err(ApiError::bad_request(format!(
-                        "cve_allowlist.items[{index}].cve_id is required: empty or whitespace-only CVE ID in allowlist"
-                    ))
-                    .into());
-                }
-                if items.contains(&id) {
-                    return Err(ApiError::bad_request(format!(
-                        "the cve_id {id} is duplicated in the allowlist"
-                    ))
-                    .into());
-                }
-                items.push(id);
-            }
             Some(CveAllowlist {
                 expires_at: list.expires_at,
-                items,
+                items: allowlist_items(list.items, "cve_allowlist.items")?,
             })
         }
     };

@@ -1,10 +1,12 @@
-//! `GET /systeminfo`: Harbor's GeneralInfo.
+//! `GET /systeminfo`: Harbor's GeneralInfo; `GET /systeminfo/volumes`: the
+//! blob storage's size and free space; `GET /systeminfo/getcert`: Harbor's
+//! root CA download, which Berth, having no CA, answers as Harbor does without one.
 
 use axum::Json;
 use axum::extract::State;
 use serde::Serialize;
 
-use crate::error::HarborResult;
+use crate::error::{ApiError, HarborResult};
 use crate::extract::Principal;
 use crate::operations::{Routes, Surface};
 use crate::state::AppState;
@@ -39,7 +41,47 @@ pub struct GeneralInfoDetail {
 }
 
 pub(super) fn routes() -> Routes {
-    Routes::new(Surface::Harbor).get("/systeminfo", get_system_info)
+    Routes::new(Surface::Harbor)
+        .get("/systeminfo", get_system_info)
+        .get("/systeminfo/volumes", get_volumes)
+        .get("/systeminfo/getcert", get_cert)
+}
+
+/// Harbor's SystemInfo.
+#[derive(Debug, Serialize)]
+pub struct SystemInfo {
+    storage: Vec<Storage>,
+}
+
+/// Harbor's Storage: bytes.
+#[derive(Debug, Serialize)]
+pub struct Storage {
+    total: u64,
+    free: u64,
+}
+
+/// The size and free space of the blob storage (system administrators): for
+/// a blob directory, its filesystem's (`df`'s figures); for an S3 bucket,
+/// which has no size, zeros, as Harbor answers when its storage path is not there.
+pub async fn get_volumes(
+    State(state): State<AppState>,
+    principal: Principal,
+) -> HarborResult<Json<SystemInfo>> {
+    principal.require_sysadmin()?;
+    let capacity = state.registry.blobs.capacity().await.map_err(|e| {
+        ApiError::internal(format!("the blob storage's capacity cannot be read: {e}"))
+    })?;
+    let (total, free) = capacity.map_or((0, 0), |c| (c.total, c.free));
+    Ok(Json(SystemInfo {
+        storage: vec![Storage { total, free }],
+    }))
+}
+
+/// The registry's root CA certificate as a download: Berth has none (it
+/// serves no self-signed certificate), so this is Harbor's answer when the
+/// certificate file is absent: 404, to anyone.
+pub async fn get_cert() -> HarborResult<()> {
+    Err(ApiError::not_found("cert not found: this registry has no root CA certificate").into())
 }
 
 /// Reports the general settings of the system.

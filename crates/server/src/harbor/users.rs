@@ -368,7 +368,8 @@ pub struct UserSysAdminFlag {
     sysadmin_flag: Option<bool>,
 }
 
-/// Grants or revokes system administration (administrators).
+/// Grants or revokes system administration (administrators). An absent or
+/// null `sysadmin_flag` is false, as Harbor reads it (Terraform omits it).
 pub async fn set_user_sys_admin(
     State(state): State<AppState>,
     principal: Principal,
@@ -377,9 +378,7 @@ pub async fn set_user_sys_admin(
 ) -> HarborResult<StatusCode> {
     let id = parse_user_id(&user_id)?;
     principal.require_sysadmin()?;
-    let Some(flag) = req.sysadmin_flag else {
-        return Err(ApiError::bad_request("sysadmin_flag in body is required").into());
-    };
+    let flag = req.sysadmin_flag.unwrap_or(false);
     set_sysadmin_as(&state, &principal, id, flag).await?;
     Ok(StatusCode::OK)
 }

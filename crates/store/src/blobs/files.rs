@@ -121,6 +121,17 @@ impl FileBlobs {
         .await
     }
 
+    /// Joins parts of upload `id` in order into a new file `name` of that
+    /// upload, without hashing (their hash state already covers them): the
+    /// kernel copies the bytes (`copy_file_range`), no read through user
+    /// space. Its length.
+    pub(super) async fn join(&self, id: &str, parts: &[String], name: &str) -> io::Result<u64> {
+        let dir = self.upload_dir(id);
+        let sources: Vec<PathBuf> = parts.iter().map(|p| dir.join(p)).collect();
+        let target = dir.join(name);
+        joined(tokio::task::spawn_blocking(move || join(&sources, &target))).await
+    }
+
     /// [`super::BlobStore::place`]: a hard link.
     pub(super) async fn place(&self, staged: &Staged) -> io::Result<bool> {
         let target = self.blob_path(&staged.digest);
@@ -184,6 +195,25 @@ impl FileBlobs {
             Ok(_) => Err("blob storage is not a writable directory".into()),
             Err(_) => Err("blob storage directory is missing".into()),
         }
+    }
+
+    /// [`super::BlobStore::capacity`]: `df`'s figures for the filesystem the
+    /// directory is on (or will be on, before its first write: its nearest
+    /// existing ancestor's).
+    pub(super) async fn capacity(&self) -> io::Result<super::Capacity> {
+        let root = self.root.clone();
+        joined(tokio::task::spawn_blocking(move || {
+            let existing = root
+                .ancestors()
+                .find(|dir| dir.exists())
+                .unwrap_or(std::path::Path::new("."));
+            let stat = rustix::fs::statvfs(existing)?;
+            Ok(super::Capacity {
+                total: stat.f_blocks.saturating_mul(stat.f_frsize),
+                free: stat.f_bavail.saturating_mul(stat.f_frsize),
+            })
+        }))
+        .await
     }
 
     /// Hashes the stored bytes of `digest` again (`None`: no file).
@@ -291,6 +321,24 @@ impl FileBlobs {
         }))
         .await
     }
+}
+
+/// Copies `sources` in order into a new file `target` with `std::io::copy`
+/// (`copy_file_range` between files on Linux) and fsyncs it. Its length.
+fn join(sources: &[PathBuf], target: &Path) -> io::Result<u64> {
+    if let Some(dir) = target.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    let mut out = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(target)?;
+    let mut total = 0u64;
+    for source in sources {
+        total += io::copy(&mut std::fs::File::open(source)?, &mut out)?;
+    }
+    out.sync_all()?;
+    Ok(total)
 }
 
 /// Copies `sources` in order into a new file `target`, hashing with

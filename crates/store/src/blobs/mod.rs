@@ -163,6 +163,15 @@ pub struct Staged {
     pub len: u64,
 }
 
+/// The size of a storage and what is free on it, in bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Capacity {
+    /// The whole size.
+    pub total: u64,
+    /// What an unprivileged writer can still use.
+    pub free: u64,
+}
+
 /// Where blobs are kept.
 #[derive(Debug, Clone)]
 pub enum BlobStore {
@@ -191,6 +200,15 @@ impl BlobStore {
     /// Where the blobs are, for messages (no secrets).
     pub fn describe(&self) -> String {
         each!(self, b => b.describe())
+    }
+
+    /// The capacity of the storage: the filesystem of a blob directory;
+    /// `None` for a bucket, which has no size to report.
+    pub async fn capacity(&self) -> io::Result<Option<Capacity>> {
+        match self {
+            Self::Files(blobs) => blobs.capacity().await.map(Some),
+            Self::Objects(_) => Ok(None),
+        }
     }
 
     /// Whether the storage answers (the health check); the reason when not.
@@ -242,23 +260,43 @@ impl BlobStore {
         hash_state: Option<&[u8]>,
         expected: &Digest,
     ) -> Result<Staged, BlobError> {
-        if let [only] = parts
-            && algorithm == expected.algorithm()
-        {
+        if algorithm == expected.algorithm() {
+            // The parts' hash state covers every byte as it was written.
             let digest = Hasher::restore(algorithm, hash_state)?.finish();
             if digest != *expected {
                 return Err(BlobError::DigestMismatch {
                     expected: expected.clone(),
                 });
             }
-            let len = each!(self, b => b.part_len(id, only).await)?;
+            let (name, len) = match (parts, self) {
+                ([only], _) => (only.clone(), each!(self, b => b.part_len(id, only).await)?),
+                // A directory joins the parts in the kernel, without reading
+                // them back through the hash.
+                (_, Self::Files(files)) => {
+                    let name = format!("blob-{}", uuid::Uuid::new_v4().simple());
+                    let len = files.join(id, parts, &name).await?;
+                    (name, len)
+                }
+                (_, Self::Objects(_)) => return self.concatenate_hashed(id, parts, expected).await,
+            };
             return Ok(Staged {
                 upload: id.to_string(),
-                name: only.clone(),
+                name,
                 digest,
                 len,
             });
         }
+        self.concatenate_hashed(id, parts, expected).await
+    }
+
+    /// Copies the `parts` of upload `id` into one new blob, hashing them
+    /// again as they are read, and checks it against `expected`.
+    async fn concatenate_hashed(
+        &self,
+        id: &str,
+        parts: &[String],
+        expected: &Digest,
+    ) -> Result<Staged, BlobError> {
         let name = format!("blob-{}", uuid::Uuid::new_v4().simple());
         let (digest, len) =
             each!(self, b => b.concatenate(id, parts, &name, expected.algorithm()).await)?;

@@ -150,6 +150,30 @@ impl Labels<'_> {
         Ok((rows.into_iter().map(Label::from).collect::<Vec<_>>(), total))
     }
 
+    /// Replaces a label's name, description and color; `Conflict` when the
+    /// name is taken in its scope, `None` when there is no such label.
+    pub async fn update(
+        &self,
+        id: i64,
+        name: &str,
+        description: &str,
+        color: &str,
+    ) -> StoreResult<Option<Label>> {
+        let row: Option<LabelRow> = sqlx::query_as(
+            "UPDATE labels SET name = $1, description = $2, color = $3, updated_at = $4 WHERE id = $5 \
+             RETURNING id, name, description, color, scope, project_id, created_at, updated_at",
+        )
+        .bind(name)
+        .bind(description)
+        .bind(color)
+        .bind(time::now())
+        .bind(id)
+        .fetch_optional(&self.0.pool)
+        .await
+        .map_err(|e| conflict_on_unique(e, || format!("label {name} already exists")))?;
+        Ok(row.map(Label::from))
+    }
+
     /// Deletes a label (and its uses); `false` when there was none.
     pub async fn delete(&self, id: i64) -> StoreResult<bool> {
         let done = sqlx::query("DELETE FROM labels WHERE id = $1")

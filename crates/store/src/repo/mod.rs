@@ -33,4 +33,5 @@ pub mod robots;
 pub mod sessions;
 pub(crate) mod sql;
 pub mod statistics;
+pub mod system_cve_allowlist;
 pub(crate) mod versioned;

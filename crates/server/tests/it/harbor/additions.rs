@@ -99,3 +99,36 @@ backend_test!(
         assert_eq!(res.json(), json!([{"created_by": "x"}]));
     }
 );
+
+backend_test!(
+    async fn vulnerabilities_addition_is_an_empty_report(app) {
+        let name = "library/scanned";
+        let config = br#"{"architecture":"amd64","os":"linux"}"#;
+        push_blob(&app, name, config).await;
+        push_blob(&app, name, b"layer-v").await;
+        let manifest = image_manifest(config, &[b"layer-v"]);
+        assert_eq!(put_manifest(&app, name, "v1", OCI_MANIFEST, &manifest).await.status, StatusCode::CREATED);
+
+        // No scanner, so no report: Harbor's answer for an artifact without one.
+        let base = "/api/v2.0/projects/library/repositories/scanned/artifacts";
+        for reference in ["v1".to_string(), digest_of(&manifest)] {
+            let res = app
+                .get(&format!("{base}/{reference}/additions/vulnerabilities"))
+                .admin()
+                .header("x-accept-vulnerabilities", "application/vnd.security.vulnerability.report; version=1.1")
+                .send()
+                .await;
+            assert_eq!(res.status, StatusCode::OK, "{reference}: {}", res.text());
+            assert_eq!(res.header("content-type"), Some("application/json"));
+            assert_eq!(res.json(), json!({}));
+        }
+        // Anonymous callers may read a public project's artifacts, as the other additions.
+        let res = app.get(&format!("{base}/v1/additions/vulnerabilities")).send().await;
+        assert_eq!(res.status, StatusCode::OK);
+        let res = app.get(&format!("{base}/nope/additions/vulnerabilities")).admin().send().await;
+        assert_eq!(res.status, StatusCode::NOT_FOUND);
+        let res = app.get("/api/v2.0/projects/nothere/repositories/x/artifacts/v1/additions/vulnerabilities").admin().send().await;
+        assert_eq!(res.status, StatusCode::NOT_FOUND);
+        assert_eq!(code(&res), "NOT_FOUND");
+    }
+);

@@ -129,3 +129,92 @@ backend_test!(
         assert_eq!(body, json!([]), "nothing happened in library");
     }
 );
+
+backend_test!(
+    async fn auditlog_exts_show_the_same_entries_as_audit_log_ext(app) {
+        let res = app.post("/api/v2.0/projects").admin().json(&json!({"project_name": "extended"})).send().await;
+        assert_eq!(res.status, StatusCode::CREATED);
+        push_image(&app, "extended/app", "v1", &[b"extended layer"]).await;
+        let res = app.get("/v2/extended/app/manifests/v1").admin().header("accept", OCI_MANIFEST).send().await;
+        assert_eq!(res.status, StatusCode::OK);
+        let boss = app.create_user("boss", "Boss-Passw0rd1").await;
+        let dev = app.create_user("dev", "Dev-Passw0rd1").await;
+        for (user, role) in [(boss, 1), (dev, 2)] {
+            let res = app
+                .post("/api/v2.0/projects/extended/members")
+                .admin()
+                .json(&json!({"role_id": role, "member_user": {"user_id": user}}))
+                .send()
+                .await;
+            assert_eq!(res.status, StatusCode::CREATED);
+        }
+        let res = app.put("/api/v2.0/configurations").admin().json(&json!({"token_expiration": 40})).send().await;
+        assert_eq!(res.status, StatusCode::OK);
+
+        // The same rows, page and total as /audit-logs, in Harbor 2.13's AuditLogExt.
+        let (status, plain, total) = logs(&app, "/api/v2.0/audit-logs?page_size=100", None).await;
+        assert_eq!(status, StatusCode::OK);
+        let (status, ext, ext_total) = logs(&app, "/api/v2.0/auditlog-exts?page_size=100", None).await;
+        assert_eq!(status, StatusCode::OK);
+        assert_eq!(ext_total, total);
+        assert_eq!(operations(&ext), operations(&plain));
+        for (e, p) in ext.as_array().unwrap().iter().zip(plain.as_array().unwrap()) {
+            assert_eq!(e["id"], p["id"]);
+            assert_eq!(e["op_time"], p["op_time"]);
+            assert_eq!(e["operation_result"], true);
+            let keys: Vec<&str> = e.as_object().unwrap().keys().map(String::as_str).collect();
+            assert_eq!(
+                keys,
+                ["id", "op_time", "operation", "operation_description", "operation_result", "resource", "resource_type", "username"]
+            );
+        }
+        let described = |operation: &str, kind: &str| {
+            ext.as_array()
+                .unwrap()
+                .iter()
+                .find(|e| e["operation"] == operation && e["resource_type"] == kind)
+                .map(|e| e["operation_description"].as_str().unwrap().to_string())
+                .unwrap_or_else(|| panic!("no {operation} {kind} in {ext}"))
+        };
+        assert_eq!(described("create", "project"), "create project: extended");
+        assert_eq!(described("create", "artifact"), "push artifact: extended/app:v1");
+        assert_eq!(described("pull", "artifact"), "pull artifact: extended/app:v1");
+        assert_eq!(described("update", "configuration"), "update configuration with name: token_expiration");
+
+        // q, sort and paging as for /audit-logs.
+        let (_, body, total) = logs(&app, "/api/v2.0/auditlog-exts?q=operation=pull", None).await;
+        assert_eq!(total.as_deref(), Some("1"));
+        assert_eq!(operations(&body)[0].0, "pull");
+        let (_, body, _) = logs(&app, "/api/v2.0/auditlog-exts?q=resource_type=project&sort=op_time", None).await;
+        assert_eq!(operations(&body), [("create".into(), "project".into(), "extended".into(), "admin".into())]);
+        let (status, _, _) = logs(&app, "/api/v2.0/auditlog-exts?q=op_time=[x~y]", None).await;
+        let (plain_status, _, _) = logs(&app, "/api/v2.0/audit-logs?q=op_time=[x~y]", None).await;
+        assert_eq!(status, plain_status);
+
+        // The same permissions: project administrators see their projects' rows.
+        let boss_login = Some(("boss", "Boss-Passw0rd1"));
+        let (status, body, _) = logs(&app, "/api/v2.0/auditlog-exts?page_size=100", boss_login).await;
+        assert_eq!(status, StatusCode::OK);
+        let (_, plain, _) = logs(&app, "/api/v2.0/audit-logs?page_size=100", boss_login).await;
+        assert_eq!(operations(&body), operations(&plain));
+        assert!(operations(&body).iter().all(|e| e.1 != "configuration"));
+        let (status, body, _) = logs(&app, "/api/v2.0/auditlog-exts", Some(("dev", "Dev-Passw0rd1"))).await;
+        assert_eq!(status, StatusCode::OK);
+        assert_eq!(body, json!([]));
+        assert_eq!(app.get("/api/v2.0/auditlog-exts").send().await.status, StatusCode::UNAUTHORIZED);
+
+        let (status, body, total) = logs(&app, "/api/v2.0/projects/extended/auditlog-exts?page_size=100", boss_login).await;
+        assert_eq!(status, StatusCode::OK);
+        let (_, plain, plain_total) = logs(&app, "/api/v2.0/projects/extended/logs?page_size=100", boss_login).await;
+        assert_eq!(total, plain_total);
+        assert_eq!(operations(&body), operations(&plain));
+        let (status, _, _) = logs(&app, "/api/v2.0/projects/extended/auditlog-exts", Some(("dev", "Dev-Passw0rd1"))).await;
+        assert_eq!(status, StatusCode::FORBIDDEN);
+        assert_eq!(app.get("/api/v2.0/projects/extended/auditlog-exts").send().await.status, StatusCode::UNAUTHORIZED);
+        let (status, body, _) = logs(&app, "/api/v2.0/projects/library/auditlog-exts", None).await;
+        assert_eq!(status, StatusCode::OK);
+        assert_eq!(body, json!([]));
+        let (status, _, _) = logs(&app, "/api/v2.0/projects/nothere/auditlog-exts", None).await;
+        assert_eq!(status, StatusCode::NOT_FOUND);
+    }
+);

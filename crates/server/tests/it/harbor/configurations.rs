@@ -87,3 +87,92 @@ backend_test!(
         assert_eq!(res.status, StatusCode::OK, "setting the same mode is fine");
     }
 );
+
+backend_test!(
+    async fn terraform_bodies_with_scan_all_policy_and_nulls_are_accepted(app) {
+        // terraform-provider-harbor's harbor_config_auth (LDAP) body: `scan_all_policy`
+        // always goes along, empty when unset (models/config.go, ConfigBodyAuthPost).
+        let auth = json!({
+            "oidc_verify_cert": false, "oidc_auto_onboard": false, "oidc_logout": false,
+            "auth_mode": "ldap_auth", "self_registration": false,
+            "scan_all_policy": {"parameter": {}},
+            "ldap_timeout": 5, "ldap_base_dn": "dc=example,dc=org", "ldap_filter": "(objectClass=person)",
+            "ldap_url": "ldap://directory:389", "ldap_uid": "uid",
+            "ldap_scope": 2, "ldap_group_search_scope": 2, "ldap_verify_cert": true
+        });
+        let res = app.put("/api/v2.0/configurations").admin().json(&auth).send().await;
+        assert_eq!(res.status, StatusCode::OK, "{}", res.text());
+        // harbor_config_system's body (ConfigBodySystemPost).
+        let system = json!({
+            "project_creation_restriction": "adminonly", "read_only": false, "robot_token_duration": 30,
+            "token_expiration": 30, "session_timeout": 60, "quota_per_project_enable": true,
+            "robot_name_prefix": "robot$", "storage_per_project": -1, "scanner_skip_update_pulltime": false,
+            "skip_audit_log_database": false, "banner_message": "", "notification_enable": true
+        });
+        let res = app.put("/api/v2.0/configurations").admin().json(&system).send().await;
+        assert_eq!(res.status, StatusCode::OK, "{}", res.text());
+
+        // null leaves an item as it is, as Harbor's binding drops it.
+        let res = app.put("/api/v2.0/configurations").admin()
+            .json(&json!({"ldap_filter": null, "ldap_search_password": null, "ldap_uid": "cn"}))
+            .send().await;
+        assert_eq!(res.status, StatusCode::OK, "{}", res.text());
+        let res = app.put("/api/v2.0/configurations").admin().json(&json!({"banner_message": null})).send().await;
+        assert_eq!(res.status, StatusCode::OK, "{}", res.text());
+        let body = app.get("/api/v2.0/configurations").admin().send().await.json();
+        assert_eq!(body["ldap_filter"], json!({"value": "(objectClass=person)", "editable": true}));
+        assert_eq!(body["ldap_uid"]["value"], "cn");
+        assert_eq!(body["project_creation_restriction"]["value"], "adminonly");
+        assert_eq!(body["auth_mode"]["value"], "ldap_auth");
+
+        // scan_all_policy is kept and shown as ConfigurationsResponse types it.
+        assert_eq!(body["scan_all_policy"], json!({"parameter": {}}));
+        let policy = json!({"type": "daily", "parameter": {"daily_time": 3600}});
+        let res = app.put("/api/v2.0/configurations").admin().json(&json!({"scan_all_policy": policy})).send().await;
+        assert_eq!(res.status, StatusCode::OK, "{}", res.text());
+        let body = app.get("/api/v2.0/configurations").admin().send().await.json();
+        assert_eq!(body["scan_all_policy"], policy);
+        let internal = app.get("/api/v2.0/internalconfig").admin().send().await.json();
+        let text = internal["scan_all_policy"]["value"].as_str().unwrap();
+        assert_eq!(serde_json::from_str::<serde_json::Value>(text).unwrap(), policy);
+
+        // Still refused: what Harbor does not know, and a policy that is not an object.
+        for (body, expected) in [
+            (json!({"no_such_key": null}), "unknown configuration item: no_such_key"),
+            (json!({"ldap_group_gid": "cn"}), "unknown configuration item: ldap_group_gid"),
+            (json!({"scan_all_policy": "daily"}), "the value of scan_all_policy must be of type object"),
+            (json!({"ldap_filter": null, "ldap_scope": "2"}), "must be of type integer"),
+        ] {
+            let res = app.put("/api/v2.0/configurations").admin().json(&body).send().await;
+            assert_eq!(res.status, StatusCode::BAD_REQUEST, "{body}");
+            assert!(message(&res).contains(expected), "{body}: {}", message(&res));
+        }
+        let body = app.get("/api/v2.0/configurations").admin().send().await.json();
+        assert_eq!(body["scan_all_policy"], policy);
+    }
+);
+
+backend_test!(
+    async fn every_key_of_harbors_configurations_response_is_shown(app) {
+        let body = app.get("/api/v2.0/configurations").admin().send().await.json();
+        // The properties of Harbor's ConfigurationsResponse model (swagger).
+        let swagger = std::fs::read_to_string(
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/reference/harbor-swagger.yaml"),
+        )
+        .unwrap();
+        let model = swagger.split("\n  ConfigurationsResponse:\n").nth(1).unwrap();
+        let properties = model.split("\n  Configurations:\n").next().unwrap();
+        let keys: Vec<&str> = properties
+            .lines()
+            .filter_map(|l| l.strip_prefix("      ").filter(|k| !k.starts_with(' ')))
+            .filter_map(|l| l.strip_suffix(':'))
+            .collect();
+        assert!(keys.len() > 50, "{keys:?}");
+        // Berth keeps `uaa_client_secret` a password item, never returned
+        // (docs/compatibility.md); Harbor returns it.
+        for key in keys.into_iter().filter(|k| *k != "uaa_client_secret") {
+            assert!(body.get(key).is_some(), "{key} is missing");
+        }
+        assert_eq!(body["scan_all_policy"], json!({"type": "none"}), "Harbor's default policy");
+    }
+);

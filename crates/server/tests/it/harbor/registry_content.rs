@@ -763,3 +763,82 @@ backend_test!(
         assert_eq!(digests(&res), Vec::<String>::new());
     }
 );
+
+backend_test!(
+    async fn labels_are_updated_by_whom_their_scope_allows(app) {
+        use crate::harbor::fixtures::{CALLERS, PASSWORD, as_caller, message, project_with_every_role};
+
+        let project_id = project_with_every_role(&app).await;
+        let create = |body: Value| {
+            let app = &app;
+            async move {
+                let res = app.post("/api/v2.0/labels").admin().json(&body).send().await;
+                assert_eq!(res.status, StatusCode::CREATED, "{}", res.text());
+                res.header("location").unwrap().to_string()
+            }
+        };
+        let global = create(json!({"name": "g1", "scope": "g", "description": "old", "color": "#000000"})).await;
+        let local = create(json!({"name": "p1", "scope": "p", "project_id": project_id, "description": "old"})).await;
+        create(json!({"name": "taken", "scope": "g"})).await;
+        create(json!({"name": "taken", "scope": "p", "project_id": project_id})).await;
+
+        // Global labels: system administrators; project labels: the project's
+        // maintainers and admins (Harbor's label:update).
+        for (who, login) in CALLERS {
+            let res = as_caller(app.put(&global), login).json(&json!({"name": format!("g-{who}")})).send().await;
+            let expected = match who {
+                "anonymous" => StatusCode::UNAUTHORIZED,
+                "admin" => StatusCode::OK,
+                _ => StatusCode::FORBIDDEN,
+            };
+            assert_eq!(res.status, expected, "global label by {who}: {}", res.text());
+            let res = as_caller(app.put(&local), login).json(&json!({"name": format!("p-{who}")})).send().await;
+            let expected = match who {
+                "anonymous" => StatusCode::UNAUTHORIZED,
+                "maint" | "pa" | "admin" => StatusCode::OK,
+                _ => StatusCode::FORBIDDEN,
+            };
+            assert_eq!(res.status, expected, "project label by {who}: {}", res.text());
+        }
+
+        // Name, description and color are replaced (absent ones cleared); scope,
+        // project and id stay whatever the body says.
+        let res = app.put(&global).admin()
+            .json(&json!({"id": 999, "name": "renamed", "description": "new", "scope": "p", "project_id": project_id}))
+            .send().await;
+        assert_eq!(res.status, StatusCode::OK, "{}", res.text());
+        let body = app.get(&global).admin().send().await.json();
+        assert_eq!(body["name"], "renamed");
+        assert_eq!(body["description"], "new");
+        assert!(body.get("color").is_none(), "cleared: {body}");
+        assert_eq!(body["scope"], "g");
+        assert!(body.get("project_id").is_none());
+        assert!(body["update_time"].as_str().unwrap() >= body["creation_time"].as_str().unwrap());
+        let body = app.get(&local).admin().send().await.json();
+        assert_eq!(body["name"], "p-admin");
+        assert_eq!(body["project_id"], project_id);
+
+        // A name taken in the same scope is 409; in the other scope it is free.
+        let res = app.put(&global).admin().json(&json!({"name": "taken"})).send().await;
+        assert_eq!(res.status, StatusCode::CONFLICT);
+        assert_eq!(message(&res), "label taken already exists");
+        let res = app.put(&local).basic("maint", PASSWORD).json(&json!({"name": "taken"})).send().await;
+        assert_eq!(res.status, StatusCode::CONFLICT);
+        let res = app.put(&local).admin().json(&json!({"name": "renamed"})).send().await;
+        assert_eq!(res.status, StatusCode::OK);
+
+        // Validation: 400; unknown label: 404; malformed id or body: 400.
+        for body in [json!({}), json!({"name": ""}), json!({"name": "x".repeat(129)}), json!({"name": 5})] {
+            let res = app.put(&global).admin().json(&body).send().await;
+            assert_eq!(res.status, StatusCode::BAD_REQUEST, "{body}");
+        }
+        let res = app.put("/api/v2.0/labels/999999").admin().json(&json!({"name": "x"})).send().await;
+        assert_eq!(res.status, StatusCode::NOT_FOUND);
+        assert_eq!(message(&res), "label 999999 not found");
+        let res = app.put("/api/v2.0/labels/abc").admin().json(&json!({"name": "x"})).send().await;
+        assert_eq!(res.status, StatusCode::BAD_REQUEST);
+        let res = app.put(&global).admin().raw("application/json", "{").send().await;
+        assert_eq!(res.status, StatusCode::BAD_REQUEST);
+        assert_eq!(app.get(&global).admin().send().await.json()["name"], "renamed", "nothing changed");
+    }
+);

@@ -204,3 +204,30 @@ backend_test!(
         assert_eq!(res.status, StatusCode::CREATED);
     }
 );
+
+backend_test!(
+    async fn sysadmin_flag_absent_or_null_means_false(app) {
+        let dave = user(&app, "dave").await;
+        let path = format!("/api/v2.0/users/{dave}/sysadmin");
+        let flag = || {
+            let app = &app;
+            async move {
+                let me = app.get("/api/v2.0/users/current").basic("dave", PASSWORD).send().await.json();
+                me["sysadmin_flag"].as_bool().unwrap()
+            }
+        };
+        for revoke in [json!({}), json!({"sysadmin_flag": null})] {
+            let res = app.put(&path).admin().json(&json!({"sysadmin_flag": true})).send().await;
+            assert_eq!(res.status, StatusCode::OK);
+            assert!(flag().await);
+            // Terraform's harbor_user omits the flag when it is false.
+            let res = app.put(&path).admin().json(&revoke).send().await;
+            assert_eq!(res.status, StatusCode::OK, "{revoke}: {}", res.text());
+            assert!(!flag().await, "{revoke}");
+        }
+        let res = app.put(&path).admin().json(&json!({"sysadmin_flag": "yes"})).send().await;
+        assert_eq!(res.status, StatusCode::BAD_REQUEST);
+        let res = app.put("/api/v2.0/users/1/sysadmin").admin().json(&json!({})).send().await;
+        assert_eq!(res.status, StatusCode::FORBIDDEN, "the built-in admin stays one");
+    }
+);
