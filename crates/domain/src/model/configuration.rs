@@ -242,6 +242,11 @@ mod tests {
 /// The authentication modes `auth_mode` accepts.
 pub const AUTH_MODES: &[&str] = &["db_auth", "ldap_auth", "uaa_auth", "http_auth", "oidc_auth"];
 
+/// The authentication modes Berth signs people in with; the others of
+/// [`AUTH_MODES`] are refused as not supported yet, rather than stored while
+/// sign-in silently stays with local passwords.
+pub const SUPPORTED_AUTH_MODES: &[&str] = &["db_auth", "ldap_auth"];
+
 /// Checks the rules of one item beyond its type (harbor-api.md §7.3); every
 /// failure is a `bad request: ...` 400.
 pub fn validate_item(name: &str, value: &ConfigValue) -> Result<(), crate::DomainError> {
@@ -256,6 +261,13 @@ pub fn validate_item(name: &str, value: &ConfigValue) -> Result<(), crate::Domai
             "invalid auth_mode, shoud be one of db_auth, ldap_auth, uaa_auth, http_auth, oidc_auth"
                 .into(),
         ),
+        ("auth_mode", ConfigValue::String(mode))
+            if !SUPPORTED_AUTH_MODES.contains(&mode.as_str()) =>
+        {
+            bad(format!(
+                "auth_mode {mode} is not supported yet: Berth signs in with db_auth or ldap_auth"
+            ))
+        }
         ("project_creation_restriction", ConfigValue::String(r))
             if r != "adminonly" && r != "everyone" =>
         {
@@ -293,6 +305,10 @@ mod validation_tests {
         let s = |v: &str| ConfigValue::String(v.into());
         assert!(validate_item("auth_mode", &s("ldap_auth")).is_ok());
         assert!(validate_item("auth_mode", &s("nope")).is_err());
+        for unsupported in ["oidc_auth", "uaa_auth", "http_auth"] {
+            let err = validate_item("auth_mode", &s(unsupported)).unwrap_err();
+            assert!(err.to_string().contains("not supported yet"), "{err}");
+        }
         assert!(validate_item("project_creation_restriction", &s("adminonly")).is_ok());
         assert!(validate_item("project_creation_restriction", &s("x")).is_err());
         assert!(validate_item("storage_per_project", &ConfigValue::Int(-1)).is_ok());
