@@ -255,9 +255,58 @@ fn public_label(public: i64) -> &'static str {
     if public == 1 { "true" } else { "false" }
 }
 
-/// `harbor_project_total`: how many projects, public and private.
+/// `harbor_project_total`: how many projects, public and private; and
+/// Harbor's `harbor_statistics_*` registry-wide totals, from the same rows.
 fn project_totals(text: &mut Text<'_>, projects: &[ProjectFigures]) {
     let public = projects.iter().filter(|p| p.public == 1).count();
+    let count = |n: usize| i64::try_from(n).unwrap_or(i64::MAX);
+    let repos = |public: Option<bool>| -> i64 {
+        projects
+            .iter()
+            .filter(|p| public.is_none_or(|want| (p.public == 1) == want))
+            .map(|p| p.repo_count)
+            .sum()
+    };
+    for (name, help, value) in [
+        (
+            "harbor_statistics_total_project_amount",
+            "The total amount of projects",
+            count(projects.len()),
+        ),
+        (
+            "harbor_statistics_public_project_amount",
+            "The amount of public projects",
+            count(public),
+        ),
+        (
+            "harbor_statistics_private_project_amount",
+            "The amount of private projects",
+            count(projects.len() - public),
+        ),
+        (
+            "harbor_statistics_total_repo_amount",
+            "The total amount of repositories",
+            repos(None),
+        ),
+        (
+            "harbor_statistics_public_repo_amount",
+            "The amount of public repositories",
+            repos(Some(true)),
+        ),
+        (
+            "harbor_statistics_private_repo_amount",
+            "The amount of private repositories",
+            repos(Some(false)),
+        ),
+        (
+            "harbor_statistics_total_storage_consumption",
+            "The total storage consumption of blobs, in bytes",
+            projects.iter().map(|p| p.quota_used).sum(),
+        ),
+    ] {
+        text.family(name, help, "gauge");
+        text.sample(name, &[], value);
+    }
     text.family("harbor_project_total", "Total projects number", "gauge");
     for (label, count) in [("true", public), ("false", projects.len() - public)] {
         text.sample(

@@ -378,6 +378,11 @@ backend_test!(
         assert!(!text.contains("project_name="), "no per-project series");
         let samples = parse(&text);
         assert_eq!(value(&samples, "harbor_project_total", &[("public", "false")]), 1.0);
+        // Harbor's registry-wide statistics: library (public) and secret-team (private).
+        assert_eq!(value(&samples, "harbor_statistics_total_project_amount", &[]), 2.0);
+        assert_eq!(value(&samples, "harbor_statistics_private_project_amount", &[]), 1.0);
+        assert_eq!(value(&samples, "harbor_statistics_total_repo_amount", &[]), 0.0);
+        assert!(samples.iter().any(|s| s.name == "harbor_statistics_total_storage_consumption"));
         for name in [
             "process_cpu_seconds_total",
             "process_resident_memory_bytes",
