@@ -4,6 +4,7 @@
 use axum::http::{Method, StatusCode};
 use serde_json::{Value, json};
 
+use super::SPEC_CODES;
 use super::{digest_of, push_blob, push_image, put_manifest};
 use crate::registry_test;
 use crate::util::TestResponse;
@@ -12,24 +13,6 @@ const OCI_MANIFEST: &str = "application/vnd.oci.image.manifest.v1+json";
 const OCI_INDEX: &str = "application/vnd.oci.image.index.v1+json";
 const OCI_CONFIG: &str = "application/vnd.oci.image.config.v1+json";
 const OCI_LAYER: &str = "application/vnd.oci.image.layer.v1.tar+gzip";
-
-/// The code table of the distribution spec ("The `code` field MUST be one of the following").
-const SPEC_CODES: [&str; 14] = [
-    "BLOB_UNKNOWN",
-    "BLOB_UPLOAD_INVALID",
-    "BLOB_UPLOAD_UNKNOWN",
-    "DIGEST_INVALID",
-    "MANIFEST_BLOB_UNKNOWN",
-    "MANIFEST_INVALID",
-    "MANIFEST_UNKNOWN",
-    "NAME_INVALID",
-    "NAME_UNKNOWN",
-    "SIZE_INVALID",
-    "UNAUTHORIZED",
-    "DENIED",
-    "UNSUPPORTED",
-    "TOOMANYREQUESTS",
-];
 
 /// Asserts `res` has `status` and one error whose code is `code`, from the spec's table.
 fn assert_error(res: &TestResponse, status: StatusCode, code: &str) {

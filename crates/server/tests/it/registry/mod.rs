@@ -17,6 +17,24 @@ use sha2::{Digest as _, Sha256};
 
 use crate::util::TestApp;
 
+/// spec.md "Error Codes": "The `code` field MUST be one of the following".
+pub const SPEC_CODES: [&str; 14] = [
+    "BLOB_UNKNOWN",
+    "BLOB_UPLOAD_INVALID",
+    "BLOB_UPLOAD_UNKNOWN",
+    "DIGEST_INVALID",
+    "MANIFEST_BLOB_UNKNOWN",
+    "MANIFEST_INVALID",
+    "MANIFEST_UNKNOWN",
+    "NAME_INVALID",
+    "NAME_UNKNOWN",
+    "SIZE_INVALID",
+    "UNAUTHORIZED",
+    "DENIED",
+    "UNSUPPORTED",
+    "TOOMANYREQUESTS",
+];
+
 /// `sha256:<hex>` of `bytes`.
 pub fn digest_of(bytes: &[u8]) -> String {
     let hash = Sha256::digest(bytes);

@@ -13,16 +13,55 @@ const OCI_INDEX: &str = "application/vnd.oci.image.index.v1+json";
 
 /// Pushes a cosign-style signature of `subject` (`size` bytes) into `name`.
 async fn sign(app: &TestApp, name: &str, subject: &str, size: usize) -> String {
+    let payload = (
+        "application/vnd.dev.cosign.simplesigning.v1+json",
+        "cosign payload",
+    );
+    push_signature(
+        app,
+        name,
+        subject,
+        size,
+        "application/vnd.dev.cosign.artifact.sig.v1+json",
+        payload,
+    )
+    .await
+}
+
+/// Pushes a Notation signature of `subject` (`size` bytes) into `name`.
+async fn sign_with_notation(app: &TestApp, name: &str, subject: &str, size: usize) -> String {
+    let envelope = ("application/jose+json", "notation envelope");
+    push_signature(
+        app,
+        name,
+        subject,
+        size,
+        "application/vnd.cncf.notary.signature",
+        envelope,
+    )
+    .await
+}
+
+/// Pushes a signature of `subject` of `artifact_type`, whose one layer is
+/// `layer` (media type and a text) into `name`; its digest.
+async fn push_signature(
+    app: &TestApp,
+    name: &str,
+    subject: &str,
+    size: usize,
+    artifact_type: &str,
+    layer: (&str, &str),
+) -> String {
     let empty = b"{}".to_vec();
     push_blob(app, name, &empty).await;
-    let payload = format!("cosign payload for {subject}").into_bytes();
+    let payload = format!("{} for {subject}", layer.1).into_bytes();
     push_blob(app, name, &payload).await;
     let signature = json!({
         "schemaVersion": 2,
         "mediaType": OCI_MANIFEST,
-        "artifactType": "application/vnd.dev.cosign.artifact.sig.v1+json",
+        "artifactType": artifact_type,
         "config": descriptor("application/vnd.oci.empty.v1+json", &empty),
-        "layers": [descriptor("application/vnd.dev.cosign.simplesigning.v1+json", &payload)],
+        "layers": [descriptor(layer.0, &payload)],
         "subject": {"mediaType": OCI_MANIFEST, "digest": subject, "size": size},
     })
     .to_string()
@@ -101,28 +140,6 @@ registry_test!(
         assert_eq!(get("v2", None).await.status, StatusCode::OK);
     }
 );
-
-/// Pushes a Notation signature of `subject` (`size` bytes) into `name`.
-async fn sign_with_notation(app: &TestApp, name: &str, subject: &str, size: usize) -> String {
-    let empty = b"{}".to_vec();
-    push_blob(app, name, &empty).await;
-    let envelope = format!("notation envelope for {subject}").into_bytes();
-    push_blob(app, name, &envelope).await;
-    let signature = json!({
-        "schemaVersion": 2,
-        "mediaType": OCI_MANIFEST,
-        "artifactType": "application/vnd.cncf.notary.signature",
-        "config": descriptor("application/vnd.oci.empty.v1+json", &empty),
-        "layers": [descriptor("application/jose+json", &envelope)],
-        "subject": {"mediaType": OCI_MANIFEST, "digest": subject, "size": size},
-    })
-    .to_string()
-    .into_bytes();
-    let digest = digest_of(&signature);
-    let res = put_manifest(app, name, &digest, OCI_MANIFEST, &signature).await;
-    assert_eq!(res.status, StatusCode::CREATED, "{}", res.text());
-    digest
-}
 
 registry_test!(
     /// `enable_content_trust` asks for a Notation signature as

@@ -10,6 +10,7 @@ use base64::Engine as _;
 use serde_json::{Value, json};
 use sha2::{Digest as _, Sha512};
 
+use super::SPEC_CODES;
 use super::{descriptor, digest_of, image_manifest, push_blob, push_image, put_manifest};
 use crate::registry_test;
 use crate::util::{RequestBuilder, TestApp, TestResponse};
@@ -25,24 +26,6 @@ const EMPTY_BLOB_SHA256: &str =
     "sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
 /// The empty JSON blob of the empty descriptor (`application/vnd.oci.empty.v1+json`).
 const EMPTY_JSON: &[u8] = b"{}";
-
-/// spec.md "Error Codes": "The `code` field MUST be one of the following".
-const SPEC_CODES: [&str; 14] = [
-    "BLOB_UNKNOWN",
-    "BLOB_UPLOAD_INVALID",
-    "BLOB_UPLOAD_UNKNOWN",
-    "DIGEST_INVALID",
-    "MANIFEST_BLOB_UNKNOWN",
-    "MANIFEST_INVALID",
-    "MANIFEST_UNKNOWN",
-    "NAME_INVALID",
-    "NAME_UNKNOWN",
-    "SIZE_INVALID",
-    "UNAUTHORIZED",
-    "DENIED",
-    "UNSUPPORTED",
-    "TOOMANYREQUESTS",
-];
 
 /// `sha512:<hex>` of `bytes`.
 fn sha512_of(bytes: &[u8]) -> String {
