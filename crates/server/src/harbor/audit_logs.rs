@@ -67,13 +67,8 @@ pub struct AuditLogExtWire {
 
 impl From<AuditLog> for AuditLogExtWire {
     fn from(log: AuditLog) -> Self {
-        let operation_description = match (log.operation.as_str(), log.resource_type.as_str()) {
-            ("create", "artifact") => format!("push artifact: {}", log.resource),
-            (operation, kind @ ("artifact" | "project" | "repository" | "tag" | "robot")) => {
-                format!("{operation} {kind}: {}", log.resource)
-            }
-            (operation, kind) => format!("{operation} {kind} with name: {}", log.resource),
-        };
+        let operation_description =
+            crate::audit::operation_description(&log.operation, &log.resource_type, &log.resource);
         Self {
             id: log.id,
             username: log.username,
