@@ -4,7 +4,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Router;
-use axum::extract::Request;
+use axum::extract::{Request, State};
 use axum::http::header::{AUTHORIZATION, COOKIE, PROXY_AUTHORIZATION};
 use axum::http::{HeaderName, Uri};
 use tower::ServiceBuilder;
@@ -66,6 +66,10 @@ pub fn build_with(state: AppState, metrics: &MetricsSettings) -> App {
         .fallback(not_found)
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
+            note_changes,
+        ))
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
             crate::read_only::guard,
         ))
         .layer(axum::middleware::from_fn_with_state(
@@ -113,6 +117,26 @@ pub fn build_with(state: AppState, metrics: &MetricsSettings) -> App {
     ServiceBuilder::new()
         .map_request(normalize_path as fn(Request) -> Request)
         .service(router)
+}
+
+/// Moves the registry's change generation once a request that may have
+/// changed something is answered (its writes are committed by then), so no
+/// manifest lookup kept before it is served after it
+/// ([`crate::registry::state::Lookups`]). A guard does it, so a request
+/// dropped after its commit (the client went away) moves it too.
+async fn note_changes(
+    State(state): State<AppState>,
+    request: Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    struct Changed(AppState);
+    impl Drop for Changed {
+        fn drop(&mut self) {
+            self.0.store.changes().bump(berth_store::Topic::Registry);
+        }
+    }
+    let _changed = crate::session::changes_state(request.method()).then(|| Changed(state));
+    next.run(request).await
 }
 
 /// Paths outside every surface: a JSON 404, never an HTML page.

@@ -29,15 +29,21 @@ pub enum Topic {
     /// Articles, and the author fields their views show (a user's name,
     /// picture and deletion).
     Articles,
+    /// What a manifest GET reads: projects and their metadata, repositories,
+    /// artifacts, tags, index references. Bumped here by the server after
+    /// every request that changes something (and by background writers), and
+    /// by the triggers of migration 0018 on PostgreSQL.
+    Registry,
 }
 
 impl Topic {
-    const ALL: [Topic; 1] = [Topic::Articles];
+    const ALL: [Topic; 2] = [Topic::Articles, Topic::Registry];
 
     /// The payload of this topic's notifications.
     fn payload(self) -> &'static str {
         match self {
             Topic::Articles => "articles",
+            Topic::Registry => "registry",
         }
     }
 
@@ -103,8 +109,8 @@ impl Changes {
         Some(self.shared.generations[topic.index()].load(Ordering::Acquire))
     }
 
-    /// Records that data of `topic` just changed.
-    pub(crate) fn bump(&self, topic: Topic) {
+    /// Records that data of `topic` just changed (after the change committed).
+    pub fn bump(&self, topic: Topic) {
         self.shared.bump(topic);
     }
 

@@ -102,9 +102,14 @@ pub async fn get_manifest(
     };
     let lookup = ctx
         .state
-        .store
-        .registry()
-        .manifest_lookup(project_of(name).unwrap_or(name), name, &parsed)
+        .registry
+        .lookups
+        .lookup(
+            &ctx.state.store,
+            project_of(name).unwrap_or(name),
+            name,
+            &parsed,
+        )
         .await?;
     let (project, repository_id, manifest, required) = match lookup {
         Some(found) => (

@@ -732,6 +732,8 @@ async fn keep(
     {
         tracing::warn!(repository = name, digest = %parent.digest, %why, "linking a proxied index failed");
     }
+    // Stored after the GET was answered: kept manifest lookups may not show it.
+    state.store.changes().bump(berth_store::Topic::Registry);
 }
 
 async fn store_fetched(

@@ -1,13 +1,15 @@
 //! What the distribution surface keeps beside the shared state: blob storage,
-//! the registry token keys and batched pull bookkeeping.
+//! the registry token keys, batched pull bookkeeping and the manifest lookups
+//! of recent pulls.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use berth_auth::RegistryTokenKeys;
-use berth_store::repo::manifests::Pull;
-use berth_store::{BlobStore, Store};
+use berth_domain::oci::Reference;
+use berth_store::repo::manifests::{ManifestLookup, Pull};
+use berth_store::{BlobStore, Store, StoreError, Topic};
 
 /// How long pulls are gathered before one batched write.
 const PULL_FLUSH_DELAY: Duration = Duration::from_secs(2);
@@ -27,6 +29,74 @@ pub struct RegistryState {
     pub proxy: super::proxy::ProxyCache,
     /// Pulls not yet written.
     pulls: PullBatch,
+    /// Manifest lookups of recent pulls.
+    pub lookups: Lookups,
+}
+
+/// At most this many manifest lookups are kept; past it, all are forgotten.
+const LOOKUPS: usize = 4096;
+
+/// `(project, repository, reference)`.
+type LookupKey = (String, String, String);
+
+/// The manifest lookups of recent pulls (project, repository, manifest and
+/// signature policy, one query each), kept under the generation of
+/// [`Topic::Registry`] they were read at, so a pull of a manifest read
+/// before costs no query. The generation moves after every request that
+/// changes something on this instance (the `changes` middleware), after the
+/// proxy cache stores what it fetched, and, on PostgreSQL, whenever another
+/// instance changes those tables (migration 0018): an entry is never served
+/// after a change it may not show. Nothing is kept while other instances'
+/// changes could go unheard.
+#[derive(Debug, Default)]
+pub struct Lookups {
+    entries: Mutex<HashMap<LookupKey, (u64, ManifestLookup)>>,
+}
+
+impl Lookups {
+    /// The manifest lookup of `reference` in repository `repository` of
+    /// project `project`: the kept one, or one read from `store` (and kept
+    /// when it found a manifest).
+    pub async fn lookup(
+        &self,
+        store: &Store,
+        project: &str,
+        repository: &str,
+        reference: &Reference,
+    ) -> Result<Option<ManifestLookup>, StoreError> {
+        // Read before the query: a change that races it moves the generation
+        // past the one the entry is kept under.
+        let generation = store.changes().generation(Topic::Registry);
+        let key = (
+            project.to_string(),
+            repository.to_string(),
+            reference.to_string(),
+        );
+        if let Some(generation) = generation
+            && let Some((kept, lookup)) = self.entries().get(&key)
+            && *kept == generation
+        {
+            return Ok(Some(lookup.clone()));
+        }
+        let found = store
+            .registry()
+            .manifest_lookup(project, repository, reference)
+            .await?;
+        if let (Some(generation), Some(lookup)) = (generation, &found)
+            && lookup.manifest.is_some()
+        {
+            let mut entries = self.entries();
+            if entries.len() >= LOOKUPS {
+                entries.clear();
+            }
+            entries.insert(key, (generation, lookup.clone()));
+        }
+        Ok(found)
+    }
+
+    fn entries(&self) -> std::sync::MutexGuard<'_, HashMap<LookupKey, (u64, ManifestLookup)>> {
+        self.entries.lock().unwrap_or_else(|e| e.into_inner())
+    }
 }
 
 impl RegistryState {
@@ -44,6 +114,7 @@ impl RegistryState {
             tokens: RegistryTokenKeys::new(secret),
             proxy: super::proxy::ProxyCache::new(proxy),
             pulls: PullBatch::default(),
+            lookups: Lookups::default(),
         }
     }
 

@@ -682,3 +682,57 @@ crate::backend_test!(
         assert_eq!(res.status, StatusCode::OK, "64 are fine: {}", res.text());
     }
 );
+
+registry_test!(
+    /// Manifest lookups are kept between pulls, and every change shows at the
+    /// next pull: a tag moved or deleted, a project made private, a signature
+    /// policy turned on; on PostgreSQL a change made by another instance too.
+    async fn kept_manifest_lookups_follow_every_change(app) {
+        let name = "library/kept";
+        async fn get(app: &crate::util::TestApp) -> crate::util::TestResponse {
+            app.request(Method::GET, "/v2/library/kept/manifests/v1")
+                .header("accept", OCI_MANIFEST)
+                .send()
+                .await
+        }
+        let digest_of_get = |res: crate::util::TestResponse| res.header("docker-content-digest").map(str::to_string);
+        let (_, first) = push_image(&app, name, "v1", &[b"first kept"]).await;
+        for _ in 0..2 {
+            assert_eq!(digest_of_get(get(&app).await), Some(first.clone()));
+        }
+        let (_, second) = push_image(&app, name, "v1", &[b"second kept"]).await;
+        assert_eq!(digest_of_get(get(&app).await), Some(second.clone()), "the tag moved");
+        let res = app.delete(&format!("/v2/{name}/manifests/{second}")).admin().send().await;
+        assert_eq!(res.status, StatusCode::ACCEPTED);
+        assert_eq!(get(&app).await.status, StatusCode::NOT_FOUND, "deleted");
+        push_image(&app, name, "v1", &[b"first kept"]).await;
+        assert_eq!(digest_of_get(get(&app).await), Some(first.clone()));
+        let private = json!({"metadata": {"public": "false"}});
+        let res = app.put("/api/v2.0/projects/library").admin().json(&private).send().await;
+        assert_eq!(res.status, StatusCode::OK, "{}", res.text());
+        assert_eq!(get(&app).await.status, StatusCode::UNAUTHORIZED, "private now");
+        let public = json!({"metadata": {"public": "true", "enable_content_trust_cosign": "true"}});
+        let res = app.put("/api/v2.0/projects/library").admin().json(&public).send().await;
+        assert_eq!(res.status, StatusCode::OK, "{}", res.text());
+        assert_eq!(get(&app).await.status, StatusCode::PRECONDITION_FAILED, "signatures required now");
+        let off = json!({"metadata": {"enable_content_trust_cosign": "false"}});
+        app.put("/api/v2.0/projects/library").admin().json(&off).send().await;
+
+        if app.backend == crate::util::Backend::Postgres {
+            // Another instance keeps its own lookups: PostgreSQL's notification
+            // of the change reaches it.
+            let other = app.second_instance().await;
+            assert_eq!(digest_of_get(get(&other).await), Some(first.clone()));
+            let (_, third) = push_image(&app, name, "v1", &[b"third kept"]).await;
+            let mut seen = None;
+            for _ in 0..100 {
+                seen = digest_of_get(get(&other).await);
+                if seen.as_deref() == Some(third.as_str()) {
+                    break;
+                }
+                tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+            }
+            assert_eq!(seen, Some(third), "the other instance sees the move");
+        }
+    }
+);
