@@ -98,8 +98,39 @@ impl Store {
 }
 
 impl AuditLogs<'_> {
-    /// Writes `entries` in one statement per 200.
+    /// Writes `entries`: on SQLite in one statement that reads them from one
+    /// JSON parameter (SQLite's driver looks each parameter of a statement up
+    /// by name, so a multi-row `VALUES` list costs time quadratic in its
+    /// length: a second of busy pulls spent a sixth of the CPU on it); on
+    /// PostgreSQL in one multi-row statement per 200.
     pub async fn record(&self, entries: &[NewAuditLog]) -> StoreResult<()> {
+        if entries.is_empty() {
+            return Ok(());
+        }
+        if self.0.backend() == crate::Backend::Sqlite {
+            let rows: Vec<serde_json::Value> = entries
+                .iter()
+                .map(|e| {
+                    serde_json::json!([
+                        e.project_id,
+                        e.operation,
+                        e.resource_type,
+                        e.resource,
+                        e.username,
+                        e.op_time
+                    ])
+                })
+                .collect();
+            sqlx::query(
+                "INSERT INTO audit_logs (project_id, operation, resource_type, resource, username, op_time) \
+                 SELECT value ->> 0, value ->> 1, value ->> 2, value ->> 3, value ->> 4, value ->> 5 \
+                 FROM json_each($1)",
+            )
+            .bind(serde_json::Value::Array(rows).to_string())
+            .execute(&self.0.pool)
+            .await?;
+            return Ok(());
+        }
         for chunk in entries.chunks(200) {
             let values = (0..chunk.len())
                 .map(|i| format!("({})", placeholders(i * 6 + 1, 6)))

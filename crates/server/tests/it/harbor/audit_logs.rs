@@ -218,3 +218,45 @@ backend_test!(
         assert_eq!(status, StatusCode::NOT_FOUND);
     }
 );
+
+backend_test!(
+    /// A batch of entries is stored as given, whatever its size and text:
+    /// quotes, backslashes, non-ASCII, no project.
+    async fn a_batch_of_entries_is_stored_as_given(app) {
+        use berth_store::repo::audit_logs::{AuditScope, NewAuditLog};
+        let odd = r#"library/a"b\c:ü 🚢 ' ; --"#;
+        let entries: Vec<NewAuditLog> = (0..450)
+            .map(|i| NewAuditLog {
+                project_id: (i % 2 == 0).then_some(1),
+                operation: "pull".into(),
+                resource_type: "artifact".into(),
+                resource: format!("{odd}{i}"),
+                username: "Zoë".into(),
+                op_time: berth_domain::time::now(),
+            })
+            .collect();
+        app.store().audit_logs().record(&entries).await.unwrap();
+        let paging = berth_domain::query::Paging { page: 1, page_size: 0 };
+        let (total, all) = app
+            .store()
+            .audit_logs()
+            .list(&AuditScope::All, &Default::default(), &[], paging)
+            .await
+            .unwrap();
+        assert_eq!(total, 450);
+        let mut resources: Vec<String> = all.iter().map(|e| e.resource.clone()).collect();
+        resources.sort();
+        let mut expected: Vec<String> = entries.iter().map(|e| e.resource.clone()).collect();
+        expected.sort();
+        assert_eq!(resources, expected);
+        assert!(all.iter().all(|e| e.username == "Zoë"));
+        let (in_project, _) = app
+            .store()
+            .audit_logs()
+            .list(&AuditScope::Projects(vec![1]), &Default::default(), &[], paging)
+            .await
+            .unwrap();
+        assert_eq!(in_project, 225, "the project of every other entry, the others none");
+
+    }
+);
