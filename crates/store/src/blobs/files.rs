@@ -121,17 +121,6 @@ impl FileBlobs {
         .await
     }
 
-    /// Joins parts of upload `id` in order into a new file `name` of that
-    /// upload, without hashing (their hash state already covers them): the
-    /// kernel copies the bytes (`copy_file_range`), no read through user
-    /// space. Its length.
-    pub(super) async fn join(&self, id: &str, parts: &[String], name: &str) -> io::Result<u64> {
-        let dir = self.upload_dir(id);
-        let sources: Vec<PathBuf> = parts.iter().map(|p| dir.join(p)).collect();
-        let target = dir.join(name);
-        joined(tokio::task::spawn_blocking(move || join(&sources, &target))).await
-    }
-
     /// [`super::BlobStore::place`]: a hard link.
     pub(super) async fn place(&self, staged: &Staged) -> io::Result<bool> {
         let target = self.blob_path(&staged.digest);
@@ -321,24 +310,6 @@ impl FileBlobs {
         }))
         .await
     }
-}
-
-/// Copies `sources` in order into a new file `target` with `std::io::copy`
-/// (`copy_file_range` between files on Linux) and fsyncs it. Its length.
-fn join(sources: &[PathBuf], target: &Path) -> io::Result<u64> {
-    if let Some(dir) = target.parent() {
-        std::fs::create_dir_all(dir)?;
-    }
-    let mut out = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(target)?;
-    let mut total = 0u64;
-    for source in sources {
-        total += io::copy(&mut std::fs::File::open(source)?, &mut out)?;
-    }
-    out.sync_all()?;
-    Ok(total)
 }
 
 /// Copies `sources` in order into a new file `target`, hashing with

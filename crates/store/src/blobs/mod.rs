@@ -260,43 +260,23 @@ impl BlobStore {
         hash_state: Option<&[u8]>,
         expected: &Digest,
     ) -> Result<Staged, BlobError> {
-        if algorithm == expected.algorithm() {
-            // The parts' hash state covers every byte as it was written.
+        if let [only] = parts
+            && algorithm == expected.algorithm()
+        {
             let digest = Hasher::restore(algorithm, hash_state)?.finish();
             if digest != *expected {
                 return Err(BlobError::DigestMismatch {
                     expected: expected.clone(),
                 });
             }
-            let (name, len) = match (parts, self) {
-                ([only], _) => (only.clone(), each!(self, b => b.part_len(id, only).await)?),
-                // A directory joins the parts in the kernel, without reading
-                // them back through the hash.
-                (_, Self::Files(files)) => {
-                    let name = format!("blob-{}", uuid::Uuid::new_v4().simple());
-                    let len = files.join(id, parts, &name).await?;
-                    (name, len)
-                }
-                (_, Self::Objects(_)) => return self.concatenate_hashed(id, parts, expected).await,
-            };
+            let len = each!(self, b => b.part_len(id, only).await)?;
             return Ok(Staged {
                 upload: id.to_string(),
-                name,
+                name: only.clone(),
                 digest,
                 len,
             });
         }
-        self.concatenate_hashed(id, parts, expected).await
-    }
-
-    /// Copies the `parts` of upload `id` into one new blob, hashing them
-    /// again as they are read, and checks it against `expected`.
-    async fn concatenate_hashed(
-        &self,
-        id: &str,
-        parts: &[String],
-        expected: &Digest,
-    ) -> Result<Staged, BlobError> {
         let name = format!("blob-{}", uuid::Uuid::new_v4().simple());
         let (digest, len) =
             each!(self, b => b.concatenate(id, parts, &name, expected.algorithm()).await)?;
