@@ -863,8 +863,9 @@ impl Artifacts<'_> {
         Ok(done.rows_affected() > 0)
     }
 
-    /// Deletes an artifact with its tags, labels and accessories;
-    /// `Precondition` while an index refers to it.
+    /// Deletes an artifact with its tags, labels and accessories, releasing
+    /// from the project's quota the blobs no artifact of the project uses any
+    /// more; `Precondition` while an index refers to it.
     pub async fn delete_artifact(&self, artifact: &Artifact) -> StoreResult<()> {
         let mut tx = self.0.begin_write().await?;
         // The repository, then the artifact (on PostgreSQL), as in `Registry::delete_manifest`.
@@ -889,6 +890,7 @@ impl Artifacts<'_> {
         }
         check_artifact_mutable(&mut tx, artifact.id, artifact.repository_id).await?;
         delete_artifact_tree(
+            self.0,
             &mut tx,
             artifact.id,
             artifact.repository_id,

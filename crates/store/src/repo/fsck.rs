@@ -8,7 +8,11 @@
 //! claims and runs left by a dead collector, and sessions whose parts are gone.
 //! The counts triggers keep for listings (an artifact's tags and parents and
 //! whether Harbor lists it; a repository's artifacts, listed and tagged ones)
-//! must match a recount; repair recounts them.
+//! must match a recount; repair recounts them. So must each project's quota
+//! usage, the sum of the sizes of its charged blob links, and each link's
+//! charge: a link is charged while an artifact of its project uses the blob
+//! and uncharged once none does and no push awaits it (a link a push
+//! renewed may be either); repair corrects the charges, then recounts usage.
 
 use std::collections::HashSet;
 
@@ -219,7 +223,117 @@ pub async fn check(store: &Store, blobs: &BlobStore, repair: bool) -> StoreResul
         );
     }
     check_counts(store, repair, &mut report).await?;
+    check_charges(store, repair, &mut report).await?;
     Ok(report)
+}
+
+/// SQL: whether an artifact of link `pb`'s project uses its blob.
+const LINK_USED: &str = "EXISTS (SELECT 1 FROM artifact_blobs ab JOIN artifacts a ON a.id = ab.artifact_id \
+     WHERE a.project_id = pb.project_id AND ab.blob_id = pb.blob_id)";
+
+/// Checks each link's charge and each project's usage (migration 0017).
+async fn check_charges(store: &Store, repair: bool, report: &mut FsckReport) -> StoreResult<()> {
+    let wrong: Vec<(i64, i64, String, String, i64)> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
+        "SELECT pb.project_id, pb.blob_id, b.digest, p.name, pb.charged FROM project_blobs pb \
+         JOIN blobs b ON b.id = pb.blob_id JOIN projects p ON p.id = pb.project_id \
+         WHERE (pb.charged = 0 AND {LINK_USED}) \
+         OR (pb.charged = 1 AND pb.pending_since IS NULL AND NOT {LINK_USED}) \
+         ORDER BY pb.project_id, pb.blob_id"
+    )))
+    .fetch_all(&store.pool)
+    .await?;
+    for (project_id, blob_id, digest, project, charged) in wrong {
+        let (problem, fix) = if charged == 0 {
+            (
+                format!(
+                    "project {project}: an artifact uses the blob, but it is not charged to the quota"
+                ),
+                format!(
+                    "UPDATE project_blobs SET charged = 1 WHERE project_id = $1 AND blob_id = $2 \
+                         AND charged = 0 AND {}",
+                    LINK_USED.replace("pb.", "project_blobs.")
+                ),
+            )
+        } else {
+            (
+                format!(
+                    "project {project}: the blob is charged to the quota, but no artifact uses it and no push awaits it"
+                ),
+                format!(
+                    "UPDATE project_blobs SET charged = 0 WHERE project_id = $1 AND blob_id = $2 \
+                         AND charged = 1 AND pending_since IS NULL AND NOT {}",
+                    LINK_USED.replace("pb.", "project_blobs.")
+                ),
+            )
+        };
+        let repaired = if repair {
+            sqlx::query(sqlx::AssertSqlSafe(fix))
+                .bind(project_id)
+                .bind(blob_id)
+                .execute(&store.pool)
+                .await?;
+            Some("its charge was corrected; the project's usage is recounted".to_string())
+        } else {
+            None
+        };
+        note(report, &digest, problem, repaired);
+    }
+
+    let usages: Vec<(i64, String, i64, i64)> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
+        "SELECT q.project_id, p.name, q.used, ({CHARGED_SUM}) AS charged \
+         FROM project_quotas q JOIN projects p ON p.id = q.project_id ORDER BY q.project_id"
+    )))
+    .fetch_all(&store.pool)
+    .await?;
+    for (project_id, project, used, charged) in usages {
+        if used == charged {
+            continue;
+        }
+        let repaired = if repair {
+            recount_usage(store, project_id).await?;
+            Some("recounted".to_string())
+        } else {
+            None
+        };
+        note(
+            report,
+            &project,
+            format!(
+                "the project's quota usage is {used} bytes, but its charged blobs total {charged} bytes"
+            ),
+            repaired,
+        );
+    }
+    Ok(())
+}
+
+/// SQL: the total size of the charged links of project `q.project_id`.
+const CHARGED_SUM: &str = "SELECT CAST(COALESCE(SUM(b.size), 0) AS BIGINT) FROM project_blobs pb \
+     JOIN blobs b ON b.id = pb.blob_id WHERE pb.project_id = q.project_id AND pb.charged = 1";
+
+/// Sets project `project_id`'s usage to the sum of its charged links. The
+/// quota row is locked first (on PostgreSQL) and the links summed by the
+/// next statement, so a push or delete that changed charges has either
+/// committed (and is counted) or waits to change the usage after this.
+async fn recount_usage(store: &Store, project_id: i64) -> StoreResult<()> {
+    let mut tx = store.begin_write().await?;
+    sqlx::query(sqlx::AssertSqlSafe(format!(
+        "SELECT used FROM project_quotas WHERE project_id = $1{}",
+        store.locking(crate::db::Locking::Update)
+    )))
+    .bind(project_id)
+    .fetch_optional(&mut *tx)
+    .await?;
+    sqlx::query(sqlx::AssertSqlSafe(format!(
+        "UPDATE project_quotas SET used = ({}), updated_at = $2 WHERE project_id = $1",
+        CHARGED_SUM.replace("q.project_id", "$1")
+    )))
+    .bind(project_id)
+    .bind(berth_domain::time::now())
+    .execute(&mut *tx)
+    .await?;
+    tx.commit().await?;
+    Ok(())
 }
 
 /// What an artifact's kept counts should be, from its tags and references.

@@ -355,25 +355,28 @@ async fn sweep(
     .bind(&link_cutoff)
     .fetch_all(pool)
     .await?;
+    // A link still charged (a pending one past its grace) is released; one a
+    // delete already uncharged is not released again. The charge is read as
+    // the delete removes the row, after any concurrent uncharge committed.
     for (project_id, blob_id, version, size) in stale {
         let mut tx = store.begin_write().await?;
-        let done = sqlx::query(
+        let done: Option<(i64,)> = sqlx::query_as(
             "DELETE FROM project_blobs WHERE project_id = $1 AND blob_id = $2 AND version = $3 \
              AND (pending_since IS NULL OR pending_since < $4) AND NOT EXISTS (\
              SELECT 1 FROM artifact_blobs ab JOIN artifacts a ON a.id = ab.artifact_id \
-             WHERE a.project_id = $1 AND ab.blob_id = $2)",
+             WHERE a.project_id = $1 AND ab.blob_id = $2) RETURNING charged",
         )
         .bind(project_id)
         .bind(blob_id)
         .bind(version)
         .bind(&link_cutoff)
-        .execute(&mut *tx)
+        .fetch_optional(&mut *tx)
         .await?;
-        if done.rows_affected() == 1 {
+        if done == Some((1,)) {
             crate::repo::registry::release_quota(&mut *tx, project_id, size).await?;
         }
         tx.commit().await?;
-        stats.links += done.rows_affected();
+        stats.links += u64::from(done.is_some());
     }
     store.gc_heartbeat(run).await?;
 

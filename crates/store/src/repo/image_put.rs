@@ -138,7 +138,7 @@ fn group_failed(cause: String) -> StoreError {
 }
 
 /// The parameters every statement shares; the dependencies' digests follow.
-const FIRST_DEPENDENCY: usize = 18;
+const FIRST_DEPENDENCY: usize = 19;
 
 /// Stores `m` inside `tx` (a SQLite write transaction) if every check of the
 /// general path passes: `Some(artifact id)`, or `None` with nothing written,
@@ -154,10 +154,11 @@ async fn put_image(
     dependencies.dedup();
     let listed = placeholders(FIRST_DEPENDENCY, dependencies.len());
     let body_len = i64::try_from(m.body.len()).unwrap_or(i64::MAX);
-    let bind = |sql: String| {
+    let bind = |sql: String, owed: i64| {
         // $1 project, $2 repository, $3 digest, $4 now, $5 tag, $6 body length,
         // $7 body, $8-$14 the artifact's columns, $15 the zero time, $16 extra
-        // attributes, $17 annotations; the dependencies from $18.
+        // attributes, $17 annotations, $18 the bytes the PUT charges (found
+        // by the check); the dependencies from $19.
         let mut query = sqlx::query(sqlx::AssertSqlSafe(sql))
             .bind(m.project_id)
             .bind(&m.repository)
@@ -175,34 +176,40 @@ async fn put_image(
             .bind(m.accessory_type.as_deref())
             .bind(berth_domain::time::ZERO_TIME)
             .bind(&m.extra_attrs)
-            .bind(m.annotations.as_deref());
+            .bind(m.annotations.as_deref())
+            .bind(owed);
         for dependency in &dependencies {
             query = query.bind(*dependency);
         }
         query
     };
 
+    // What the PUT charges: the dependencies' links a delete uncharged, and
+    // the manifest's own unless it is linked and charged, as the general
+    // path's `assert_link` and `charge` find.
     let check = format!(
         "SELECT \
          (SELECT COUNT(*) FROM project_blobs pb JOIN blobs b ON b.id = pb.blob_id \
           WHERE pb.project_id = $1 AND b.deleting = 0 AND b.digest IN ({listed})), \
          COALESCE((SELECT deleting FROM blobs WHERE digest = $3), 0), \
-         EXISTS (SELECT 1 FROM project_blobs pb JOIN blobs b ON b.id = pb.blob_id \
-          WHERE pb.project_id = $1 AND b.digest = $3), \
+         (SELECT COALESCE(SUM(b.size), 0) FROM project_blobs pb JOIN blobs b ON b.id = pb.blob_id \
+          WHERE pb.project_id = $1 AND pb.charged = 0 AND b.deleting = 0 AND b.digest IN ({listed})) \
+         + CASE WHEN EXISTS (SELECT 1 FROM project_blobs pb JOIN blobs b ON b.id = pb.blob_id \
+          WHERE pb.project_id = $1 AND b.digest = $3 AND pb.charged = 1) THEN 0 ELSE $6 END, \
          (SELECT hard FROM project_quotas WHERE project_id = $1), \
          (SELECT used FROM project_quotas WHERE project_id = $1), \
          (SELECT a.digest FROM tags t JOIN artifacts a ON a.id = t.artifact_id \
           WHERE t.repository_id = (SELECT id FROM repositories WHERE name = $2) AND t.name = $5)"
     );
-    let row = bind(check).fetch_one(&mut **tx).await?;
+    let row = bind(check, 0).fetch_one(&mut **tx).await?;
     let present: i64 = row.try_get(0)?;
     let manifest_deleting: i64 = row.try_get(1)?;
-    let linked: i64 = row.try_get(2)?;
+    let owed: i64 = row.try_get(2)?;
     let hard: Option<i64> = row.try_get(3)?;
     let used: Option<i64> = row.try_get(4)?;
     let tagged: Option<String> = row.try_get(5)?;
     let within_quota = match (hard, used) {
-        (Some(hard), Some(used)) => linked != 0 || hard < 0 || used + body_len <= hard,
+        (Some(hard), Some(used)) => owed == 0 || hard < 0 || used + owed <= hard,
         _ => true,
     };
     let keeps_tag = tagged.is_none_or(|digest| digest == m.digest);
@@ -224,18 +231,18 @@ async fn put_image(
     let mut batch = format!(
         "INSERT INTO repositories (project_id, name, description, pull_count, created_at, updated_at) \
          VALUES ($1, $2, '', 0, $4, $4) ON CONFLICT (name) DO UPDATE SET updated_at = $4;\n\
-         UPDATE project_blobs SET version = version + 1, pending_since = NULL \
+         UPDATE project_blobs SET version = version + 1, pending_since = NULL, charged = 1 \
          WHERE project_id = $1 AND blob_id IN (SELECT id FROM blobs WHERE deleting = 0 AND digest IN ({listed}));\n\
          INSERT INTO blobs (digest, size, media_type, version, deleting, created_at, updated_at) \
          VALUES ($3, $6, $8, 1, 0, $4, $4) \
          ON CONFLICT (digest) DO UPDATE SET version = blobs.version + 1, updated_at = $4;\n\
          INSERT INTO manifest_bodies (blob_id, body) SELECT id, $7 FROM blobs WHERE digest = $3 \
          ON CONFLICT (blob_id) DO NOTHING;\n\
-         UPDATE project_quotas SET used = used + $6, updated_at = $4 WHERE project_id = $1 \
-         AND NOT EXISTS (SELECT 1 FROM project_blobs WHERE project_id = $1 AND blob_id = {blob});\n\
-         INSERT INTO project_blobs (project_id, blob_id, version, pending_since, created_at) \
-         SELECT $1, id, 1, NULL, $4 FROM blobs WHERE digest = $3 \
-         ON CONFLICT (project_id, blob_id) DO UPDATE SET version = project_blobs.version + 1, pending_since = NULL;\n\
+         UPDATE project_quotas SET used = used + $18, updated_at = $4 WHERE project_id = $1 AND $18 <> 0;\n\
+         INSERT INTO project_blobs (project_id, blob_id, version, pending_since, created_at, charged) \
+         SELECT $1, id, 1, NULL, $4, 1 FROM blobs WHERE digest = $3 \
+         ON CONFLICT (project_id, blob_id) DO UPDATE SET version = project_blobs.version + 1, pending_since = NULL, \
+         charged = 1;\n\
          INSERT INTO artifacts (project_id, repository_id, digest, manifest_blob_id, manifest_media_type, \
          media_type, artifact_type, type, size, icon, subject_digest, accessory_type, push_time, pull_time, \
          extra_attrs, annotations) \
@@ -261,7 +268,7 @@ async fn put_image(
     batch.push_str(&format!(
         "SELECT id FROM artifacts WHERE repository_id = {repository} AND digest = $3"
     ));
-    let rows = bind(batch).fetch_all(&mut **tx).await?;
+    let rows = bind(batch, owed).fetch_all(&mut **tx).await?;
     let artifact_id: i64 = rows.last().ok_or(sqlx::Error::RowNotFound)?.try_get(0)?;
     Ok(Some(artifact_id))
 }

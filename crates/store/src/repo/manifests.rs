@@ -10,7 +10,8 @@ use crate::error::StoreResult;
 use crate::repo::immutable::{check_artifact_mutable, check_mutable};
 use crate::repo::projects::{PROJECT_COLUMNS, ProjectRow};
 use crate::repo::registry::{
-    Registry, UPSERT_BLOB, deleting, link_blob, link_repository, placeholders,
+    Registry, UPSERT_BLOB, assert_link, charge, deleting, link_repository, placeholders,
+    release_unused,
 };
 use crate::repo::repositories::lock_repository;
 
@@ -253,29 +254,54 @@ impl Registry<'_> {
         .fetch_one(&mut *tx)
         .await?;
 
-        // Dependencies: each must be linked to the project; the links stop being pending.
+        // The manifest's own blob row first, so that its link (if the project
+        // has it) is locked in blob order with the dependencies' below.
+        let body_len = i64::try_from(m.body.len()).unwrap_or(i64::MAX);
+        let blob: Option<(i64,)> = sqlx::query_as(UPSERT_BLOB)
+            .bind(&m.digest)
+            .bind(body_len)
+            .bind(&m.manifest_media_type)
+            .bind(&now)
+            .fetch_optional(&mut *tx)
+            .await?;
+        let Some((manifest_blob_id,)) = blob else {
+            return Err(deleting(&m.digest));
+        };
+
+        // Dependencies: each must be linked to the project; the links stop
+        // being pending and are charged again if a delete uncharged them.
         let mut deps: Vec<&str> = m.blobs.iter().map(String::as_str).collect();
         deps.sort_unstable();
         deps.dedup();
-        let mut dep_ids = Vec::with_capacity(deps.len());
-        if !deps.is_empty() {
-            // Locked in blob order first (on PostgreSQL): two pushes sharing
-            // layers would otherwise take the same links in different orders
-            // and deadlock. SQLite's write transactions exclude each other.
-            let locking = self.0.locking(Locking::Update);
-            if !locking.is_empty() {
-                let sql = format!(
-                    "SELECT blob_id FROM project_blobs WHERE project_id = $1 \
-                     AND blob_id IN (SELECT id FROM blobs WHERE deleting = 0 AND digest IN ({})) \
-                     ORDER BY blob_id{locking}",
-                    placeholders(2, deps.len()),
-                );
-                let mut lock = sqlx::query(sqlx::AssertSqlSafe(sql)).bind(m.project_id);
-                for d in &deps {
-                    lock = lock.bind(*d);
-                }
-                lock.fetch_all(&mut *tx).await?;
+        // The links are locked in blob order first (on PostgreSQL): two pushes
+        // sharing layers, or a push and a delete releasing them, would
+        // otherwise take the same links in different orders and deadlock.
+        // SQLite's write transactions exclude each other.
+        let locking = self.0.locking(Locking::Update);
+        if !locking.is_empty() {
+            let named = if deps.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    " OR blob_id IN (SELECT id FROM blobs WHERE deleting = 0 AND digest IN ({}))",
+                    placeholders(3, deps.len())
+                )
+            };
+            let sql = format!(
+                "SELECT blob_id FROM project_blobs WHERE project_id = $1 AND (blob_id = $2{named}) \
+                 ORDER BY blob_id{locking}"
+            );
+            let mut lock = sqlx::query(sqlx::AssertSqlSafe(sql))
+                .bind(m.project_id)
+                .bind(manifest_blob_id);
+            for d in &deps {
+                lock = lock.bind(*d);
             }
+            lock.fetch_all(&mut *tx).await?;
+        }
+        let mut dep_ids = Vec::with_capacity(deps.len());
+        let mut owed = 0;
+        if !deps.is_empty() {
             let sql = format!(
                 "UPDATE project_blobs SET version = version + 1, pending_since = NULL \
                  WHERE project_id = $1 AND blob_id IN (SELECT id FROM blobs WHERE deleting = 0 AND digest IN ({})) \
@@ -317,6 +343,24 @@ impl Registry<'_> {
                 tx.rollback().await?;
                 return Ok(PutManifest::MissingBlob(missing));
             }
+            // The links this push charges again (locked above, or by the
+            // update, so no delete changes them meanwhile).
+            let sql = format!(
+                "UPDATE project_blobs SET charged = 1 WHERE project_id = $1 AND charged = 0 \
+                 AND blob_id IN ({}) RETURNING (SELECT b.size FROM blobs b WHERE b.id = project_blobs.blob_id)",
+                placeholders(2, dep_ids.len())
+            );
+            let mut query =
+                sqlx::query_as::<_, (i64,)>(sqlx::AssertSqlSafe(sql)).bind(m.project_id);
+            for id in &dep_ids {
+                query = query.bind(*id);
+            }
+            owed += query
+                .fetch_all(&mut *tx)
+                .await?
+                .iter()
+                .map(|(size,)| size)
+                .sum::<i64>();
         }
 
         // Children of an index: manifests of the same repository.
@@ -346,24 +390,14 @@ impl Registry<'_> {
             }
         }
 
-        // The manifest's own blob, body and (non-pending) link.
-        let body_len = i64::try_from(m.body.len()).unwrap_or(i64::MAX);
-        let blob: Option<(i64,)> = sqlx::query_as(UPSERT_BLOB)
-            .bind(&m.digest)
-            .bind(body_len)
-            .bind(&m.manifest_media_type)
-            .bind(&now)
-            .fetch_optional(&mut *tx)
-            .await?;
-        let Some((manifest_blob_id,)) = blob else {
-            return Err(deleting(&m.digest));
-        };
+        // The manifest's body and (non-pending) link; then the quota is
+        // charged for every link this push charged, at once.
         sqlx::query("INSERT INTO manifest_bodies (blob_id, body) VALUES ($1, $2) ON CONFLICT (blob_id) DO NOTHING")
             .bind(manifest_blob_id)
             .bind(m.body.clone())
             .execute(&mut *tx)
             .await?;
-        link_blob(
+        owed += assert_link(
             &mut tx,
             m.project_id,
             manifest_blob_id,
@@ -372,6 +406,7 @@ impl Registry<'_> {
             &now,
         )
         .await?;
+        charge(&mut tx, m.project_id, owed, &now).await?;
 
         let (artifact_id,): (i64,) = sqlx::query_as(
             "INSERT INTO artifacts (project_id, repository_id, digest, manifest_blob_id, manifest_media_type, \
@@ -588,7 +623,9 @@ impl Registry<'_> {
     }
 
     /// Deletes artifact `digest` of `repository` with its tags, labels and
-    /// accessories. Blob links are left for garbage collection.
+    /// accessories, and releases from the project's quota the blobs no
+    /// artifact of the project uses any more. Blob links are left for garbage
+    /// collection.
     pub async fn delete_manifest(
         &self,
         repository: &str,
@@ -630,7 +667,7 @@ impl Registry<'_> {
             return Ok(DeleteManifest::Referenced);
         }
         check_artifact_mutable(&mut tx, artifact_id, repository_id).await?;
-        delete_artifact_tree(&mut tx, artifact_id, repository_id, digest).await?;
+        delete_artifact_tree(self.0, &mut tx, artifact_id, repository_id, digest).await?;
         tx.commit().await?;
         Ok(DeleteManifest::Deleted)
     }
@@ -698,23 +735,37 @@ impl Registry<'_> {
     /// Applies a batch of pulls: latest `pull_time` on artifacts and tags, and
     /// `pull_count` on repositories.
     pub async fn record_pulls(&self, pulls: &[(Pull, i64)], at: &str) -> StoreResult<()> {
-        let mut tx = self.0.begin_write().await?;
+        // The rows are taken in the order deletes and pushes take them (on
+        // PostgreSQL): every repository first, then artifacts, then tags,
+        // each in id order. A batch that took an artifact before its
+        // repository deadlocked with a deleteArtifact of it.
+        let mut repositories: std::collections::BTreeMap<i64, i64> = Default::default();
+        let mut artifacts = std::collections::BTreeSet::new();
+        let mut tags = std::collections::BTreeSet::new();
         for (pull, count) in pulls {
+            *repositories.entry(pull.repository_id).or_default() += *count;
+            artifacts.insert(pull.artifact_id);
+            tags.extend(pull.tag_id);
+        }
+        let mut tx = self.0.begin_write().await?;
+        for (repository_id, count) in repositories {
+            sqlx::query("UPDATE repositories SET pull_count = pull_count + $2 WHERE id = $1")
+                .bind(repository_id)
+                .bind(count)
+                .execute(&mut *tx)
+                .await?;
+        }
+        for artifact_id in artifacts {
             sqlx::query("UPDATE artifacts SET pull_time = $2 WHERE id = $1 AND pull_time < $2")
-                .bind(pull.artifact_id)
+                .bind(artifact_id)
                 .bind(at)
                 .execute(&mut *tx)
                 .await?;
-            if let Some(tag_id) = pull.tag_id {
-                sqlx::query("UPDATE tags SET pull_time = $2 WHERE id = $1 AND pull_time < $2")
-                    .bind(tag_id)
-                    .bind(at)
-                    .execute(&mut *tx)
-                    .await?;
-            }
-            sqlx::query("UPDATE repositories SET pull_count = pull_count + $2 WHERE id = $1")
-                .bind(pull.repository_id)
-                .bind(*count)
+        }
+        for tag_id in tags {
+            sqlx::query("UPDATE tags SET pull_time = $2 WHERE id = $1 AND pull_time < $2")
+                .bind(tag_id)
+                .bind(at)
                 .execute(&mut *tx)
                 .await?;
         }
@@ -723,13 +774,29 @@ impl Registry<'_> {
     }
 }
 
-/// Deletes an artifact and, first, the accessories whose subject it is.
+/// Deletes an artifact and, first, the accessories whose subject it is;
+/// then releases from the project's quota the blobs none of its artifacts
+/// uses any more (see [`release_unused`]). The caller has locked the
+/// repository row, then the artifact's (on PostgreSQL).
 pub(crate) async fn delete_artifact_tree(
+    store: &crate::Store,
     tx: &mut sqlx::Transaction<'_, sqlx::Any>,
     artifact_id: i64,
     repository_id: i64,
     digest: &str,
 ) -> StoreResult<()> {
+    // What the artifact and its accessories use (an accessory that is kept,
+    // being an index's child, still uses its blobs and so keeps them charged).
+    let used: Vec<(i64, i64)> = sqlx::query_as(
+        "SELECT DISTINCT a.project_id, ab.blob_id FROM artifact_blobs ab JOIN artifacts a ON a.id = ab.artifact_id \
+         WHERE a.id = $1 OR (a.repository_id = $2 AND a.subject_digest = $3 AND a.accessory_type IS NOT NULL) \
+         ORDER BY ab.blob_id",
+    )
+    .bind(artifact_id)
+    .bind(repository_id)
+    .bind(digest)
+    .fetch_all(&mut **tx)
+    .await?;
     sqlx::query(
         "DELETE FROM artifacts WHERE repository_id = $1 AND subject_digest = $2 AND accessory_type IS NOT NULL \
          AND NOT EXISTS (SELECT 1 FROM artifact_references r WHERE r.child_id = artifacts.id)",
@@ -742,5 +809,9 @@ pub(crate) async fn delete_artifact_tree(
         .bind(artifact_id)
         .execute(&mut **tx)
         .await?;
+    if let Some(&(project_id, _)) = used.first() {
+        let blob_ids: Vec<i64> = used.iter().map(|(_, blob_id)| *blob_id).collect();
+        release_unused(store, tx, project_id, &blob_ids).await?;
+    }
     Ok(())
 }

@@ -1,5 +1,5 @@
 //! Registry content for the distribution API: blobs, their project links (and
-//! the quota they are charged to), their repository links (who may address
+//! the quota they are charged to while used or pending), their repository links (who may address
 //! them) and upload sessions.
 
 use berth_domain::oci::{Algorithm, Digest};
@@ -7,6 +7,7 @@ use berth_domain::time;
 
 use crate::Store;
 use crate::blobs::{BlobStore, Staged, WrittenPart};
+use crate::db::Locking;
 use crate::error::{StoreError, StoreResult};
 
 /// A stored blob.
@@ -80,9 +81,10 @@ pub(crate) const UPSERT_BLOB: &str = "INSERT INTO blobs (digest, size, media_typ
      ON CONFLICT (digest) DO UPDATE SET version = blobs.version + 1, updated_at = $4 \
      WHERE blobs.deleting = 0 RETURNING id";
 
-/// Links blob `blob_id` (of `size` bytes) to a project inside `tx`: a new link
-/// is charged to the project's quota (refused with `Forbidden` beyond the
-/// hard limit, as Harbor's 403), an existing one gets a new version and `pending_since`.
+/// Links blob `blob_id` (of `size` bytes) to a project inside `tx` (see
+/// [`assert_link`]) and charges it to the project's quota unless it was
+/// charged already (refused with `Forbidden` beyond the hard limit, as
+/// Harbor's 403).
 pub(crate) async fn link_blob(
     tx: &mut sqlx::Transaction<'_, sqlx::Any>,
     project_id: i64,
@@ -91,17 +93,33 @@ pub(crate) async fn link_blob(
     pending_since: Option<&str>,
     now: &str,
 ) -> StoreResult<()> {
+    let owed = assert_link(tx, project_id, blob_id, size, pending_since, now).await?;
+    charge(tx, project_id, owed, now).await
+}
+
+/// Inserts the project link of blob `blob_id` (of `size` bytes) inside `tx`,
+/// or gives the existing one a new version and `pending_since`, and marks it
+/// charged: the bytes the project then owes, `size` for a new link or one a
+/// delete had uncharged, else 0. The caller [`charge`]s them in `tx`.
+pub(crate) async fn assert_link(
+    tx: &mut sqlx::Transaction<'_, sqlx::Any>,
+    project_id: i64,
+    blob_id: i64,
+    size: i64,
+    pending_since: Option<&str>,
+    now: &str,
+) -> StoreResult<i64> {
     // A new link is inserted, else the existing one is updated (and so
     // locked until commit: a collector's version-guarded delete then fails).
     // Inserting first costs one statement for the usual case, a blob new to
-    // the project. On PostgreSQL a link can be deleted, or inserted, between
-    // two statements of this transaction, so each statement's outcome decides
-    // the next.
-    let mut attempts = 0;
-    loop {
+    // the project. On PostgreSQL a link can be deleted, inserted, or
+    // uncharged by a delete, between two statements of this transaction, so
+    // each update holds only in the state it assumes, and each statement's
+    // outcome decides the next.
+    for _ in 0..3 {
         let inserted = sqlx::query(
-            "INSERT INTO project_blobs (project_id, blob_id, version, pending_since, created_at) \
-             VALUES ($1, $2, 1, $3, $4) ON CONFLICT (project_id, blob_id) DO NOTHING",
+            "INSERT INTO project_blobs (project_id, blob_id, version, pending_since, created_at, charged) \
+             VALUES ($1, $2, 1, $3, $4, 1) ON CONFLICT (project_id, blob_id) DO NOTHING",
         )
         .bind(project_id)
         .bind(blob_id)
@@ -110,34 +128,48 @@ pub(crate) async fn link_blob(
         .execute(&mut **tx)
         .await?;
         if inserted.rows_affected() == 1 {
-            break;
+            return Ok(size);
         }
-        let renewed = sqlx::query(
-            "UPDATE project_blobs SET version = version + 1, pending_since = $3 \
-             WHERE project_id = $1 AND blob_id = $2",
-        )
-        .bind(project_id)
-        .bind(blob_id)
-        .bind(pending_since)
-        .execute(&mut **tx)
-        .await?;
-        if renewed.rows_affected() == 1 {
-            return Ok(());
-        }
-        attempts += 1;
-        if attempts == 3 {
-            return Err(berth_domain::DomainError::Conflict(
-                "the blob's link kept changing; try again".into(),
+        for (charged, owed) in [(1, 0), (0, size)] {
+            let renewed = sqlx::query(
+                "UPDATE project_blobs SET version = version + 1, pending_since = $3, charged = 1 \
+                 WHERE project_id = $1 AND blob_id = $2 AND charged = $4",
             )
-            .into());
+            .bind(project_id)
+            .bind(blob_id)
+            .bind(pending_since)
+            .bind(charged)
+            .execute(&mut **tx)
+            .await?;
+            if renewed.rows_affected() == 1 {
+                return Ok(owed);
+            }
         }
+    }
+    Err(
+        berth_domain::DomainError::Conflict("the blob's link kept changing; try again".into())
+            .into(),
+    )
+}
+
+/// Adds `owed` bytes to the usage of project `project_id` inside `tx`;
+/// refused with `Forbidden` (Harbor's 403 and words) when that would pass
+/// the hard limit. Owing nothing is never refused.
+pub(crate) async fn charge(
+    tx: &mut sqlx::Transaction<'_, sqlx::Any>,
+    project_id: i64,
+    owed: i64,
+    now: &str,
+) -> StoreResult<()> {
+    if owed == 0 {
+        return Ok(());
     }
     let charged = sqlx::query(
         "UPDATE project_quotas SET used = used + $2, updated_at = $3 \
          WHERE project_id = $1 AND (hard < 0 OR used + $2 <= hard)",
     )
     .bind(project_id)
-    .bind(size)
+    .bind(owed)
     .bind(now)
     .execute(&mut **tx)
     .await?;
@@ -150,7 +182,7 @@ pub(crate) async fn link_blob(
         if let Some((hard, used)) = quota {
             // Harbor's words and status (403 DENIED) for a push over quota.
             return Err(berth_domain::DomainError::Forbidden(format!(
-                "Quota exceeded when processing the request of adding {size} bytes of storage \
+                "Quota exceeded when processing the request of adding {owed} bytes of storage \
                  resource, which when updated to current usage of {used} bytes will exceed the \
                  configured upper limit of {hard} bytes of the project's storage quota"
             ))
@@ -160,7 +192,7 @@ pub(crate) async fn link_blob(
     Ok(())
 }
 
-/// Releases a dropped link's `size` bytes from the project's quota.
+/// Releases `size` bytes of uncharged links from the project's quota.
 pub(crate) async fn release_quota(
     executor: impl sqlx::Executor<'_, Database = sqlx::Any>,
     project_id: i64,
@@ -175,6 +207,62 @@ pub(crate) async fn release_quota(
     .bind(time::now())
     .execute(executor)
     .await?;
+    Ok(())
+}
+
+/// Links at most this many blobs per statement of [`release_unused`].
+const RELEASED_PER_STATEMENT: usize = 500;
+
+/// Inside `tx`, after it deleted artifacts of project `project_id` that used
+/// blobs `blob_ids` (ascending, distinct): uncharges each of those links that
+/// no artifact of the project uses any more and no push awaits (a pending
+/// link stays charged, as an upload is), and releases their sizes from the
+/// quota. The links themselves stay, their blobs addressable until a
+/// collection drops them (which then releases nothing more).
+///
+/// On PostgreSQL the links are locked first, in blob order as pushes lock
+/// them, and only then checked, by a statement that sees every artifact
+/// committed meanwhile: a push naming a blob either committed its artifact
+/// before the lock was granted (the link stays charged), or waits for this
+/// transaction and then finds the link uncharged, and charges it again.
+pub(crate) async fn release_unused(
+    store: &Store,
+    tx: &mut sqlx::Transaction<'_, sqlx::Any>,
+    project_id: i64,
+    blob_ids: &[i64],
+) -> StoreResult<()> {
+    let locking = store.locking(Locking::Update);
+    let mut released = 0;
+    for chunk in blob_ids.chunks(RELEASED_PER_STATEMENT) {
+        let listed = placeholders(2, chunk.len());
+        if !locking.is_empty() {
+            let sql = format!(
+                "SELECT blob_id FROM project_blobs WHERE project_id = $1 AND blob_id IN ({listed}) \
+                 ORDER BY blob_id{locking}"
+            );
+            let mut lock = sqlx::query(sqlx::AssertSqlSafe(sql)).bind(project_id);
+            for id in chunk {
+                lock = lock.bind(*id);
+            }
+            lock.fetch_all(&mut **tx).await?;
+        }
+        let sql = format!(
+            "UPDATE project_blobs SET charged = 0 WHERE project_id = $1 AND blob_id IN ({listed}) \
+             AND charged = 1 AND pending_since IS NULL AND NOT EXISTS (\
+             SELECT 1 FROM artifact_blobs ab JOIN artifacts a ON a.id = ab.artifact_id \
+             WHERE a.project_id = $1 AND ab.blob_id = project_blobs.blob_id) \
+             RETURNING (SELECT b.size FROM blobs b WHERE b.id = project_blobs.blob_id)"
+        );
+        let mut uncharge = sqlx::query_as::<_, (i64,)>(sqlx::AssertSqlSafe(sql)).bind(project_id);
+        for id in chunk {
+            uncharge = uncharge.bind(*id);
+        }
+        let sizes = uncharge.fetch_all(&mut **tx).await?;
+        released += sizes.iter().map(|(size,)| size).sum::<i64>();
+    }
+    if released > 0 {
+        release_quota(&mut **tx, project_id, released).await?;
+    }
     Ok(())
 }
 
@@ -324,7 +412,9 @@ impl Registry<'_> {
     /// who will name it in a manifest: the project link is renewed first (so
     /// a collection cannot take it before the manifest arrives; at most one
     /// write per `throttle_secs`), then the blob is looked up. A link
-    /// collected before the renewal is not found.
+    /// collected before the renewal is not found. The renewal charges
+    /// nothing: a link a delete uncharged is charged again by the manifest
+    /// that names it (within the limit), not by a HEAD.
     pub async fn renew_and_find(
         &self,
         project_id: i64,
@@ -430,19 +520,21 @@ impl Registry<'_> {
             return Ok(Some(false));
         }
         // The version guard: a manifest or upload that reasserted the link since it
-        // was read (and locked, on PostgreSQL) keeps it.
-        let done = sqlx::query(
+        // was read (and locked, on PostgreSQL) keeps it. Its size is released
+        // if it was still charged (a delete of the last artifact using it
+        // released it already).
+        let done: Option<(i64,)> = sqlx::query_as(
             "DELETE FROM project_blobs WHERE project_id = $1 AND blob_id = $2 AND version = $3 \
              AND NOT EXISTS (SELECT 1 FROM repository_blobs rb WHERE rb.project_id = $1 AND rb.blob_id = $2) \
              AND NOT EXISTS (SELECT 1 FROM artifact_blobs ab JOIN artifacts a ON a.id = ab.artifact_id \
-             WHERE a.project_id = $1 AND ab.blob_id = $2)",
+             WHERE a.project_id = $1 AND ab.blob_id = $2) RETURNING charged",
         )
         .bind(project_id)
         .bind(blob_id)
         .bind(version)
-        .execute(&mut *tx)
+        .fetch_optional(&mut *tx)
         .await?;
-        if done.rows_affected() == 1 {
+        if done == Some((1,)) {
             release_quota(&mut *tx, project_id, size).await?;
         }
         tx.commit().await?;
@@ -594,6 +686,11 @@ mod tests {
 
     /// A store on a fresh database of `backend`, migrated up to version 3 only.
     async fn store_at_version_3(backend: Backend, dir: &std::path::Path) -> Store {
+        store_at_version(backend, dir, 3).await
+    }
+
+    /// A store on a fresh database of `backend`, migrated up to `version` only.
+    async fn store_at_version(backend: Backend, dir: &std::path::Path, version: i64) -> Store {
         let url = match backend {
             Backend::Sqlite => format!("sqlite://{}?mode=rwc", dir.join("old.db").display()),
             Backend::Postgres => {
@@ -615,7 +712,7 @@ mod tests {
             migrator
                 .migrations
                 .iter()
-                .filter(|m| m.version < 4)
+                .filter(|m| m.version <= version)
                 .cloned()
                 .collect(),
         );
@@ -685,6 +782,68 @@ mod tests {
                 .is_none()
         );
         store.close().await;
+    }
+
+    /// Links that deletes before migration 0017 left charged are uncharged,
+    /// and usage is recounted; used and pending links stay charged.
+    async fn links_nothing_uses_are_uncharged_by_0017(backend: Backend) {
+        let dir = tempfile::tempdir().unwrap();
+        let store = store_at_version(backend, dir.path(), 16).await;
+        let now = berth_domain::time::now();
+        let digest = |c: &str| format!("sha256:{}", c.repeat(64));
+        let (used, left, pending, manifest) = (digest("a"), digest("b"), digest("c"), digest("d"));
+        for statement in [
+            "INSERT INTO blobs (digest, size, media_type, version, deleting, created_at, updated_at) \
+             VALUES ($1, 5, '', 1, 0, $5, $5), ($2, 7, '', 1, 0, $5, $5), ($3, 11, '', 1, 0, $5, $5), \
+             ($4, 13, '', 1, 0, $5, $5)",
+            "INSERT INTO project_blobs (project_id, blob_id, version, pending_since, created_at) \
+             SELECT 1, id, 1, CASE WHEN digest = $3 THEN $5 ELSE NULL END, $5 FROM blobs",
+            "INSERT INTO repositories (project_id, name, description, pull_count, created_at, updated_at) \
+             VALUES (1, 'library/old', '', 0, $5, $5)",
+            "INSERT INTO artifacts (project_id, repository_id, digest, manifest_blob_id, manifest_media_type, media_type, \
+             artifact_type, type, size, push_time, pull_time, extra_attrs) \
+             SELECT 1, r.id, $4, b.id, 'm', 'c', 'c', 'IMAGE', 18, $5, $5, '{}' \
+             FROM repositories r, blobs b WHERE r.name = 'library/old' AND b.digest = $4",
+            "INSERT INTO artifact_blobs (artifact_id, blob_id) SELECT a.id, b.id FROM artifacts a, blobs b \
+             WHERE b.digest IN ($1, $4)",
+            "UPDATE project_quotas SET used = 36 WHERE project_id = 1",
+        ] {
+            sqlx::query(statement)
+                .bind(&used)
+                .bind(&left)
+                .bind(&pending)
+                .bind(&manifest)
+                .bind(&now)
+                .execute(&store.pool)
+                .await
+                .unwrap_or_else(|e| panic!("{statement}: {e}"));
+        }
+        store.migrate().await.unwrap();
+        let charged: Vec<(String, i64)> = sqlx::query_as(
+            "SELECT b.digest, pb.charged FROM project_blobs pb JOIN blobs b ON b.id = pb.blob_id ORDER BY b.digest",
+        )
+        .fetch_all(&store.pool)
+        .await
+        .unwrap();
+        assert_eq!(
+            charged,
+            vec![(used, 1), (left, 0), (pending, 1), (manifest, 1)]
+        );
+        assert_eq!(
+            store.projects().quota(1).await.unwrap(),
+            Some((-1, 5 + 11 + 13))
+        );
+        store.close().await;
+    }
+
+    #[tokio::test]
+    async fn upgrade_to_charged_links_sqlite() {
+        links_nothing_uses_are_uncharged_by_0017(Backend::Sqlite).await;
+    }
+
+    #[tokio::test]
+    async fn upgrade_to_charged_links_postgres() {
+        links_nothing_uses_are_uncharged_by_0017(Backend::Postgres).await;
     }
 
     #[tokio::test]

@@ -171,8 +171,9 @@ impl Repositories<'_> {
 
     /// Deletes a repository with all its artifacts, tags and label links;
     /// `Precondition` (Harbor's message) when an immutable tag rule protects
-    /// one of its tags, and then nothing is deleted. Blob links are left for
-    /// garbage collection.
+    /// one of its tags, and then nothing is deleted. The blobs no artifact of
+    /// the project uses any more are released from its quota; their links
+    /// are left for garbage collection.
     pub async fn delete(&self, id: i64) -> StoreResult<bool> {
         let mut tx = self.0.begin_write().await?;
         lock_repository(self.0, &mut tx, id).await?;
@@ -182,6 +183,14 @@ impl Repositories<'_> {
             .await?;
         let tags: Vec<String> = tags.into_iter().map(|(name,)| name).collect();
         crate::repo::immutable::check_mutable(&mut tx, id, &tags).await?;
+        // What its artifacts use, to release once they are gone.
+        let used: Vec<(i64, i64)> = sqlx::query_as(
+            "SELECT DISTINCT a.project_id, ab.blob_id FROM artifact_blobs ab \
+             JOIN artifacts a ON a.id = ab.artifact_id WHERE a.repository_id = $1 ORDER BY ab.blob_id",
+        )
+        .bind(id)
+        .fetch_all(&mut *tx)
+        .await?;
         sqlx::query(
             "DELETE FROM artifact_references WHERE parent_id IN (SELECT id FROM artifacts WHERE repository_id = $1)",
         )
@@ -196,6 +205,10 @@ impl Repositories<'_> {
             .bind(id)
             .execute(&mut *tx)
             .await?;
+        if let Some(&(project_id, _)) = used.first() {
+            let blob_ids: Vec<i64> = used.iter().map(|(_, blob_id)| *blob_id).collect();
+            crate::repo::registry::release_unused(self.0, &mut tx, project_id, &blob_ids).await?;
+        }
         tx.commit().await?;
         Ok(done.rows_affected() == 1)
     }
