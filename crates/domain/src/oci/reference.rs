@@ -212,6 +212,12 @@ pub fn project_of(name: &str) -> Option<&str> {
     name.split_once('/').map(|(project, _)| project)
 }
 
+/// A repository's name within its project: `team/app` of `library/team/app`
+/// (the whole name when it has no project part).
+pub fn within_project(name: &str) -> &str {
+    name.split_once('/').map_or(name, |(_, rest)| rest)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

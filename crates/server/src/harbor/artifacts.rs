@@ -19,7 +19,7 @@ use serde_json::{Value, json};
 
 use super::labels::LabelJson;
 use super::repositories::load_repository;
-use super::tags::{TagJson, immutable_status, within_project};
+use super::tags::{TagJson, immutable_status};
 use crate::error::{ApiError, HarborResult};
 use crate::extract::Principal;
 use crate::extract::harbor::{HarborQuery, paged};
@@ -199,9 +199,9 @@ fn artifacts_json<'a>(
     embedded: &'a Embedded,
 ) -> Vec<ArtifactJson<'a>> {
     let mut tags: HashMap<i64, Vec<TagJson<'a>>> = HashMap::new();
-    let repository = artifacts
-        .first()
-        .map_or("", |a| within_project(&a.repository_name));
+    let repository = artifacts.first().map_or("", |a| {
+        berth_domain::oci::within_project(&a.repository_name)
+    });
     for tag in &embedded.tags {
         tags.entry(tag.artifact_id).or_default().push(TagJson::new(
             tag,

@@ -6,7 +6,7 @@ use axum::http::StatusCode;
 use axum::response::Response;
 use berth_domain::model::Tag;
 use berth_domain::model::immutable::Protection;
-use berth_domain::oci::is_valid_tag;
+use berth_domain::oci::{is_valid_tag, within_project};
 use berth_domain::rbac::{Action, Resource};
 use serde::Serialize;
 use serde_json::Value;
@@ -69,11 +69,6 @@ pub(super) async fn immutable_status(
     Ok(Some(
         state.store.immutable_rules().protection(project_id).await?,
     ))
-}
-
-/// `name` (`project/repo...`) without its project.
-pub(super) fn within_project(name: &str) -> &str {
-    name.split_once('/').map_or(name, |(_, rest)| rest)
 }
 
 /// `GET .../artifacts/{reference}/tags`.

@@ -83,7 +83,7 @@ pub(crate) async fn check_mutable(
         return Ok(());
     };
     let protection = Protection::new(&rules_of(conn, project_id).await?);
-    let within = name.split_once('/').map_or(name.as_str(), |(_, rest)| rest);
+    let within = berth_domain::oci::within_project(&name);
     match tags.iter().find(|tag| protection.protects(within, tag)) {
         Some(tag) => Err(immutable(&name, tag)),
         None => Ok(()),

@@ -6,9 +6,10 @@
 use std::time::{Duration, Instant};
 
 use axum::http::StatusCode;
-use serde_json::{Value, json};
+use serde_json::json;
 
 use crate::backend_test;
+use crate::harbor::fixtures;
 use crate::registry::push_image;
 use crate::util::TestApp;
 
@@ -34,27 +35,6 @@ fn unique(prefix: &str) -> String {
         "{prefix}-{}",
         &uuid::Uuid::new_v4().simple().to_string()[..12]
     )
-}
-
-/// Sets configuration items as the administrator.
-async fn configure(app: &TestApp, items: Value) {
-    let res = app
-        .put("/api/v2.0/configurations")
-        .admin()
-        .json(&items)
-        .send()
-        .await;
-    assert_eq!(res.status, StatusCode::OK, "{}", res.text());
-}
-
-async fn create_project(app: &TestApp, name: &str) {
-    let res = app
-        .post("/api/v2.0/projects")
-        .admin()
-        .json(&json!({"project_name": name}))
-        .send()
-        .await;
-    assert_eq!(res.status, StatusCode::CREATED, "{}", res.text());
 }
 
 async fn pull(app: &TestApp, repository: &str, reference: &str) {
@@ -145,9 +125,9 @@ fn row(operation: &str, kind: &str, resource: &str) -> (String, String, String) 
 
 backend_test!(
     async fn entries_go_to_syslog_over_tcp_as_harbor_sends_them(app) {
-        configure(&app, json!({"audit_log_forward_endpoint": env("BERTH_TEST_SYSLOG_TCP")})).await;
+        fixtures::configure(&app, json!({"audit_log_forward_endpoint": env("BERTH_TEST_SYSLOG_TCP")})).await;
         let project = unique("fwd-tcp");
-        create_project(&app, &project).await;
+        fixtures::project(&app, None, &project, false).await;
         let repository = format!("{project}/app");
         push_image(&app, &repository, "v1", &[b"forwarded layer"]).await;
         pull(&app, &repository, "v1").await;
@@ -188,11 +168,11 @@ backend_test!(
 backend_test!(
     async fn a_udp_endpoint_gets_one_datagram_per_entry(app) {
         let endpoint = format!("udp://{}", env("BERTH_TEST_SYSLOG_UDP"));
-        configure(&app, json!({"audit_log_forward_endpoint": endpoint})).await;
+        fixtures::configure(&app, json!({"audit_log_forward_endpoint": endpoint})).await;
         let first = unique("fwd-udp");
         let second = unique("fwd-udp");
-        create_project(&app, &first).await;
-        create_project(&app, &second).await;
+        fixtures::project(&app, None, &first, false).await;
+        fixtures::project(&app, None, &second, false).await;
         let lines = wait_filed(&[action("create", &first), action("create", &second)]).await;
         for line in &lines {
             assert!(line.starts_with("imudp kern.info "), "{line}");
@@ -203,13 +183,13 @@ backend_test!(
 
 backend_test!(
     async fn skipping_the_database_forwards_without_rows(app) {
-        configure(
+        fixtures::configure(
             &app,
             json!({"audit_log_forward_endpoint": env("BERTH_TEST_SYSLOG_TCP"), "skip_audit_log_database": true}),
         )
         .await;
         let project = unique("fwd-skip");
-        create_project(&app, &project).await;
+        fixtures::project(&app, None, &project, false).await;
         let repository = format!("{project}/app");
         push_image(&app, &repository, "v1", &[b"skipped layer"]).await;
         wait_filed(&[action("create", &project), action("create", &format!("{repository}:v1"))]).await;
@@ -221,9 +201,9 @@ backend_test!(
         assert_eq!(res.header("x-total-count"), Some("0"));
 
         // Turned off again, rows come back.
-        configure(&app, json!({"skip_audit_log_database": false})).await;
+        fixtures::configure(&app, json!({"skip_audit_log_database": false})).await;
         let again = unique("fwd-skip");
-        create_project(&app, &again).await;
+        fixtures::project(&app, None, &again, false).await;
         assert_eq!(stored(&app, &again).await, vec![row("create", "project", &again)]);
     }
 );
@@ -231,7 +211,7 @@ backend_test!(
 backend_test!(
     async fn disabled_event_types_are_neither_stored_nor_forwarded(app) {
         // Harbor's names: `create_member` is Berth's `project_member`.
-        configure(
+        fixtures::configure(
             &app,
             json!({
                 "audit_log_forward_endpoint": env("BERTH_TEST_SYSLOG_TCP"),
@@ -240,7 +220,7 @@ backend_test!(
         )
         .await;
         let project = unique("fwd-off");
-        create_project(&app, &project).await;
+        fixtures::project(&app, None, &project, false).await;
         let repository = format!("{project}/app");
         push_image(&app, &repository, "v1", &[b"disabled layer"]).await;
         pull(&app, &repository, "v1").await;
@@ -279,11 +259,11 @@ backend_test!(
         socket.set_reuseaddr(true).unwrap();
         socket.bind("127.0.0.1:0".parse().unwrap()).unwrap();
         let endpoint = socket.local_addr().unwrap().to_string();
-        configure(&app, json!({"audit_log_forward_endpoint": endpoint})).await;
+        fixtures::configure(&app, json!({"audit_log_forward_endpoint": endpoint})).await;
 
         let lost = unique("fwd-down");
         let started = Instant::now();
-        create_project(&app, &lost).await;
+        fixtures::project(&app, None, &lost, false).await;
         push_image(&app, &format!("{lost}/app"), "v1", &[b"unforwarded layer"]).await;
         // Let the batch writer meet the refusal before the flush below.
         tokio::time::sleep(Duration::from_millis(1500)).await;
@@ -299,7 +279,7 @@ backend_test!(
         // lost is not sent late.
         let listener = socket.listen(16).unwrap();
         let back = unique("fwd-back");
-        create_project(&app, &back).await;
+        fixtures::project(&app, None, &back, false).await;
         let (stream, _) = tokio::time::timeout(FILED_WITHIN, listener.accept())
             .await
             .expect("the next batch connects")

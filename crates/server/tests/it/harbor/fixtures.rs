@@ -26,6 +26,17 @@ pub async fn project(app: &TestApp, owner: Option<&str>, name: &str, public: boo
     id_from_location(&res)
 }
 
+/// Sets configuration items (`PUT /configurations`) as the administrator.
+pub async fn configure(app: &TestApp, items: serde_json::Value) {
+    let res = app
+        .put("/api/v2.0/configurations")
+        .admin()
+        .json(&items)
+        .send()
+        .await;
+    assert_eq!(res.status, StatusCode::OK, "{}", res.text());
+}
+
 /// The id at the end of a response's `Location` header.
 pub fn id_from_location(res: &crate::util::TestResponse) -> i64 {
     let location = res.header("location").expect("a Location header");

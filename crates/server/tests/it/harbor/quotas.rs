@@ -131,13 +131,7 @@ async fn create_project(app: &TestApp, name: &str, limit: Option<i64>) -> i64 {
         .send()
         .await;
     assert_eq!(res.status, StatusCode::CREATED, "{}", res.text());
-    let project = app
-        .get(&format!("/api/v2.0/projects/{name}"))
-        .admin()
-        .send()
-        .await
-        .json();
-    project["project_id"].as_i64().unwrap()
+    crate::harbor::fixtures::id_from_location(&res)
 }
 
 /// The project's usage as `GET /quotas/{id}` shows it; the project summary must agree.

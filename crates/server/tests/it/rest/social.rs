@@ -87,7 +87,7 @@ async fn stand_in_providers() -> String {
 /// `app` with the stand-in providers, all enabled, and self-registration on.
 async fn with_providers(app: TestApp) -> TestApp {
     let app = with_providers_only(app).await;
-    set_configuration(&app, json!({"self_registration": true})).await;
+    crate::harbor::fixtures::configure(&app, json!({"self_registration": true})).await;
     app
 }
 
@@ -105,16 +105,6 @@ async fn with_providers_only(app: TestApp) -> TestApp {
         ]),
         ..Default::default()
     })
-}
-
-async fn set_configuration(app: &TestApp, items: Value) {
-    let res = app
-        .put("/api/v2.0/configurations")
-        .admin()
-        .json(&items)
-        .send()
-        .await;
-    assert_eq!(res.status, StatusCode::OK, "{}", res.text());
 }
 
 backend_test!(
@@ -228,7 +218,7 @@ backend_test!(
         assert!(app.store().identities().find_user_id("facebook", "fb-1").await.unwrap().is_none());
 
         // Under LDAP the directory holds the accounts.
-        set_configuration(&app, json!({"self_registration": true})).await;
+        crate::harbor::fixtures::configure(&app, json!({"self_registration": true})).await;
         app.store()
             .configurations()
             .save(&[("auth_mode", berth_domain::model::configuration::ConfigValue::String("ldap_auth".into()))])
