@@ -142,7 +142,7 @@ pub async fn project_access(
     project: Project,
 ) -> Result<ProjectAccess, ApiError> {
     let roles = match actor {
-        Actor::User(user) => state.store.projects().roles_of(project.id, user.id).await?,
+        Actor::User(user) => state.roles_in(project.id, user.id).await?,
         _ => Vec::new(),
     };
     Ok(ProjectAccess {

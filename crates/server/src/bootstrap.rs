@@ -167,6 +167,7 @@ pub fn build_state(
         audit_queue: crate::audit::AuditQueue::default(),
         metrics: crate::metrics::Metrics::new(),
         configuration: TimedCache::new(crate::state::CONFIGURATION_TIMES, 1),
+        roles: crate::kept::Kept::new(crate::state::KEPT_ROLES),
         external_url,
         rest,
     })

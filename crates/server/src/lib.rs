@@ -14,6 +14,7 @@ pub mod extract;
 pub mod harbor;
 pub mod headers;
 pub mod identity;
+pub mod kept;
 pub mod logging;
 pub mod metrics;
 pub mod openapi;

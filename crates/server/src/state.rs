@@ -8,7 +8,10 @@ use berth_auth::cache::{CacheTimes, Lookup};
 use berth_auth::secret::SecretKey;
 use berth_auth::{CredentialCache, TimedCache, TokenKeys};
 use berth_domain::model::{Configuration, User};
-use berth_store::{Store, StoreError};
+use berth_domain::rbac::Role;
+use berth_store::{Store, StoreError, Topic};
+
+use crate::kept::Kept;
 
 /// The application state: cheap to clone, one `Arc` inside.
 #[derive(Clone, Debug)]
@@ -41,7 +44,12 @@ pub struct Inner {
     pub metrics: crate::metrics::Metrics,
     /// The configuration in effect, as last read (see [`AppState::configuration`]).
     pub configuration: TimedCache<(), Arc<Configuration>>,
+    /// Users' roles in projects, as last read (see [`AppState::roles_in`]).
+    pub roles: Kept<(i64, i64), Vec<Role>>,
 }
+
+/// At most this many (project, user) roles are kept; past it, all are forgotten.
+pub const KEPT_ROLES: usize = 4096;
 
 /// How long the configuration read from the store is used before it is read
 /// again: a change made on another instance acts within this time (one made
@@ -67,6 +75,22 @@ impl AppState {
         let config = Arc::new(self.store.configurations().load().await?);
         self.configuration.put((), config.clone());
         Ok(config)
+    }
+
+    /// The roles user `user_id` holds in project `project_id` (directly or
+    /// through groups), kept under the generation of [`Topic::Registry`]
+    /// they were read at: a pull with Basic credentials costs no query for
+    /// them, and any change of memberships (on PostgreSQL, made anywhere)
+    /// moves the generation on.
+    pub async fn roles_in(&self, project_id: i64, user_id: i64) -> Result<Vec<Role>, StoreError> {
+        let generation = self.store.changes().generation(Topic::Registry);
+        if let Some(roles) = self.roles.get(generation, &(project_id, user_id)) {
+            return Ok(roles);
+        }
+        let roles = self.store.projects().roles_of(project_id, user_id).await?;
+        self.roles
+            .keep(generation, (project_id, user_id), roles.clone());
+        Ok(roles)
     }
 
     /// Drops the kept configuration, after a change on this instance.

@@ -30,9 +30,11 @@ pub enum Topic {
     /// picture and deletion).
     Articles,
     /// What a manifest GET reads: projects and their metadata, repositories,
-    /// artifacts, tags, index references. Bumped here by the server after
-    /// every request that changes something (and by background writers), and
-    /// by the triggers of migration 0018 on PostgreSQL.
+    /// artifacts, tags, index references, and who holds which role in a
+    /// project (members, user groups' members). Bumped here by the server
+    /// after every request that changes something (and by background writers
+    /// and group syncs at sign-in), and by the triggers of migrations 0018
+    /// and 0019 on PostgreSQL.
     Registry,
 }
 

@@ -1,12 +1,21 @@
 //! Pushing blobs: the one place where blob files and their rows change together.
 //!
 //! A monolithic upload is staged, checked and installed. A chunked upload is a
-//! session whose parts are each written by one request to a file of its own
-//! and then recorded with a compare-and-set on the session (`parts`): of two
-//! concurrent requests one records its part and the other removes its own
-//! and changes nothing. The commit assembles the recorded parts, checks the
-//! bytes against the digest, and ends the session in the transaction that
-//! installs the blob, on the same condition.
+//! session; every chunk is recorded with a compare-and-set on the session
+//! (`parts`, which every change moves), and the commit ends the session in
+//! the transaction that installs the blob, on the same condition.
+//!
+//! In a blob directory the chunks extend one file in place, each hashed on
+//! the fly from the state the session saved after the chunk before: a
+//! request first takes the file's lock (a request that finds it taken is
+//! refused and changes nothing), then reads the session again, so it writes
+//! only after the bytes the session records. The commit uses the file as it
+//! is, checked against the carried hash, without reading it again.
+//!
+//! In a bucket (and for a session begun by an earlier version as separate
+//! part files) every request writes a part of its own; of two concurrent
+//! requests one records its part and the other removes its own. The commit
+//! copies the parts into one blob, hashing them again as they are read.
 
 use std::time::{Duration, Instant};
 
@@ -15,7 +24,9 @@ use bytes::Bytes;
 use futures_util::Stream;
 
 use crate::Store;
-use crate::blobs::{BlobError, BlobStore, Hasher, Staged, WrittenPart};
+use crate::blobs::{
+    BlobError, BlobStore, FileBlobs, Hasher, HeldFile, IN_PLACE, Staged, WrittenPart,
+};
 use crate::error::{StoreError, StoreResult};
 use crate::repo::registry::{BlobInfo, Installed, Upload, deleting};
 
@@ -33,6 +44,17 @@ pub enum UploadStep<T> {
     Conflict(i64),
     /// The session ended (committed, cancelled or expired); nothing changed.
     Gone,
+}
+
+/// What a chunked upload's request may do with the session's bytes.
+enum Hold<'a> {
+    /// Extend the in-place file of the directory, locked for this request.
+    InPlace(&'a FileBlobs, HeldFile),
+    /// Write a part of its own (a bucket, or a session of part files).
+    Parts,
+    /// Nothing: the session is being written by another request, moved on,
+    /// or ended.
+    Refused,
 }
 
 /// Blob pushes over a database and a blob directory.
@@ -86,6 +108,15 @@ impl Content<'_> {
         S: Stream<Item = Result<Bytes, E>> + Send,
         E: std::fmt::Display,
     {
+        match self.hold(upload).await? {
+            Hold::InPlace(files, held) => {
+                return self
+                    .append_in_place(files, upload, &held, body, declared)
+                    .await;
+            }
+            Hold::Refused => return self.lost(&upload.id).await,
+            Hold::Parts => {}
+        }
         let Some(part) = self
             .write_part(upload, upload.hash_state.as_deref(), body, declared)
             .await?
@@ -114,6 +145,15 @@ impl Content<'_> {
         S: Stream<Item = Result<Bytes, E>> + Send,
         E: std::fmt::Display,
     {
+        match self.hold(upload).await? {
+            Hold::InPlace(files, held) => {
+                return self
+                    .commit_in_place(files, upload, &held, last, expected)
+                    .await;
+            }
+            Hold::Refused => return self.lost(&upload.id).await,
+            Hold::Parts => {}
+        }
         let registry = self.store.registry();
         let mut parts = registry.upload_parts(&upload.id).await?;
         if i64::try_from(parts.len()) != Ok(upload.parts) {
@@ -173,6 +213,156 @@ impl Content<'_> {
                 Ok(UploadStep::Done(info))
             }
             Installed::UploadChanged | Installed::Collecting => self.lost(&upload.id).await,
+        }
+    }
+
+    /// Takes `upload`'s in-place file when the blobs are in a directory and
+    /// the session keeps its bytes there, and checks under its lock that the
+    /// session is still as `upload` read it.
+    async fn hold(&self, upload: &Upload) -> StoreResult<Hold<'_>> {
+        let BlobStore::Files(files) = self.blobs else {
+            return Ok(Hold::Parts);
+        };
+        let registry = self.store.registry();
+        let parts = registry.upload_parts(&upload.id).await?;
+        if parts.iter().any(|name| name != IN_PLACE) {
+            return Ok(Hold::Parts);
+        }
+        let Some(held) = files.hold(&upload.id).await? else {
+            return Ok(Hold::Refused);
+        };
+        match registry.upload(&upload.id).await? {
+            Some(now) if now.parts == upload.parts => Ok(Hold::InPlace(files, held)),
+            _ => Ok(Hold::Refused),
+        }
+    }
+
+    /// [`Content::append`] into the in-place file `held`.
+    async fn append_in_place<S, E>(
+        &self,
+        files: &FileBlobs,
+        upload: &Upload,
+        held: &HeldFile,
+        body: S,
+        declared: Option<u64>,
+    ) -> StoreResult<UploadStep<i64>>
+    where
+        S: Stream<Item = Result<Bytes, E>> + Send,
+        E: std::fmt::Display,
+    {
+        let offset = received(upload);
+        let mut hasher = Hasher::restore(upload.algorithm(), upload.hash_state.as_deref())?;
+        let len = self
+            .extend(files, upload, held, &mut hasher, body, declared)
+            .await?;
+        let chunk = WrittenPart {
+            name: IN_PLACE.to_string(),
+            len,
+            hash_state: hasher.save(),
+        };
+        if self.store.registry().record_part(upload, &chunk).await? {
+            return Ok(UploadStep::Done(
+                upload.bytes_received + i64::try_from(len).unwrap_or(i64::MAX),
+            ));
+        }
+        files.cut(held, offset).await?;
+        self.lost(&upload.id).await
+    }
+
+    /// [`Content::commit`] of the in-place file `held`.
+    async fn commit_in_place<S, E>(
+        &self,
+        files: &FileBlobs,
+        upload: &Upload,
+        held: &HeldFile,
+        last: Option<(S, Option<u64>)>,
+        expected: &Digest,
+    ) -> StoreResult<UploadStep<BlobInfo>>
+    where
+        S: Stream<Item = Result<Bytes, E>> + Send,
+        E: std::fmt::Display,
+    {
+        let mut hasher = Hasher::restore(upload.algorithm(), upload.hash_state.as_deref())?;
+        let mut len = received(upload);
+        match last {
+            Some((body, declared)) => {
+                len += self
+                    .extend(files, upload, held, &mut hasher, body, declared)
+                    .await?;
+            }
+            // Bytes a failed request left past the recorded ones are not the upload's.
+            None => files.cut(held, len).await?,
+        }
+        let digest = if hasher.algorithm() == expected.algorithm() {
+            hasher.finish()
+        } else {
+            files.hash_held(held, expected.algorithm()).await?.0
+        };
+        if digest != *expected {
+            if self.store.registry().delete_upload(&upload.id).await? {
+                self.blobs.discard_upload(&upload.id).await;
+            }
+            return Err(BlobError::DigestMismatch {
+                expected: expected.clone(),
+            }
+            .into());
+        }
+        let staged = Staged {
+            upload: upload.id.clone(),
+            name: IN_PLACE.to_string(),
+            digest,
+            len,
+        };
+        let installed = self
+            .install(
+                &staged,
+                upload.project_id,
+                &upload.repository,
+                Some((&upload.id, upload.parts)),
+            )
+            .await?;
+        match installed {
+            Installed::Done(info) => {
+                self.blobs.discard_upload(&upload.id).await;
+                Ok(UploadStep::Done(info))
+            }
+            Installed::UploadChanged | Installed::Collecting => {
+                files.cut(held, received(upload)).await?;
+                self.lost(&upload.id).await
+            }
+        }
+    }
+
+    /// Appends `body` to `held` after `upload`'s recorded bytes while marking
+    /// the session active; the bytes added. A body of another length than
+    /// `declared` is cut off again and refused.
+    async fn extend<S, E>(
+        &self,
+        files: &FileBlobs,
+        upload: &Upload,
+        held: &HeldFile,
+        hasher: &mut Hasher,
+        body: S,
+        declared: Option<u64>,
+    ) -> StoreResult<u64>
+    where
+        S: Stream<Item = Result<Bytes, E>> + Send,
+        E: std::fmt::Display,
+    {
+        let offset = received(upload);
+        let len = self
+            .heartbeat(&upload.id, files.append(held, offset, hasher, body))
+            .await?;
+        match declared {
+            Some(declared) if declared != len => {
+                files.cut(held, offset).await?;
+                Err(BlobError::RangeMismatch {
+                    declared,
+                    received: len,
+                }
+                .into())
+            }
+            _ => Ok(len),
         }
     }
 
@@ -292,4 +482,9 @@ impl Content<'_> {
         beat.abort();
         Ok(result?)
     }
+}
+
+/// The bytes `upload` records.
+fn received(upload: &Upload) -> u64 {
+    u64::try_from(upload.bytes_received).unwrap_or(0)
 }

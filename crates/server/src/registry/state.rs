@@ -11,6 +11,8 @@ use berth_domain::oci::Reference;
 use berth_store::repo::manifests::{ManifestLookup, Pull};
 use berth_store::{BlobStore, Store, StoreError, Topic};
 
+use crate::kept::Kept;
+
 /// How long pulls are gathered before one batched write.
 const PULL_FLUSH_DELAY: Duration = Duration::from_secs(2);
 
@@ -48,9 +50,17 @@ type LookupKey = (String, String, String);
 /// instance changes those tables (migration 0018): an entry is never served
 /// after a change it may not show. Nothing is kept while other instances'
 /// changes could go unheard.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Lookups {
-    entries: Mutex<HashMap<LookupKey, (u64, ManifestLookup)>>,
+    kept: Kept<LookupKey, ManifestLookup>,
+}
+
+impl Default for Lookups {
+    fn default() -> Self {
+        Self {
+            kept: Kept::new(LOOKUPS),
+        }
+    }
 }
 
 impl Lookups {
@@ -72,30 +82,19 @@ impl Lookups {
             repository.to_string(),
             reference.to_string(),
         );
-        if let Some(generation) = generation
-            && let Some((kept, lookup)) = self.entries().get(&key)
-            && *kept == generation
-        {
-            return Ok(Some(lookup.clone()));
+        if let Some(lookup) = self.kept.get(generation, &key) {
+            return Ok(Some(lookup));
         }
         let found = store
             .registry()
             .manifest_lookup(project, repository, reference)
             .await?;
-        if let (Some(generation), Some(lookup)) = (generation, &found)
+        if let Some(lookup) = &found
             && lookup.manifest.is_some()
         {
-            let mut entries = self.entries();
-            if entries.len() >= LOOKUPS {
-                entries.clear();
-            }
-            entries.insert(key, (generation, lookup.clone()));
+            self.kept.keep(generation, key, lookup.clone());
         }
         Ok(found)
-    }
-
-    fn entries(&self) -> std::sync::MutexGuard<'_, HashMap<LookupKey, (u64, ManifestLookup)>> {
-        self.entries.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
 

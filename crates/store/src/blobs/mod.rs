@@ -5,10 +5,12 @@
 //! (`sha256/ab/ab12...`), and one directory (key prefix) `uploads/<id>/` per
 //! upload session or monolithic push.
 //!
-//! Every request that sends bytes writes them to a part of its own (a file or
-//! an object), created for it and never written by anyone else; the part is
-//! hashed as it is written and durable before the database records it. A
+//! In a bucket, every request that sends bytes writes them to a part of its
+//! own (an object), created for it and never written by anyone else; the part
+//! is hashed as it is written and durable before the database records it. A
 //! request that loses a race for the upload only ever removes its own part.
+//! In a directory, a chunked upload's chunks extend one file in place under a
+//! lock instead (see [`files`]); monolithic pushes write a part of their own.
 //! A blob is committed by assembling its parts (a single part is used as it
 //! is) into a staged blob whose digest is checked, then placing it at the
 //! blob's path (a hard link, or a server-side copy): a reader never sees a
@@ -28,7 +30,7 @@ use futures_util::Stream;
 use sha2::digest::common::hazmat::{SerializableState, SerializedState};
 use sha2::{Digest as _, Sha256, Sha512};
 
-pub use files::FileBlobs;
+pub use files::{FileBlobs, HeldFile, IN_PLACE};
 pub use objects::ObjectBlobs;
 
 /// The bytes of a blob as they are read.

@@ -4,9 +4,9 @@ use berth_domain::model::UserGroup;
 use berth_domain::model::group::GROUP_TYPE_LDAP;
 use berth_domain::time;
 
-use crate::Store;
 use crate::error::{StoreResult, conflict_on_unique};
 use crate::repo::sql::Sql;
+use crate::{Store, Topic};
 
 #[derive(sqlx::FromRow)]
 struct GroupRow {
@@ -119,6 +119,8 @@ impl Groups<'_> {
             .await?;
         }
         tx.commit().await?;
+        // A sign-in (even through a GET) may change the roles a user holds.
+        self.0.changes().bump(Topic::Registry);
         Ok(())
     }
 
@@ -182,6 +184,7 @@ impl Groups<'_> {
         .bind(time::now())
         .execute(&self.0.pool)
         .await?;
+        self.0.changes().bump(Topic::Registry);
         Ok(())
     }
 }

@@ -2,6 +2,7 @@
 //! bytes that hash to their digest are ever stored, and nothing acknowledged
 //! is lost. Every race runs many rounds on both backends; `fsck` is the judge.
 
+use std::io::Write as _;
 use std::time::Duration;
 
 use axum::http::{Method, StatusCode};
@@ -91,6 +92,15 @@ fn body(seed: u8, round: usize, len: usize) -> Vec<u8> {
     bytes.extend((0..len).map(|i| (i as u8).wrapping_mul(31).wrapping_add(seed)));
     bytes.truncate(len);
     bytes
+}
+
+/// The `sha512:` digest of `bytes`.
+fn sha512_of(bytes: &[u8]) -> String {
+    let hex: String = Sha512::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    format!("sha512:{hex}")
 }
 
 /// Compares blob contents without printing megabytes when they differ.
@@ -401,10 +411,7 @@ registry_test!(
 registry_test!(
     async fn sha512_content_end_to_end(app) {
         let name = "library/sha512";
-        let sha512 = |bytes: &[u8]| {
-            let hex: String = Sha512::digest(bytes).iter().map(|b| format!("{b:02x}")).collect();
-            format!("sha512:{hex}")
-        };
+        let sha512 = sha512_of;
         let layer = b"a layer addressed by sha512".to_vec();
         let digest = sha512(&layer);
         let res = app.post(&format!("/v2/{name}/blobs/uploads/?digest={digest}")).admin().raw("application/octet-stream", layer.clone()).send().await;
@@ -541,5 +548,58 @@ registry_test!(
         assert_eq!(res.status, StatusCode::PARTIAL_CONTENT);
         assert_eq!(res.body, manifest[2..6].to_vec());
         assert_eq!(pull_blob(&app, "library/elsewhere", &digest).await, Err(StatusCode::NOT_FOUND));
+    }
+);
+
+crate::backend_test!(
+    async fn chunks_in_a_directory_extend_one_file_under_its_lock(app) {
+        let berth_store::blobs::BlobStore::Files(files) = &app.state.registry.blobs else {
+            panic!("backend tests keep blobs in a directory");
+        };
+        let name = "library/in-place";
+        let location = start_upload(&app, name).await;
+        let id = location.rsplit('/').next().unwrap().to_string();
+        let data = files.upload_dir(&id).join(berth_store::blobs::IN_PLACE);
+        let res = patch(&app, &location, "0-4", b"hello".to_vec()).await;
+        assert_eq!(res.status, StatusCode::ACCEPTED, "{}", res.text());
+        assert_eq!(std::fs::read(&data).unwrap(), b"hello", "the chunk is the file");
+        // A request killed mid-chunk leaves bytes past the recorded ones.
+        std::fs::OpenOptions::new().append(true).open(&data).unwrap().write_all(b"GARBAGE").unwrap();
+        let res = app.get(&location).admin().send().await;
+        assert_eq!(res.header("range"), Some("0-4"), "the session records what was recorded");
+        // While another request holds the file, a chunk and a commit are
+        // refused and change nothing.
+        let held = files.hold(&id).await.unwrap().expect("the file is free");
+        let res = patch(&app, &location, "5-10", b" world".to_vec()).await;
+        assert_eq!(res.status, StatusCode::RANGE_NOT_SATISFIABLE, "{}", res.text());
+        assert_eq!(res.header("range"), Some("0-4"));
+        let res = app.put(&format!("{location}?digest={}", digest_of(b"hello"))).admin().send().await;
+        assert_eq!(res.status, StatusCode::RANGE_NOT_SATISFIABLE, "{}", res.text());
+        assert!(files.hold(&id).await.unwrap().is_none(), "one holder at a time");
+        drop(held);
+        // The next chunk goes after the recorded bytes, not after the garbage.
+        let res = patch(&app, &location, "5-10", b" world".to_vec()).await;
+        assert_eq!(res.status, StatusCode::ACCEPTED, "{}", res.text());
+        assert_eq!(std::fs::read(&data).unwrap(), b"hello world");
+        std::fs::OpenOptions::new().append(true).open(&data).unwrap().write_all(b"TAIL").unwrap();
+        let res = app.put(&format!("{location}?digest={}", digest_of(b"hello world"))).admin().send().await;
+        assert_eq!(res.status, StatusCode::CREATED, "{}", res.text());
+        assert_same(pull_blob(&app, name, &digest_of(b"hello world")).await, b"hello world", "the blob");
+        assert!(!files.upload_dir(&id).exists(), "the session's directory is gone");
+        // A digest of another algorithm than the session's hash reads the file again.
+        let location = start_upload(&app, name).await;
+        let res = patch(&app, &location, "0-5", b"sha512".to_vec()).await;
+        assert_eq!(res.status, StatusCode::ACCEPTED);
+        let sha512 = sha512_of(b"sha512!");
+        let res = app
+            .put(&format!("{location}?digest={sha512}"))
+            .admin()
+            .header("content-range", "6-6")
+            .raw("application/octet-stream", b"!".to_vec())
+            .send()
+            .await;
+        assert_eq!(res.status, StatusCode::CREATED, "{}", res.text());
+        assert_same(pull_blob(&app, name, &sha512).await, b"sha512!", "the sha512 blob");
+        assert_consistent(&app).await;
     }
 );

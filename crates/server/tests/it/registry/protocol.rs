@@ -736,3 +736,54 @@ registry_test!(
         }
     }
 );
+
+crate::backend_test!(
+    /// A member's roles are kept between pulls with Basic credentials, and a
+    /// membership change shows at the next pull; on PostgreSQL a change made
+    /// through another instance too.
+    async fn kept_roles_follow_membership_changes(app) {
+        let private = json!({"project_name": "kept-roles", "metadata": {"public": "false"}});
+        let res = app.post("/api/v2.0/projects").admin().json(&private).send().await;
+        assert_eq!(res.status, StatusCode::CREATED, "{}", res.text());
+        let name = "kept-roles/app";
+        push_image(&app, name, "v1", &[b"kept roles"]).await;
+        app.create_user("keeper", "Keeper-Passw0rd").await;
+        async fn pull(app: &crate::util::TestApp) -> StatusCode {
+            app.request(Method::GET, "/v2/kept-roles/app/manifests/v1")
+                .basic("keeper", "Keeper-Passw0rd")
+                .header("accept", OCI_MANIFEST)
+                .send()
+                .await
+                .status
+        }
+        assert_eq!(pull(&app).await, StatusCode::UNAUTHORIZED, "not a member yet");
+        let member = json!({"role_id": 3, "member_user": {"username": "keeper"}});
+        let res = app.post("/api/v2.0/projects/kept-roles/members").admin().json(&member).send().await;
+        assert_eq!(res.status, StatusCode::CREATED, "{}", res.text());
+        let member_path = res.header("location").unwrap().to_string();
+        for _ in 0..2 {
+            assert_eq!(pull(&app).await, StatusCode::OK, "a developer pulls");
+        }
+        let other = match app.backend {
+            crate::util::Backend::Postgres => Some(app.second_instance().await),
+            crate::util::Backend::Sqlite => None,
+        };
+        if let Some(other) = &other {
+            assert_eq!(pull(other).await, StatusCode::OK, "the other instance too");
+        }
+        let res = app.delete(&member_path).admin().send().await;
+        assert_eq!(res.status, StatusCode::OK, "{}", res.text());
+        assert_eq!(pull(&app).await, StatusCode::UNAUTHORIZED, "no longer a member");
+        if let Some(other) = &other {
+            let mut seen = StatusCode::OK;
+            for _ in 0..100 {
+                seen = pull(other).await;
+                if seen == StatusCode::UNAUTHORIZED {
+                    break;
+                }
+                tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+            }
+            assert_eq!(seen, StatusCode::UNAUTHORIZED, "the other instance hears of the removal");
+        }
+    }
+);
