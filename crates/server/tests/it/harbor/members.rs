@@ -174,7 +174,12 @@ backend_test!(
         let project = app.get("/api/v2.0/projects/team").basic("alice", PASSWORD).send().await;
         assert_eq!(project.status, StatusCode::OK);
         assert_eq!(project.json()["current_user_role_ids"], json!([2]));
-        let listed = app.get("/api/v2.0/projects?public=false").basic("alice", PASSWORD).send().await.json();
-        assert_eq!(listed[0]["project_id"], id);
+        let listed = app.get("/api/v2.0/projects?public=false").basic("alice", PASSWORD).send().await;
+        assert_eq!(listed.json()[0]["project_id"], id);
+        // Counted as listed: the project through the group, and the public library.
+        assert_eq!(listed.header("x-total-count"), Some("1"));
+        let listed = app.get("/api/v2.0/projects").basic("alice", PASSWORD).send().await;
+        assert_eq!(listed.header("x-total-count"), Some("2"), "{}", listed.text());
+        assert_eq!(listed.json().as_array().map(Vec::len), Some(2));
     }
 );
