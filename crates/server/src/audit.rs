@@ -15,6 +15,7 @@ use std::time::Duration;
 use berth_domain::model::Configuration;
 use berth_store::Store;
 use berth_store::repo::audit_logs::NewAuditLog;
+use berth_store::repo::events::Event as StoredEvent;
 
 use forward::syslog_line;
 
@@ -103,17 +104,66 @@ impl AuditQueue {
         }
     }
 
-    /// Writes what is pending now (tests and shutdown) under the stored
-    /// configuration, and waits a moment for its copies to be sent; kept for
-    /// the next try when the database refuses it.
+    /// Writes what is pending now (tests and shutdown), the domain events
+    /// not yet delivered included, under the stored configuration, and waits
+    /// a moment for its copies to be sent; kept for the next try when the
+    /// database refuses it.
     pub async fn flush(&self, store: &Store) {
         match store.configurations().load().await {
             Ok(config) => {
+                if let Err(err) = self.deliver_events(store, &config).await {
+                    tracing::warn!(error = %err, "delivering events to the audit log failed");
+                }
                 if let Some(sent) = self.write(store, &config).await {
                     let _ = tokio::time::timeout(FORWARD_WAIT, sent).await;
                 }
             }
             Err(err) => unread_configuration(&err),
+        }
+    }
+
+    /// The audit log as a subscriber of the store's domain events
+    /// (`berth_store::repo::events`): each pending event becomes its entry,
+    /// written in the transaction that marks it delivered (so exactly once,
+    /// whatever crashes), under the same rules as queued entries; copies go
+    /// to the forward endpoint once written. Returns how many events it took.
+    pub async fn deliver_events(
+        &self,
+        store: &Store,
+        config: &Configuration,
+    ) -> Result<usize, berth_store::StoreError> {
+        const BATCH: usize = 500;
+        let rules = Rules::from_configuration(config);
+        let mut taken = 0;
+        loop {
+            let mut kept = Vec::new();
+            let events = store
+                .events()
+                .deliver_to_audit(BATCH as i64, |events| {
+                    kept = events
+                        .iter()
+                        .map(entry_of)
+                        .filter(|entry| rules.records(entry))
+                        .collect();
+                    if rules.skip_database {
+                        Vec::new()
+                    } else {
+                        kept.clone()
+                    }
+                })
+                .await?;
+            if let Some(endpoint) = rules.endpoint.as_deref()
+                && !kept.is_empty()
+            {
+                drop(
+                    self.forwarder
+                        .send(endpoint, kept.iter().map(syslog_line).collect()),
+                );
+            }
+            taken += events.len();
+            if events.len() < BATCH {
+                return Ok(taken);
+            }
         }
     }
 
@@ -170,6 +220,22 @@ impl AuditQueue {
             kept.append(&mut pending);
             *pending = kept;
         }
+    }
+}
+
+/// The audit entry of a domain event.
+fn entry_of(event: &StoredEvent) -> NewAuditLog {
+    let (operation, resource_type) = match event.kind.as_str() {
+        berth_store::repo::events::ARTIFACT_PUSHED => ("create", "artifact"),
+        other => (other, "event"),
+    };
+    NewAuditLog {
+        project_id: event.project_id,
+        operation: operation.to_string(),
+        resource_type: resource_type.to_string(),
+        resource: event.resource.clone(),
+        username: event.actor.clone(),
+        op_time: event.occurred_at.clone(),
     }
 }
 

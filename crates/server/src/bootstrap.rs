@@ -165,6 +165,7 @@ pub fn build_state(
         master_key,
         registry: crate::registry::RegistryState::new(blobs, redirect_downloads, jwt_secret, proxy),
         audit_queue: crate::audit::AuditQueue::default(),
+        events: crate::events::Dispatcher::default(),
         metrics: crate::metrics::Metrics::new(),
         configuration: TimedCache::new(crate::state::CONFIGURATION_TIMES, 1),
         roles: crate::kept::Kept::new(crate::state::KEPT_ROLES),

@@ -10,6 +10,7 @@ pub mod bootstrap;
 pub mod config;
 pub mod directory;
 pub mod error;
+pub mod events;
 pub mod extract;
 pub mod harbor;
 pub mod headers;

@@ -72,6 +72,7 @@ async fn serve(settings: &Settings) -> anyhow::Result<()> {
             shutdown_signal(),
         ));
     }
+    tokio::spawn(berth::events::sweep(state.clone()));
     tracing::info!(%addr, backend = ?state.store.backend(), "berth is listening");
     berth::serve::serve(
         listener,

@@ -40,6 +40,8 @@ pub struct Inner {
     pub registry: crate::registry::RegistryState,
     /// Audit log entries not yet written.
     pub audit_queue: crate::audit::AuditQueue,
+    /// Delivers the store's domain events to their subscribers.
+    pub events: crate::events::Dispatcher,
     /// What `/metrics` reports.
     pub metrics: crate::metrics::Metrics,
     /// The configuration in effect, as last read (see [`AppState::configuration`]).

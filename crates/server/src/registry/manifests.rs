@@ -272,9 +272,12 @@ pub async fn put_manifest(
         Reference::Tag(tag) => Some(tag.clone()),
         Reference::Digest(_) => None,
     };
-    let new = manifest_record(&state, &manifest, project.id, name, &digest, &body, tag).await;
+    let mut new = manifest_record(&state, &manifest, project.id, name, &digest, &body, tag).await;
+    // The store writes the push's event with it; the audit log is its
+    // first subscriber (`crate::events`).
+    new.pushed_by = Some(ctx.caller.audit_name().to_string());
     match state.store.registry().put_manifest(&new).await? {
-        PutManifest::Stored(_) => audit_artifact(&ctx, &project, "create", name, reference),
+        PutManifest::Stored(_) => state.deliver_events(),
         PutManifest::MissingBlob(missing) => {
             return Err(oci(
                 ErrorKind::BadRequest,
@@ -361,6 +364,7 @@ pub(crate) async fn manifest_record(
             .collect(),
         partial_children: false,
         tag,
+        pushed_by: None,
     }
 }
 

@@ -466,3 +466,109 @@ async fn metrics_on_their_own_address_for_administrators() {
     );
     server.stop();
 }
+
+/// Pushes an image with one layer to `repository:tag` of `server` as admin.
+async fn push_image_to(server: &ServedBerth, password: &str, repository: &str, tag: &str) {
+    let client = reqwest::Client::new();
+    let mut descriptors = Vec::new();
+    for bytes in [
+        &b"{\"architecture\":\"amd64\",\"os\":\"linux\"}"[..],
+        b"a killed layer",
+    ] {
+        let digest = crate::registry::digest_of(bytes);
+        let res = client
+            .post(server.url(&format!("/v2/{repository}/blobs/uploads/?digest={digest}")))
+            .basic_auth("admin", Some(password))
+            .body(bytes.to_vec())
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), 201, "{}", res.text().await.unwrap());
+        descriptors.push(serde_json::json!({
+            "mediaType": "application/vnd.oci.image.layer.v1.tar",
+            "digest": digest,
+            "size": bytes.len(),
+        }));
+    }
+    descriptors[0]["mediaType"] = "application/vnd.oci.image.config.v1+json".into();
+    let manifest = serde_json::json!({
+        "schemaVersion": 2,
+        "mediaType": "application/vnd.oci.image.manifest.v1+json",
+        "config": descriptors[0],
+        "layers": [descriptors[1]],
+    });
+    let res = client
+        .put(server.url(&format!("/v2/{repository}/manifests/{tag}")))
+        .basic_auth("admin", Some(password))
+        .header("content-type", "application/vnd.oci.image.manifest.v1+json")
+        .body(manifest.to_string())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 201, "{}", res.text().await.unwrap());
+}
+
+/// A push acknowledged right before a kill -9 keeps its audit entry: its
+/// event was written with it, and the next start delivers it, once.
+async fn a_killed_server_delivers_the_events_of_acknowledged_pushes(backend: Backend) {
+    let dir = tempfile::tempdir().unwrap();
+    let url = database_url(backend, dir.path()).await;
+    let server = serve(dir.path(), &url).await;
+    let password = server.printed_line("Generated password of the system administrator `admin`: ");
+    push_image_to(&server, &password, "library/killed", "v1").await;
+    drop(server); // SIGKILL, right after the 201
+    {
+        let store = berth_store::Store::connect(&url).await.unwrap();
+        let pending = store
+            .events()
+            .pending(berth_store::repo::events::AUDIT)
+            .await;
+        assert_eq!(pending.unwrap(), 1, "the push's event outlived the process");
+        store.close().await;
+    }
+    let again = serve(dir.path(), &url).await;
+    let client = reqwest::Client::new();
+    let mut entries = Vec::new();
+    for _ in 0..100 {
+        let res = client
+            .get(again.url("/api/v2.0/audit-logs?q=operation=create&page_size=100"))
+            .basic_auth("admin", Some(&password))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), 200);
+        let body: serde_json::Value = res.json().await.unwrap();
+        entries = body
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["resource"] == "library/killed:v1")
+            .cloned()
+            .collect();
+        if !entries.is_empty() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert_eq!(entries.len(), 1, "one entry for the push: {entries:?}");
+    assert_eq!(entries[0]["resource_type"], "artifact");
+    assert_eq!(entries[0]["username"], "admin");
+    let store = berth_store::Store::connect(&url).await.unwrap();
+    let pending = store
+        .events()
+        .pending(berth_store::repo::events::AUDIT)
+        .await;
+    assert_eq!(pending.unwrap(), 0, "delivered, and only once");
+    store.close().await;
+    assert_eq!(again.stop().0, Some(0));
+}
+
+#[tokio::test]
+async fn a_killed_server_delivers_the_events_of_acknowledged_pushes_sqlite() {
+    a_killed_server_delivers_the_events_of_acknowledged_pushes(Backend::Sqlite).await;
+}
+
+#[tokio::test]
+async fn a_killed_server_delivers_the_events_of_acknowledged_pushes_postgres() {
+    a_killed_server_delivers_the_events_of_acknowledged_pushes(Backend::Postgres).await;
+}

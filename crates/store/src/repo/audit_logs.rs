@@ -107,51 +107,8 @@ impl AuditLogs<'_> {
         if entries.is_empty() {
             return Ok(());
         }
-        if self.0.backend() == crate::Backend::Sqlite {
-            let rows: Vec<serde_json::Value> = entries
-                .iter()
-                .map(|e| {
-                    serde_json::json!([
-                        e.project_id,
-                        e.operation,
-                        e.resource_type,
-                        e.resource,
-                        e.username,
-                        e.op_time
-                    ])
-                })
-                .collect();
-            sqlx::query(
-                "INSERT INTO audit_logs (project_id, operation, resource_type, resource, username, op_time) \
-                 SELECT value ->> 0, value ->> 1, value ->> 2, value ->> 3, value ->> 4, value ->> 5 \
-                 FROM json_each($1)",
-            )
-            .bind(serde_json::Value::Array(rows).to_string())
-            .execute(&self.0.pool)
-            .await?;
-            return Ok(());
-        }
-        for chunk in entries.chunks(200) {
-            let values = (0..chunk.len())
-                .map(|i| format!("({})", placeholders(i * 6 + 1, 6)))
-                .collect::<Vec<_>>()
-                .join(", ");
-            let sql = format!(
-                "INSERT INTO audit_logs (project_id, operation, resource_type, resource, username, op_time) VALUES {values}"
-            );
-            let mut query = sqlx::query(sqlx::AssertSqlSafe(sql));
-            for e in chunk {
-                query = query
-                    .bind(e.project_id)
-                    .bind(&e.operation)
-                    .bind(&e.resource_type)
-                    .bind(&e.resource)
-                    .bind(&e.username)
-                    .bind(&e.op_time);
-            }
-            query.execute(&self.0.pool).await?;
-        }
-        Ok(())
+        let mut conn = self.0.pool.acquire().await?;
+        insert(&mut conn, self.0.backend(), entries).await
     }
 
     /// A page of the entries `scope` allows, filtered by `q`, newest first
@@ -186,4 +143,62 @@ impl AuditLogs<'_> {
             .paging(paging);
         Ok((total, page.fetch_all(&self.0.pool).await?))
     }
+}
+
+/// Writes `entries` on `conn` (a transaction's, or the pool's): on SQLite one
+/// statement reading one JSON parameter (a multi-row `VALUES` list made the
+/// driver look parameters up in quadratic time), on PostgreSQL rows of 200.
+pub(crate) async fn insert(
+    conn: &mut sqlx::AnyConnection,
+    backend: crate::Backend,
+    entries: &[NewAuditLog],
+) -> StoreResult<()> {
+    if entries.is_empty() {
+        return Ok(());
+    }
+    if backend == crate::Backend::Sqlite {
+        let rows: Vec<serde_json::Value> = entries
+            .iter()
+            .map(|e| {
+                serde_json::json!([
+                    e.project_id,
+                    e.operation,
+                    e.resource_type,
+                    e.resource,
+                    e.username,
+                    e.op_time
+                ])
+            })
+            .collect();
+        sqlx::query(
+            "INSERT INTO audit_logs (project_id, operation, resource_type, resource, username, op_time) \
+             SELECT value ->> 0, value ->> 1, value ->> 2, value ->> 3, value ->> 4, value ->> 5 \
+             FROM json_each($1)",
+        )
+        .bind(serde_json::Value::Array(rows).to_string())
+        .execute(&mut *conn)
+        .await?;
+        return Ok(());
+    }
+    for chunk in entries.chunks(200) {
+        let values = (0..chunk.len())
+            .map(|i| format!("({})", placeholders(i * 6 + 1, 6)))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let sql = format!(
+            "INSERT INTO audit_logs (project_id, operation, resource_type, resource, username, op_time) VALUES {values}"
+        );
+        let mut query = sqlx::query(sqlx::AssertSqlSafe(sql));
+        for e in chunk {
+            query = query
+                .bind(e.project_id)
+                .bind(&e.operation)
+                .bind(&e.resource_type)
+                .bind(&e.resource)
+                .bind(&e.username)
+                .bind(&e.op_time);
+        }
+        query.execute(&mut *conn).await?;
+    }
+    Ok(())
 }

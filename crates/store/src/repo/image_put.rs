@@ -138,7 +138,7 @@ fn group_failed(cause: String) -> StoreError {
 }
 
 /// The parameters every statement shares; the dependencies' digests follow.
-const FIRST_DEPENDENCY: usize = 19;
+const FIRST_DEPENDENCY: usize = 22;
 
 /// Stores `m` inside `tx` (a SQLite write transaction) if every check of the
 /// general path passes: `Some(artifact id)`, or `None` with nothing written,
@@ -154,11 +154,13 @@ async fn put_image(
     dependencies.dedup();
     let listed = placeholders(FIRST_DEPENDENCY, dependencies.len());
     let body_len = i64::try_from(m.body.len()).unwrap_or(i64::MAX);
+    let event = m.pushed_event();
     let bind = |sql: String, owed: i64| {
         // $1 project, $2 repository, $3 digest, $4 now, $5 tag, $6 body length,
         // $7 body, $8-$14 the artifact's columns, $15 the zero time, $16 extra
         // attributes, $17 annotations, $18 the bytes the PUT charges (found
-        // by the check); the dependencies from $19.
+        // by the check), $19-$21 the push's event (kind, resource, actor);
+        // the dependencies from $22.
         let mut query = sqlx::query(sqlx::AssertSqlSafe(sql))
             .bind(m.project_id)
             .bind(&m.repository)
@@ -177,7 +179,10 @@ async fn put_image(
             .bind(berth_domain::time::ZERO_TIME)
             .bind(&m.extra_attrs)
             .bind(m.annotations.as_deref())
-            .bind(owed);
+            .bind(owed)
+            .bind(event.as_ref().map(|e| e.kind))
+            .bind(event.as_ref().map(|e| e.resource.clone()))
+            .bind(event.as_ref().map(|e| e.actor.clone()));
         for dependency in &dependencies {
             query = query.bind(*dependency);
         }
@@ -264,6 +269,13 @@ async fn put_image(
              ON CONFLICT (repository_id, name) DO UPDATE SET artifact_id = excluded.artifact_id, \
              push_time = excluded.push_time;\n"
         ));
+    }
+    if event.is_some() {
+        // The push's event, in the push's transaction (see `repo::events`).
+        batch.push_str(
+            "INSERT INTO events (kind, project_id, resource, actor, occurred_at) \
+             VALUES ($19, $1, $20, $21, $4);\n",
+        );
     }
     batch.push_str(&format!(
         "SELECT id FROM artifacts WHERE repository_id = {repository} AND digest = $3"

@@ -7,6 +7,7 @@ use berth_domain::time;
 
 use crate::db::Locking;
 use crate::error::StoreResult;
+use crate::repo::events;
 use crate::repo::immutable::{check_artifact_mutable, check_mutable};
 use crate::repo::projects::{PROJECT_COLUMNS, ProjectRow};
 use crate::repo::registry::{
@@ -66,6 +67,27 @@ pub struct NewManifest {
     pub partial_children: bool,
     /// The tag to point at it, if pushed by tag.
     pub tag: Option<String>,
+    /// Who pushed it, for the [`events::ARTIFACT_PUSHED`] event the store
+    /// writes with it; `None` for what is not a push (a proxy cache storing
+    /// what it fetched).
+    pub pushed_by: Option<String>,
+}
+
+impl NewManifest {
+    /// The push's event, if it is a push: the artifact named by its tag, or
+    /// by its digest when pushed by digest.
+    pub fn pushed_event(&self) -> Option<events::NewEvent> {
+        let actor = self.pushed_by.clone()?;
+        Some(events::NewEvent {
+            kind: events::ARTIFACT_PUSHED,
+            project_id: Some(self.project_id),
+            resource: match &self.tag {
+                Some(tag) => format!("{}:{tag}", self.repository),
+                None => format!("{}@{}", self.repository, self.digest),
+            },
+            actor,
+        })
+    }
 }
 
 /// The outcome of a manifest PUT.
@@ -503,6 +525,9 @@ impl Registry<'_> {
             .bind(time::ZERO_TIME)
             .execute(&mut *tx)
             .await?;
+        }
+        if let Some(event) = m.pushed_event() {
+            events::record(&mut tx, &event).await?;
         }
         tx.commit().await?;
         Ok(PutManifest::Stored(artifact_id))

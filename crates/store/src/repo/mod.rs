@@ -13,6 +13,7 @@ pub(crate) fn flag(value: i64) -> bool {
 pub mod articles;
 pub mod artifacts;
 pub mod audit_logs;
+pub mod events;
 pub mod fsck;
 pub mod gc;
 pub mod identities;

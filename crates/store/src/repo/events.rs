@@ -1,0 +1,140 @@
+//! Domain events: the outbox (`events`) a change writes its event to in its
+//! own transaction, and the deliveries each subscriber has still to receive
+//! (`event_deliveries`, one per subscriber of `event_subscribers`, made by a
+//! trigger; migration 0020).
+//!
+//! A subscriber's dispatcher takes its deliveries oldest first, handles them
+//! and removes them; an event goes once nothing is left to deliver. On
+//! PostgreSQL the deliveries taken are locked with `SKIP LOCKED`, so two
+//! instances never take the same one; on SQLite one process writes.
+
+use berth_domain::time;
+
+use crate::Store;
+use crate::db::Locking;
+use crate::error::StoreResult;
+use crate::repo::audit_logs::{self, NewAuditLog};
+use crate::repo::registry::placeholders;
+
+/// The audit log's name among the subscribers.
+pub const AUDIT: &str = "audit";
+
+/// An artifact was pushed (its manifest stored by a client's PUT).
+pub const ARTIFACT_PUSHED: &str = "artifact.pushed";
+
+/// A change to announce, as the change's transaction writes it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewEvent {
+    /// What happened: [`ARTIFACT_PUSHED`], ...
+    pub kind: &'static str,
+    /// The project it happened in, if any.
+    pub project_id: Option<i64>,
+    /// What changed, by name (`library/app:v1`, `library/app@sha256:...`).
+    pub resource: String,
+    /// Who changed it.
+    pub actor: String,
+}
+
+/// A stored event.
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+pub struct Event {
+    /// Its place in the order of events.
+    pub id: i64,
+    /// What happened.
+    pub kind: String,
+    /// The project it happened in, if any.
+    pub project_id: Option<i64>,
+    /// What changed, by name.
+    pub resource: String,
+    /// Who changed it.
+    pub actor: String,
+    /// When (store timestamp).
+    pub occurred_at: String,
+}
+
+/// Access to events.
+pub struct Events<'a>(&'a Store);
+
+impl Store {
+    /// The events repository.
+    pub fn events(&self) -> Events<'_> {
+        Events(self)
+    }
+}
+
+/// Writes `event` on `conn`, inside the transaction of the change it tells of.
+pub(crate) async fn record(conn: &mut sqlx::AnyConnection, event: &NewEvent) -> StoreResult<()> {
+    sqlx::query(
+        "INSERT INTO events (kind, project_id, resource, actor, occurred_at) VALUES ($1, $2, $3, $4, $5)",
+    )
+    .bind(event.kind)
+    .bind(event.project_id)
+    .bind(&event.resource)
+    .bind(&event.actor)
+    .bind(time::now())
+    .execute(&mut *conn)
+    .await?;
+    Ok(())
+}
+
+impl Events<'_> {
+    /// The audit log's deliveries: takes up to `limit` of its pending events,
+    /// oldest first, writes the entries `entries` makes of them (those it
+    /// keeps) and removes the deliveries, all in one transaction, so each
+    /// event's entry is written exactly once. Returns the events handled.
+    pub async fn deliver_to_audit(
+        &self,
+        limit: i64,
+        entries: impl FnOnce(&[Event]) -> Vec<NewAuditLog>,
+    ) -> StoreResult<Vec<Event>> {
+        let mut tx = self.0.begin_write().await?;
+        let locking = match self.0.locking(Locking::Update) {
+            "" => "",
+            _ => " FOR UPDATE OF d SKIP LOCKED",
+        };
+        let events: Vec<Event> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
+            "SELECT e.id, e.kind, e.project_id, e.resource, e.actor, e.occurred_at \
+             FROM event_deliveries d JOIN events e ON e.id = d.event_id \
+             WHERE d.subscriber = $1 ORDER BY d.event_id LIMIT $2{locking}"
+        )))
+        .bind(AUDIT)
+        .bind(limit)
+        .fetch_all(&mut *tx)
+        .await?;
+        if events.is_empty() {
+            tx.rollback().await?;
+            return Ok(events);
+        }
+        audit_logs::insert(&mut tx, self.0.backend(), &entries(&events)).await?;
+        let ids = placeholders(2, events.len());
+        let delivered =
+            format!("DELETE FROM event_deliveries WHERE subscriber = $1 AND event_id IN ({ids})");
+        let mut query = sqlx::query(sqlx::AssertSqlSafe(delivered)).bind(AUDIT);
+        for event in &events {
+            query = query.bind(event.id);
+        }
+        query.execute(&mut *tx).await?;
+        let done = format!(
+            "DELETE FROM events WHERE id IN ({}) AND NOT EXISTS \
+             (SELECT 1 FROM event_deliveries d WHERE d.event_id = events.id)",
+            placeholders(1, events.len())
+        );
+        let mut query = sqlx::query(sqlx::AssertSqlSafe(done));
+        for event in &events {
+            query = query.bind(event.id);
+        }
+        query.execute(&mut *tx).await?;
+        tx.commit().await?;
+        Ok(events)
+    }
+
+    /// How many deliveries `subscriber` has still to receive.
+    pub async fn pending(&self, subscriber: &str) -> StoreResult<i64> {
+        let (count,): (i64,) =
+            sqlx::query_as("SELECT COUNT(*) FROM event_deliveries WHERE subscriber = $1")
+                .bind(subscriber)
+                .fetch_one(&self.0.pool)
+                .await?;
+        Ok(count)
+    }
+}
