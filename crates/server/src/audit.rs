@@ -227,6 +227,9 @@ impl AuditQueue {
 fn entry_of(event: &StoredEvent) -> NewAuditLog {
     let (operation, resource_type) = match event.kind.as_str() {
         berth_store::repo::events::ARTIFACT_PUSHED => ("create", "artifact"),
+        berth_store::repo::events::ARTIFACT_DELETED => ("delete", "artifact"),
+        berth_store::repo::events::TAG_DELETED => ("delete", "tag"),
+        berth_store::repo::events::REPOSITORY_DELETED => ("delete", "repository"),
         other => (other, "event"),
     };
     NewAuditLog {

@@ -410,7 +410,7 @@ pub async fn delete_artifact(
     state
         .store
         .artifacts()
-        .delete_artifact(&artifact)
+        .delete_artifact(&artifact, principal.audit_name())
         .await
         .map_err(|e| match ApiError::from(e) {
             err if err.kind == crate::error::ErrorKind::Precondition => {
@@ -418,13 +418,7 @@ pub async fn delete_artifact(
             }
             err => err,
         })?;
-    state.audit(crate::audit::Event {
-        project_id: Some(artifact.project_id),
-        operation: "delete",
-        resource_type: "artifact",
-        resource: &format!("{}@{}", artifact.repository_name, artifact.digest),
-        username: principal.audit_name(),
-    });
+    state.deliver_events();
     Ok(())
 }
 

@@ -244,7 +244,12 @@ pub async fn delete_repository(
     )
     .await?;
     let repository = repository.ok_or_else(|| repository_not_found(&name))?;
-    state.store.repositories().delete(repository.id).await?;
+    state
+        .store
+        .repositories()
+        .delete(repository.id, principal.audit_name())
+        .await?;
+    state.deliver_events();
     Ok(())
 }
 

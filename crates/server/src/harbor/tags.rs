@@ -181,16 +181,10 @@ pub(crate) async fn remove_tag(
     let deleted = state
         .store
         .artifacts()
-        .delete_tag(artifact.id, tag_name)
+        .delete_tag(artifact.id, tag_name, principal.audit_name())
         .await?;
     if deleted {
-        state.audit(crate::audit::Event {
-            project_id: Some(artifact.project_id),
-            operation: "delete",
-            resource_type: "tag",
-            resource: &format!("{}:{tag_name}", artifact.repository_name),
-            username: principal.audit_name(),
-        });
+        state.deliver_events();
     }
     if !deleted {
         return Err(ApiError::not_found(format!(

@@ -409,15 +409,21 @@ pub(crate) async fn read_config(state: &AppState, config: &Descriptor) -> Option
 /// `DELETE /v2/<name>/manifests/<reference>`: a tag reference removes the tag,
 /// a digest removes the artifact (412 while an index refers to it).
 pub async fn delete_manifest(ctx: Ctx, name: &str, reference: &str) -> RegistryResult<Response> {
-    let project = ctx.authorize(name, RepoAction::Delete).await?;
+    ctx.authorize(name, RepoAction::Delete).await?;
     let registry = ctx.state.store.registry();
     match parse_reference(reference)? {
         Reference::Tag(tag) => {
-            if !registry.delete_tag(name, &tag).await? {
+            if !registry
+                .delete_tag(name, &tag, ctx.caller.audit_name())
+                .await?
+            {
                 return Err(missing_manifest(&ctx, name, reference).await);
             }
         }
-        Reference::Digest(digest) => match registry.delete_manifest(name, digest.as_str()).await? {
+        Reference::Digest(digest) => match registry
+            .delete_manifest(name, digest.as_str(), ctx.caller.audit_name())
+            .await?
+        {
             DeleteManifest::Deleted => {}
             DeleteManifest::NotFound => return Err(missing_manifest(&ctx, name, reference).await),
             DeleteManifest::Referenced => {
@@ -430,7 +436,7 @@ pub async fn delete_manifest(ctx: Ctx, name: &str, reference: &str) -> RegistryR
             }
         },
     }
-    audit_artifact(&ctx, &project, "delete", name, reference);
+    ctx.state.deliver_events();
     Ok(empty(StatusCode::ACCEPTED, Vec::new()))
 }
 

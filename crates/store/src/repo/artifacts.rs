@@ -7,9 +7,10 @@ use berth_domain::query::{ArtifactFilter, Paging, Query, SortKey, TagFilter};
 use berth_domain::time;
 
 use crate::error::{StoreResult, conflict_on_unique};
-use crate::repo::immutable::{check_artifact_mutable, check_mutable};
+use crate::repo::events;
+use crate::repo::immutable::check_artifact_mutable;
 use crate::repo::labels::LabelRow;
-use crate::repo::manifests::delete_artifact_tree;
+use crate::repo::manifests::{TagOf, delete_artifact_tree, delete_tag_in};
 use crate::repo::page_starts;
 use crate::repo::repositories::lock_repository;
 use crate::repo::sql::{Column, Keyed, Kind, Sql, Total, order_clause};
@@ -837,36 +838,34 @@ impl Artifacts<'_> {
         Ok(())
     }
 
-    /// Removes tag `name` from an artifact; `false` when it has no such tag.
-    pub async fn delete_tag(&self, artifact_id: i64, name: &str) -> StoreResult<bool> {
+    /// Removes tag `name` from an artifact as `by`; `false` when it has no
+    /// such tag (see [`crate::repo::manifests::delete_tag_in`]).
+    pub async fn delete_tag(&self, artifact_id: i64, name: &str, by: &str) -> StoreResult<bool> {
         let mut tx = self.0.begin_write().await?;
-        let found: Option<(i64,)> =
-            sqlx::query_as("SELECT repository_id FROM tags WHERE artifact_id = $1 AND name = $2")
-                .bind(artifact_id)
-                .bind(name)
-                .fetch_optional(&mut *tx)
-                .await?;
-        let Some((repository_id,)) = found else {
+        let found: Option<(i64, i64, String)> = sqlx::query_as(
+            "SELECT t.repository_id, r.project_id, r.name FROM tags t \
+             JOIN repositories r ON r.id = t.repository_id WHERE t.artifact_id = $1 AND t.name = $2",
+        )
+        .bind(artifact_id)
+        .bind(name)
+        .fetch_optional(&mut *tx)
+        .await?;
+        let Some((repository_id, project_id, repository)) = found else {
             return Ok(false);
         };
-        // The repository first, as a push that moves a tag takes it: the
-        // triggers then update the artifacts and the repository row in the
-        // same order (PostgreSQL deadlocked on a tag deleted during pushes).
-        lock_repository(self.0, &mut tx, repository_id).await?;
-        check_mutable(&mut tx, repository_id, &[name.to_string()]).await?;
-        let done = sqlx::query("DELETE FROM tags WHERE artifact_id = $1 AND name = $2")
-            .bind(artifact_id)
-            .bind(name)
-            .execute(&mut *tx)
-            .await?;
-        tx.commit().await?;
-        Ok(done.rows_affected() > 0)
+        let tag = TagOf {
+            repository_id,
+            project_id,
+            repository: &repository,
+            tag: name,
+        };
+        delete_tag_in(self.0, tx, &tag, by).await
     }
 
     /// Deletes an artifact with its tags, labels and accessories, releasing
     /// from the project's quota the blobs no artifact of the project uses any
     /// more; `Precondition` while an index refers to it.
-    pub async fn delete_artifact(&self, artifact: &Artifact) -> StoreResult<()> {
+    pub async fn delete_artifact(&self, artifact: &Artifact, by: &str) -> StoreResult<()> {
         let mut tx = self.0.begin_write().await?;
         // The repository, then the artifact (on PostgreSQL), as in `Registry::delete_manifest`.
         lock_repository(self.0, &mut tx, artifact.repository_id).await?;
@@ -897,6 +896,13 @@ impl Artifacts<'_> {
             &artifact.digest,
         )
         .await?;
+        let event = events::artifact_deleted(
+            artifact.project_id,
+            &artifact.repository_name,
+            &artifact.digest,
+            by,
+        );
+        events::record(&mut tx, &event).await?;
         tx.commit().await?;
         Ok(())
     }

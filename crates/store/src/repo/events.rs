@@ -21,6 +21,12 @@ pub const AUDIT: &str = "audit";
 
 /// An artifact was pushed (its manifest stored by a client's PUT).
 pub const ARTIFACT_PUSHED: &str = "artifact.pushed";
+/// An artifact was deleted, with its tags and accessories (`repo@digest`).
+pub const ARTIFACT_DELETED: &str = "artifact.deleted";
+/// A tag was deleted (`repo:tag`).
+pub const TAG_DELETED: &str = "tag.deleted";
+/// A repository was deleted with everything in it (`project/repo`).
+pub const REPOSITORY_DELETED: &str = "repository.deleted";
 
 /// A change to announce, as the change's transaction writes it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -75,6 +81,21 @@ pub(crate) async fn record(conn: &mut sqlx::AnyConnection, event: &NewEvent) -> 
     .execute(&mut *conn)
     .await?;
     Ok(())
+}
+
+/// The [`ARTIFACT_DELETED`] event of artifact `digest` of `repository`.
+pub(crate) fn artifact_deleted(
+    project_id: i64,
+    repository: &str,
+    digest: &str,
+    by: &str,
+) -> NewEvent {
+    NewEvent {
+        kind: ARTIFACT_DELETED,
+        project_id: Some(project_id),
+        resource: format!("{repository}@{digest}"),
+        actor: by.to_string(),
+    }
 }
 
 impl Events<'_> {

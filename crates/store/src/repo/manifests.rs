@@ -620,31 +620,28 @@ impl Registry<'_> {
         Ok(row.map(|(id,)| id))
     }
 
-    /// Removes tag `tag` of `repository`; `false` when there was none,
-    /// `Precondition` when an immutable tag rule protects it.
-    pub async fn delete_tag(&self, repository: &str, tag: &str) -> StoreResult<bool> {
+    /// Removes tag `tag` of `repository` as `by`; `false` when there was
+    /// none, `Precondition` when an immutable tag rule protects it.
+    pub async fn delete_tag(&self, repository: &str, tag: &str, by: &str) -> StoreResult<bool> {
         let mut tx = self.0.begin_write().await?;
-        let found: Option<(i64,)> = sqlx::query_as(
-            "SELECT t.repository_id FROM tags t JOIN repositories r ON r.id = t.repository_id \
+        let found: Option<(i64, i64)> = sqlx::query_as(
+            "SELECT t.repository_id, r.project_id FROM tags t JOIN repositories r ON r.id = t.repository_id \
              WHERE r.name = $1 AND t.name = $2",
         )
         .bind(repository)
         .bind(tag)
         .fetch_optional(&mut *tx)
         .await?;
-        let Some((repository_id,)) = found else {
+        let Some((repository_id, project_id)) = found else {
             return Ok(false);
         };
-        // The repository first, as pushes take it (see `Artifacts::delete_tag`).
-        lock_repository(self.0, &mut tx, repository_id).await?;
-        check_mutable(&mut tx, repository_id, &[tag.to_string()]).await?;
-        let done = sqlx::query("DELETE FROM tags WHERE repository_id = $1 AND name = $2")
-            .bind(repository_id)
-            .bind(tag)
-            .execute(&mut *tx)
-            .await?;
-        tx.commit().await?;
-        Ok(done.rows_affected() > 0)
+        let tag = TagOf {
+            repository_id,
+            project_id,
+            repository,
+            tag,
+        };
+        delete_tag_in(self.0, tx, &tag, by).await
     }
 
     /// Deletes artifact `digest` of `repository` with its tags, labels and
@@ -655,6 +652,7 @@ impl Registry<'_> {
         &self,
         repository: &str,
         digest: &str,
+        by: &str,
     ) -> StoreResult<DeleteManifest> {
         let mut tx = self.0.begin_write().await?;
         // The repository row first (on PostgreSQL), as a manifest push takes
@@ -672,15 +670,15 @@ impl Registry<'_> {
         // Then the artifact, before the reference check, so an index being
         // pushed with it as a child either sees it gone or makes it referenced
         // first.
-        let found: Option<(i64, i64)> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
-            "SELECT id, repository_id FROM artifacts WHERE repository_id = $1 AND digest = $2{}",
+        let found: Option<(i64, i64, i64)> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
+            "SELECT id, repository_id, project_id FROM artifacts WHERE repository_id = $1 AND digest = $2{}",
             self.0.locking(Locking::Update)
         )))
         .bind(repository_id)
         .bind(digest)
         .fetch_optional(&mut *tx)
         .await?;
-        let Some((artifact_id, repository_id)) = found else {
+        let Some((artifact_id, repository_id, project_id)) = found else {
             return Ok(DeleteManifest::NotFound);
         };
         let referenced: Option<(i64,)> =
@@ -693,6 +691,11 @@ impl Registry<'_> {
         }
         check_artifact_mutable(&mut tx, artifact_id, repository_id).await?;
         delete_artifact_tree(self.0, &mut tx, artifact_id, repository_id, digest).await?;
+        events::record(
+            &mut tx,
+            &events::artifact_deleted(project_id, repository, digest, by),
+        )
+        .await?;
         tx.commit().await?;
         Ok(DeleteManifest::Deleted)
     }
@@ -839,4 +842,50 @@ pub(crate) async fn delete_artifact_tree(
         release_unused(store, tx, project_id, &blob_ids).await?;
     }
     Ok(())
+}
+
+/// A tag to delete, found by its repository.
+pub(crate) struct TagOf<'a> {
+    /// The repository's id.
+    pub repository_id: i64,
+    /// The repository's project.
+    pub project_id: i64,
+    /// The repository's full name.
+    pub repository: &'a str,
+    /// The tag.
+    pub tag: &'a str,
+}
+
+/// The one tag delete, whoever asks (`/v2/`, the Harbor API, the portal):
+/// locks the repository first (as pushes that move a tag take it, so the
+/// triggers then update the artifacts and the repository row in the same
+/// order; PostgreSQL deadlocked on a tag deleted during pushes), refuses a
+/// tag an immutable rule protects, and writes the [`events::TAG_DELETED`]
+/// event of `by` with the delete; commits `tx`. `false` when the tag was
+/// gone.
+pub(crate) async fn delete_tag_in(
+    store: &crate::Store,
+    mut tx: sqlx::Transaction<'static, sqlx::Any>,
+    tag: &TagOf<'_>,
+    by: &str,
+) -> StoreResult<bool> {
+    lock_repository(store, &mut tx, tag.repository_id).await?;
+    check_mutable(&mut tx, tag.repository_id, &[tag.tag.to_string()]).await?;
+    let done = sqlx::query("DELETE FROM tags WHERE repository_id = $1 AND name = $2")
+        .bind(tag.repository_id)
+        .bind(tag.tag)
+        .execute(&mut *tx)
+        .await?;
+    if done.rows_affected() == 0 {
+        return Ok(false);
+    }
+    let event = events::NewEvent {
+        kind: events::TAG_DELETED,
+        project_id: Some(tag.project_id),
+        resource: format!("{}:{}", tag.repository, tag.tag),
+        actor: by.to_string(),
+    };
+    events::record(&mut tx, &event).await?;
+    tx.commit().await?;
+    Ok(true)
 }

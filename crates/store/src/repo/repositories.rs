@@ -173,10 +173,19 @@ impl Repositories<'_> {
     /// `Precondition` (Harbor's message) when an immutable tag rule protects
     /// one of its tags, and then nothing is deleted. The blobs no artifact of
     /// the project uses any more are released from its quota; their links
-    /// are left for garbage collection.
-    pub async fn delete(&self, id: i64) -> StoreResult<bool> {
+    /// are left for garbage collection. The [`crate::repo::events::REPOSITORY_DELETED`]
+    /// event of `by` is written with the delete.
+    pub async fn delete(&self, id: i64, by: &str) -> StoreResult<bool> {
         let mut tx = self.0.begin_write().await?;
         lock_repository(self.0, &mut tx, id).await?;
+        let found: Option<(i64, String)> =
+            sqlx::query_as("SELECT project_id, name FROM repositories WHERE id = $1")
+                .bind(id)
+                .fetch_optional(&mut *tx)
+                .await?;
+        let Some((project_id, name)) = found else {
+            return Ok(false);
+        };
         let tags: Vec<(String,)> = sqlx::query_as("SELECT name FROM tags WHERE repository_id = $1")
             .bind(id)
             .fetch_all(&mut *tx)
@@ -209,6 +218,13 @@ impl Repositories<'_> {
             let blob_ids: Vec<i64> = used.iter().map(|(_, blob_id)| *blob_id).collect();
             crate::repo::registry::release_unused(self.0, &mut tx, project_id, &blob_ids).await?;
         }
+        let event = crate::repo::events::NewEvent {
+            kind: crate::repo::events::REPOSITORY_DELETED,
+            project_id: Some(project_id),
+            resource: name,
+            actor: by.to_string(),
+        };
+        crate::repo::events::record(&mut tx, &event).await?;
         tx.commit().await?;
         Ok(done.rows_affected() == 1)
     }

@@ -260,3 +260,52 @@ backend_test!(
 
     }
 );
+
+backend_test!(
+    /// The same change is audited alike whichever surface makes it: a tag
+    /// deleted through `/v2/`, the Harbor API or the portal; an artifact
+    /// deleted through `/v2/` or the Harbor API; a repository deleted.
+    async fn deletes_are_audited_alike_through_every_surface(app) {
+        for tag in ["v2", "api", "portal"] {
+            push_image(&app, "library/alike", tag, &[b"alike layer"]).await;
+        }
+        let res = app.delete("/v2/library/alike/manifests/v2").admin().send().await;
+        assert_eq!(res.status, StatusCode::ACCEPTED, "{}", res.text());
+        let res = app.delete("/api/v2.0/projects/library/repositories/alike/artifacts/api/tags/api").admin().send().await;
+        assert_eq!(res.status, StatusCode::OK, "{}", res.text());
+        let cookie = crate::portal::sign_in_admin(&app).await;
+        let csrf = crate::portal::csrf_for(&app, &cookie).await;
+        let digest = app.get("/v2/library/alike/manifests/portal").admin().header("accept", OCI_MANIFEST).send().await;
+        let digest = digest.header("docker-content-digest").unwrap().to_string();
+        let fields = [("project", "library"), ("repository", "alike"), ("digest", digest.as_str()), ("tag", "portal")];
+        let res = crate::portal::post_form(&app, &cookie, "/harbor/tags/delete", Some(&csrf), &fields).await;
+        assert_eq!(res.status, StatusCode::SEE_OTHER, "{}", res.text());
+        let (_, body, _) = logs(&app, "/api/v2.0/audit-logs?q=operation=delete&page_size=100", None).await;
+        let mut deleted = operations(&body);
+        deleted.sort();
+        let tag = |t: &str| ("delete".to_string(), "tag".to_string(), format!("library/alike:{t}"), "admin".to_string());
+        assert_eq!(deleted, vec![tag("api"), tag("portal"), tag("v2")]);
+
+        // Artifacts: by digest through /v2/, then through the Harbor API.
+        let (_, one) = push_image(&app, "library/gone", "one", &[b"first gone"]).await;
+        let (_, two) = push_image(&app, "library/gone", "two", &[b"second gone"]).await;
+        let res = app.delete(&format!("/v2/library/gone/manifests/{one}")).admin().send().await;
+        assert_eq!(res.status, StatusCode::ACCEPTED, "{}", res.text());
+        let res = app.delete(&format!("/api/v2.0/projects/library/repositories/gone/artifacts/{two}")).admin().send().await;
+        assert_eq!(res.status, StatusCode::OK, "{}", res.text());
+        let res = app.delete("/api/v2.0/projects/library/repositories/alike").admin().send().await;
+        assert_eq!(res.status, StatusCode::OK, "{}", res.text());
+        let (_, body, _) = logs(&app, "/api/v2.0/audit-logs?q=operation=delete&page_size=100", None).await;
+        let artifacts: Vec<_> = operations(&body).into_iter().filter(|(_, kind, _, _)| kind != "tag").collect();
+        let entry = |kind: &str, resource: String| ("delete".to_string(), kind.to_string(), resource, "admin".to_string());
+        for expected in [
+            entry("artifact", format!("library/gone@{one}")),
+            entry("artifact", format!("library/gone@{two}")),
+            entry("repository", "library/alike".to_string()),
+        ] {
+            assert!(artifacts.contains(&expected), "{expected:?} in {artifacts:?}");
+        }
+        assert_eq!(artifacts.len(), 3, "{artifacts:?}");
+        assert_eq!(app.store().events().pending(berth_store::repo::events::AUDIT).await.unwrap(), 0);
+    }
+);
