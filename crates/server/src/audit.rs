@@ -230,6 +230,8 @@ fn entry_of(event: &StoredEvent) -> NewAuditLog {
         berth_store::repo::events::ARTIFACT_DELETED => ("delete", "artifact"),
         berth_store::repo::events::TAG_DELETED => ("delete", "tag"),
         berth_store::repo::events::REPOSITORY_DELETED => ("delete", "repository"),
+        berth_store::repo::events::PROJECT_CREATED => ("create", "project"),
+        berth_store::repo::events::PROJECT_DELETED => ("delete", "project"),
         other => (other, "event"),
     };
     NewAuditLog {

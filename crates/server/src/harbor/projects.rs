@@ -20,7 +20,6 @@ use serde_json::Value;
 
 use super::registries::{RegistryWire, registry_wire};
 use crate::access::{ProjectAccess, require_project};
-use crate::audit::Event;
 use crate::error::{ApiError, HarborError, HarborResult};
 use crate::extract::Principal;
 use crate::extract::harbor::{HarborJson, HarborQuery, LaterJson, header_bool, paged};
@@ -415,21 +414,18 @@ pub(crate) async fn create_project_as(
     let project = state
         .store
         .projects()
-        .create(&NewProject {
-            name,
-            owner_id: user.id,
-            metadata: validated,
-            storage_limit,
-            registry_id,
-        })
+        .create(
+            &NewProject {
+                name,
+                owner_id: user.id,
+                metadata: validated,
+                storage_limit,
+                registry_id,
+            },
+            &user.username,
+        )
         .await?;
-    state.audit(Event {
-        project_id: Some(project.id),
-        operation: "create",
-        resource_type: "project",
-        resource: &project.name,
-        username: &user.username,
-    });
+    state.deliver_events();
     Ok(project)
 }
 
@@ -590,15 +586,9 @@ pub(crate) async fn delete_project_by_id(
     project: &Project,
     actor: &str,
 ) -> Result<(), ApiError> {
-    match state.store.projects().delete(project.id).await {
+    match state.store.projects().delete(project.id, actor).await {
         Ok(_) => {
-            state.audit(Event {
-                project_id: None,
-                operation: "delete",
-                resource_type: "project",
-                resource: &project.name,
-                username: actor,
-            });
+            state.deliver_events();
             Ok(())
         }
         Err(berth_store::StoreError::Domain(berth_domain::DomainError::Precondition(m))) => {

@@ -148,6 +148,8 @@ impl AuditLogs<'_> {
 /// Writes `entries` on `conn` (a transaction's, or the pool's): on SQLite one
 /// statement reading one JSON parameter (a multi-row `VALUES` list made the
 /// driver look parameters up in quadratic time), on PostgreSQL rows of 200.
+/// An entry of a project deleted since keeps no project (as the entries of a
+/// project are kept when it is deleted), rather than failing its batch.
 pub(crate) async fn insert(
     conn: &mut sqlx::AnyConnection,
     backend: crate::Backend,
@@ -172,7 +174,8 @@ pub(crate) async fn insert(
             .collect();
         sqlx::query(
             "INSERT INTO audit_logs (project_id, operation, resource_type, resource, username, op_time) \
-             SELECT value ->> 0, value ->> 1, value ->> 2, value ->> 3, value ->> 4, value ->> 5 \
+             SELECT (SELECT p.id FROM projects p WHERE p.id = value ->> 0), \
+             value ->> 1, value ->> 2, value ->> 3, value ->> 4, value ->> 5 \
              FROM json_each($1)",
         )
         .bind(serde_json::Value::Array(rows).to_string())
@@ -186,7 +189,10 @@ pub(crate) async fn insert(
             .collect::<Vec<_>>()
             .join(", ");
         let sql = format!(
-            "INSERT INTO audit_logs (project_id, operation, resource_type, resource, username, op_time) VALUES {values}"
+            "INSERT INTO audit_logs (project_id, operation, resource_type, resource, username, op_time) \
+             SELECT (SELECT p.id FROM projects p WHERE p.id = v.project_id), v.operation, v.resource_type, \
+             v.resource, v.username, v.op_time \
+             FROM (VALUES {values}) AS v (project_id, operation, resource_type, resource, username, op_time)"
         );
         let mut query = sqlx::query(sqlx::AssertSqlSafe(sql));
         for e in chunk {

@@ -27,6 +27,10 @@ pub const ARTIFACT_DELETED: &str = "artifact.deleted";
 pub const TAG_DELETED: &str = "tag.deleted";
 /// A repository was deleted with everything in it (`project/repo`).
 pub const REPOSITORY_DELETED: &str = "repository.deleted";
+/// A project was created (its name).
+pub const PROJECT_CREATED: &str = "project.created";
+/// A project was deleted (its name).
+pub const PROJECT_DELETED: &str = "project.deleted";
 
 /// A change to announce, as the change's transaction writes it.
 #[derive(Debug, Clone, PartialEq, Eq)]

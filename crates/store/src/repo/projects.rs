@@ -10,6 +10,7 @@ use berth_domain::time;
 
 use crate::Store;
 use crate::error::{StoreError, StoreResult, conflict_on_unique};
+use crate::repo::events;
 use crate::repo::flag;
 use crate::repo::sql::{Column, Kind, Sql};
 
@@ -573,8 +574,9 @@ impl Projects<'_> {
     }
 
     /// Creates a project with its owner membership (projectAdmin), metadata,
-    /// quota and empty CVE allowlist, in one transaction. A taken name is a `Conflict`.
-    pub async fn create(&self, new: &NewProject) -> StoreResult<Project> {
+    /// quota and empty CVE allowlist, and the [`events::PROJECT_CREATED`]
+    /// event of `by`, in one transaction. A taken name is a `Conflict`.
+    pub async fn create(&self, new: &NewProject, by: &str) -> StoreResult<Project> {
         let now = time::now();
         let mut tx = self.0.begin_write().await?;
         let row: ProjectRow = sqlx::query_as(sqlx::AssertSqlSafe(format!(
@@ -636,6 +638,13 @@ impl Projects<'_> {
         .bind(&now)
         .execute(&mut *tx)
         .await?;
+        let event = events::NewEvent {
+            kind: events::PROJECT_CREATED,
+            project_id: Some(row.id),
+            resource: new.name.clone(),
+            actor: by.to_string(),
+        };
+        events::record(&mut tx, &event).await?;
         tx.commit().await?;
         Ok(row.into())
     }
@@ -687,10 +696,15 @@ impl Projects<'_> {
         Ok(count)
     }
 
-    /// Deletes a project and everything that cascades from it. A project that
-    /// still has repositories is a `Precondition` failure; `false` if it was already gone.
-    pub async fn delete(&self, id: i64) -> StoreResult<bool> {
+    /// Deletes a project and everything that cascades from it, with the
+    /// [`events::PROJECT_DELETED`] event of `by`. A project that still has
+    /// repositories is a `Precondition` failure; `false` if it was already gone.
+    pub async fn delete(&self, id: i64, by: &str) -> StoreResult<bool> {
         let mut tx = self.0.begin_write().await?;
+        let name: Option<(String,)> = sqlx::query_as("SELECT name FROM projects WHERE id = $1")
+            .bind(id)
+            .fetch_optional(&mut *tx)
+            .await?;
         let done = sqlx::query(
             "DELETE FROM projects WHERE id = $1 \
              AND NOT EXISTS (SELECT 1 FROM repositories WHERE project_id = $1)",
@@ -717,6 +731,14 @@ impl Projects<'_> {
             }
             return Ok(false);
         }
+        let event = events::NewEvent {
+            kind: events::PROJECT_DELETED,
+            // The project is gone: its entry belongs to no project.
+            project_id: None,
+            resource: name.map(|(name,)| name).unwrap_or_default(),
+            actor: by.to_string(),
+        };
+        events::record(&mut tx, &event).await?;
         tx.commit().await?;
         Ok(true)
     }

@@ -309,3 +309,29 @@ backend_test!(
         assert_eq!(app.store().events().pending(berth_store::repo::events::AUDIT).await.unwrap(), 0);
     }
 );
+
+backend_test!(
+    /// Events outlive what they tell of: a project pushed to, emptied and
+    /// deleted before its events are delivered still gets every entry (kept
+    /// with no project, as a deleted project's entries are).
+    async fn events_of_a_project_deleted_before_delivery_are_audited(app) {
+        let res = app.post("/api/v2.0/projects").admin().json(&json!({"project_name": "fleeting"})).send().await;
+        assert_eq!(res.status, StatusCode::CREATED, "{}", res.text());
+        push_image(&app, "fleeting/app", "v1", &[b"fleeting layer"]).await;
+        let res = app.delete("/api/v2.0/projects/fleeting/repositories/app").admin().send().await;
+        assert_eq!(res.status, StatusCode::OK, "{}", res.text());
+        let res = app.delete("/api/v2.0/projects/fleeting").admin().send().await;
+        assert_eq!(res.status, StatusCode::OK, "{}", res.text());
+        let (_, body, _) = logs(&app, "/api/v2.0/audit-logs?q=resource=~fleeting&page_size=100", None).await;
+        let mut found = operations(&body);
+        found.sort();
+        let entry = |op: &str, kind: &str, resource: &str| (op.to_string(), kind.to_string(), resource.to_string(), "admin".to_string());
+        assert_eq!(found, vec![
+            entry("create", "artifact", "fleeting/app:v1"),
+            entry("create", "project", "fleeting"),
+            entry("delete", "project", "fleeting"),
+            entry("delete", "repository", "fleeting/app"),
+        ]);
+        assert_eq!(app.store().events().pending(berth_store::repo::events::AUDIT).await.unwrap(), 0);
+    }
+);

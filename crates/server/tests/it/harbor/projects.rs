@@ -235,7 +235,7 @@ backend_test!(
                 metadata: vec![("public".into(), "true".into())],
                 storage_limit: -1,
                 registry_id: None,
-            }).await.unwrap();
+            }, "admin").await.unwrap();
         }
         let res = app.get("/api/v2.0/projects?page=2&page_size=10&q=name%3D~te").send().await;
         assert_eq!(res.status, StatusCode::OK);

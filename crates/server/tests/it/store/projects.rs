@@ -47,19 +47,22 @@ async fn teams(app: &crate::util::TestApp) -> (i64, i64, i64) {
         registry_id: None,
     };
     let team_a = projects
-        .create(&new(
-            "team-a",
-            alice,
-            &[
-                ("public", "false"),
-                ("proxy_cache_filter_pattern", r"a;b\c;"),
-            ],
-        ))
+        .create(
+            &new(
+                "team-a",
+                alice,
+                &[
+                    ("public", "false"),
+                    ("proxy_cache_filter_pattern", r"a;b\c;"),
+                ],
+            ),
+            "alice",
+        )
         .await
         .unwrap()
         .id;
     let team_b = projects
-        .create(&new("team-b", 1, &[("public", "true")]))
+        .create(&new("team-b", 1, &[("public", "true")]), "admin")
         .await
         .unwrap()
         .id;

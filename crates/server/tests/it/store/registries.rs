@@ -92,7 +92,7 @@ backend_test!(
             metadata: vec![("public".into(), "false".into())],
             storage_limit: -1,
             registry_id: Some(used.id),
-        })
+        }, "admin")
         .await
         .unwrap();
         assert_eq!(project.registry_id, Some(used.id));
@@ -107,12 +107,12 @@ backend_test!(
             metadata: Vec::new(),
             storage_limit: -1,
             registry_id: Some(999),
-        })
+        }, "admin")
         .await
         .unwrap_err();
         assert!(matches!(err, StoreError::Domain(DomainError::Invalid { .. })), "{err}");
 
-        assert!(app.store().projects().delete(project.id).await.unwrap());
+        assert!(app.store().projects().delete(project.id, "admin").await.unwrap());
         assert!(registries.delete(used.id).await.unwrap());
         assert!(!registries.delete(used.id).await.unwrap());
     }

@@ -48,7 +48,7 @@ backend_test!(
             metadata: vec![("public".into(), "false".into())],
             storage_limit: -1,
             registry_id: None,
-        }).await.unwrap();
+        }, "admin").await.unwrap();
         let elsewhere = registry.manifest_lookup("other", "library/look", &tag).await.unwrap().unwrap();
         assert_eq!((elsewhere.project.id, elsewhere.project.public), (other.id, false));
         assert!(elsewhere.repository_id.is_none() && elsewhere.manifest.is_none());
