@@ -232,6 +232,9 @@ fn entry_of(event: &StoredEvent) -> NewAuditLog {
         berth_store::repo::events::REPOSITORY_DELETED => ("delete", "repository"),
         berth_store::repo::events::PROJECT_CREATED => ("create", "project"),
         berth_store::repo::events::PROJECT_DELETED => ("delete", "project"),
+        berth_store::repo::events::MEMBER_ADDED => ("create", "project_member"),
+        berth_store::repo::events::MEMBER_CHANGED => ("update", "project_member"),
+        berth_store::repo::events::MEMBER_REMOVED => ("delete", "project_member"),
         other => (other, "event"),
     };
     NewAuditLog {

@@ -11,13 +11,13 @@ use berth_domain::rbac::{Action, Resource, Role};
 use berth_store::repo::members::DUPLICATE_MEMBER;
 use serde::{Deserialize, Serialize};
 
-use crate::audit::Event;
 use crate::directory;
 use crate::error::{ApiError, ErrorKind, HarborResult};
 use crate::extract::harbor::{HarborQuery, LaterJson, paged, path_int};
 use crate::harbor::projects::ProjectCaller;
 use crate::operations::{Routes, Surface};
 use crate::state::AppState;
+use berth_store::repo::members::MemberChange;
 
 pub(super) fn routes() -> Routes {
     Routes::new(Surface::Harbor)
@@ -256,18 +256,16 @@ pub(crate) async fn add_member(
             "Failed to update project member, role is not in 1,2,3,4,5",
         ));
     }
+    let change = MemberChange {
+        project_name: &project.name,
+        by: actor,
+    };
     let id = state
         .store
         .members()
-        .create(project.id, entity, role)
+        .create(project.id, entity, role, &change)
         .await?;
-    state.audit(Event {
-        project_id: Some(project.id),
-        operation: "create",
-        resource_type: "project_member",
-        resource: &format!("{}/members/{id}", project.name),
-        username: actor,
-    });
+    state.deliver_events();
     Ok(id)
 }
 
@@ -350,12 +348,16 @@ pub(crate) async fn change_member_role(
             "Failed to update project member, role is not in 1,2,3,4,5",
         ));
     }
+    let change = MemberChange {
+        project_name: &project.name,
+        by: who,
+    };
     state
         .store
         .members()
-        .update_role(project.id, mid, role)
+        .update_role(project.id, mid, role, &change)
         .await?;
-    audit_member(state, project, mid, "update", who);
+    state.deliver_events();
     Ok(())
 }
 
@@ -367,19 +369,17 @@ pub(crate) async fn remove_member(
     mid: i64,
     who: &str,
 ) -> Result<(), ApiError> {
-    state.store.members().delete(project.id, mid).await?;
-    audit_member(state, project, mid, "delete", who);
+    let change = MemberChange {
+        project_name: &project.name,
+        by: who,
+    };
+    state
+        .store
+        .members()
+        .delete(project.id, mid, &change)
+        .await?;
+    state.deliver_events();
     Ok(())
-}
-
-fn audit_member(state: &AppState, project: &Project, mid: i64, operation: &str, who: &str) {
-    state.audit(Event {
-        project_id: Some(project.id),
-        operation,
-        resource_type: "project_member",
-        resource: &format!("{}/members/{mid}", project.name),
-        username: who,
-    });
 }
 
 /// Removes a member (a missing member is a no-op, as in Harbor).

@@ -31,6 +31,12 @@ pub const REPOSITORY_DELETED: &str = "repository.deleted";
 pub const PROJECT_CREATED: &str = "project.created";
 /// A project was deleted (its name).
 pub const PROJECT_DELETED: &str = "project.deleted";
+/// A member was added to a project (`<project>/members/<id>`).
+pub const MEMBER_ADDED: &str = "member.added";
+/// A member's role changed.
+pub const MEMBER_CHANGED: &str = "member.changed";
+/// A member was removed.
+pub const MEMBER_REMOVED: &str = "member.removed";
 
 /// A change to announce, as the change's transaction writes it.
 #[derive(Debug, Clone, PartialEq, Eq)]

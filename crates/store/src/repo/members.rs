@@ -6,6 +6,7 @@ use berth_domain::time;
 
 use crate::Store;
 use crate::error::{StoreResult, conflict_on_unique};
+use crate::repo::events;
 use crate::repo::sql::Sql;
 
 /// Harbor's message for a duplicate membership.
@@ -104,17 +105,21 @@ impl Members<'_> {
         Ok(sql.fetch_count(&self.0.pool).await? > 0)
     }
 
-    /// Adds a member; an existing membership is a `Conflict`. Returns the member id.
+    /// Adds a member as `by` (in project `project_id`, named `project_name`),
+    /// with its [`events::MEMBER_ADDED`] event; an existing membership is a
+    /// `Conflict`. Returns the member id.
     pub async fn create(
         &self,
         project_id: i64,
         entity: MemberEntity,
         role: i64,
+        change: &MemberChange<'_>,
     ) -> StoreResult<i64> {
         let (user_id, group_id) = match entity {
             MemberEntity::User(u) => (Some(u), None),
             MemberEntity::Group(g) => (None, Some(g)),
         };
+        let mut tx = self.0.begin_write().await?;
         let (id,): (i64,) = sqlx::query_as(
             "INSERT INTO project_members (project_id, user_id, group_id, role, created_at, updated_at) \
              VALUES ($1, $2, $3, $4, $5, $5) RETURNING id",
@@ -124,19 +129,24 @@ impl Members<'_> {
         .bind(group_id)
         .bind(role)
         .bind(time::now())
-        .fetch_one(&self.0.pool)
+        .fetch_one(&mut *tx)
         .await
         .map_err(|err| conflict_on_unique(err, || DUPLICATE_MEMBER.to_string()))?;
+        events::record(&mut tx, &change.event(events::MEMBER_ADDED, project_id, id)).await?;
+        tx.commit().await?;
         Ok(id)
     }
 
-    /// Changes a member's role; `false` if there is no such member.
+    /// Changes a member's role as `change` says, with its
+    /// [`events::MEMBER_CHANGED`] event; `false` if there is no such member.
     pub async fn update_role(
         &self,
         project_id: i64,
         member_id: i64,
         role: i64,
+        change: &MemberChange<'_>,
     ) -> StoreResult<bool> {
+        let mut tx = self.0.begin_write().await?;
         let done = sqlx::query(
             "UPDATE project_members SET role = $1, updated_at = $2 WHERE project_id = $3 AND id = $4",
         )
@@ -144,18 +154,58 @@ impl Members<'_> {
         .bind(time::now())
         .bind(project_id)
         .bind(member_id)
-        .execute(&self.0.pool)
+        .execute(&mut *tx)
         .await?;
-        Ok(done.rows_affected() == 1)
+        if done.rows_affected() != 1 {
+            return Ok(false);
+        }
+        let event = change.event(events::MEMBER_CHANGED, project_id, member_id);
+        events::record(&mut tx, &event).await?;
+        tx.commit().await?;
+        Ok(true)
     }
 
-    /// Removes a member; `false` if there was no such member.
-    pub async fn delete(&self, project_id: i64, member_id: i64) -> StoreResult<bool> {
+    /// Removes a member as `change` says, with its [`events::MEMBER_REMOVED`]
+    /// event; `false` if there was no such member (and no event).
+    pub async fn delete(
+        &self,
+        project_id: i64,
+        member_id: i64,
+        change: &MemberChange<'_>,
+    ) -> StoreResult<bool> {
+        let mut tx = self.0.begin_write().await?;
         let done = sqlx::query("DELETE FROM project_members WHERE project_id = $1 AND id = $2")
             .bind(project_id)
             .bind(member_id)
-            .execute(&self.0.pool)
+            .execute(&mut *tx)
             .await?;
-        Ok(done.rows_affected() == 1)
+        if done.rows_affected() != 1 {
+            return Ok(false);
+        }
+        let event = change.event(events::MEMBER_REMOVED, project_id, member_id);
+        events::record(&mut tx, &event).await?;
+        tx.commit().await?;
+        Ok(true)
+    }
+}
+
+/// Who changes a membership, and the name of its project (members are
+/// named `<project>/members/<id>` in events).
+#[derive(Debug, Clone, Copy)]
+pub struct MemberChange<'a> {
+    /// The project's name.
+    pub project_name: &'a str,
+    /// Who changes it.
+    pub by: &'a str,
+}
+
+impl MemberChange<'_> {
+    fn event(&self, kind: &'static str, project_id: i64, member_id: i64) -> events::NewEvent {
+        events::NewEvent {
+            kind,
+            project_id: Some(project_id),
+            resource: format!("{}/members/{member_id}", self.project_name),
+            actor: self.by.to_string(),
+        }
     }
 }

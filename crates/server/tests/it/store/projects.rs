@@ -75,8 +75,12 @@ async fn teams(app: &crate::util::TestApp) -> (i64, i64, i64) {
         .await
         .unwrap();
     let members = app.store().members();
+    let change = berth_store::repo::members::MemberChange {
+        project_name: "team-a",
+        by: "admin",
+    };
     members
-        .create(team_a, MemberEntity::User(bob), Role::Guest.id())
+        .create(team_a, MemberEntity::User(bob), Role::Guest.id(), &change)
         .await
         .unwrap();
     for (group, role) in [
@@ -90,7 +94,7 @@ async fn teams(app: &crate::util::TestApp) -> (i64, i64, i64) {
             .await
             .unwrap();
         members
-            .create(team_a, MemberEntity::Group(group.id), role.id())
+            .create(team_a, MemberEntity::Group(group.id), role.id(), &change)
             .await
             .unwrap();
     }
