@@ -188,22 +188,12 @@ impl Content<'_> {
             .await
         {
             Ok(staged) => staged,
-            Err(err @ BlobError::DigestMismatch { .. }) => {
-                if registry.delete_upload(&upload.id).await? {
-                    self.blobs.discard_upload(&upload.id).await;
-                }
-                return Err(err.into());
+            Err(BlobError::DigestMismatch { expected }) => {
+                return Err(self.mismatch(upload, expected).await);
             }
             Err(err) => return Err(err.into()),
         };
-        let installed = self
-            .install(
-                &staged,
-                upload.project_id,
-                &upload.repository,
-                Some((&upload.id, upload.parts)),
-            )
-            .await?;
+        let installed = self.install_upload(upload, &staged).await?;
         match installed {
             Installed::Done(info) => {
                 let mut names: Vec<&str> = parts.iter().map(String::as_str).collect();
@@ -299,13 +289,7 @@ impl Content<'_> {
             files.hash_held(held, expected.algorithm()).await?.0
         };
         if digest != *expected {
-            if self.store.registry().delete_upload(&upload.id).await? {
-                self.blobs.discard_upload(&upload.id).await;
-            }
-            return Err(BlobError::DigestMismatch {
-                expected: expected.clone(),
-            }
-            .into());
+            return Err(self.mismatch(upload, expected.clone()).await);
         }
         let staged = Staged {
             upload: upload.id.clone(),
@@ -313,14 +297,7 @@ impl Content<'_> {
             digest,
             len,
         };
-        let installed = self
-            .install(
-                &staged,
-                upload.project_id,
-                &upload.repository,
-                Some((&upload.id, upload.parts)),
-            )
-            .await?;
+        let installed = self.install_upload(upload, &staged).await?;
         match installed {
             Installed::Done(info) => {
                 self.blobs.discard_upload(&upload.id).await;
@@ -363,6 +340,32 @@ impl Content<'_> {
                 .into())
             }
             _ => Ok(len),
+        }
+    }
+
+    /// [`Content::install`] of `staged` as the blob of session `upload`, on
+    /// the condition that the session is as `upload` read it.
+    async fn install_upload(&self, upload: &Upload, staged: &Staged) -> StoreResult<Installed> {
+        self.install(
+            staged,
+            upload.project_id,
+            &upload.repository,
+            Some((&upload.id, upload.parts)),
+        )
+        .await
+    }
+
+    /// Ends session `upload`, whose bytes do not hash to `expected`: the
+    /// error to answer with (nothing is stored).
+    async fn mismatch(&self, upload: &Upload, expected: Digest) -> StoreError {
+        match self.store.registry().delete_upload(&upload.id).await {
+            Ok(ended) => {
+                if ended {
+                    self.blobs.discard_upload(&upload.id).await;
+                }
+                BlobError::DigestMismatch { expected }.into()
+            }
+            Err(err) => err,
         }
     }
 
