@@ -235,6 +235,9 @@ fn entry_of(event: &StoredEvent) -> NewAuditLog {
         berth_store::repo::events::MEMBER_ADDED => ("create", "project_member"),
         berth_store::repo::events::MEMBER_CHANGED => ("update", "project_member"),
         berth_store::repo::events::MEMBER_REMOVED => ("delete", "project_member"),
+        berth_store::repo::events::ROBOT_CREATED => ("create", "robot"),
+        berth_store::repo::events::ROBOT_UPDATED => ("update", "robot"),
+        berth_store::repo::events::ROBOT_DELETED => ("delete", "robot"),
         other => (other, "event"),
     };
     NewAuditLog {

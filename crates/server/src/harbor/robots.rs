@@ -20,13 +20,13 @@ use berth_store::repo::robots::{NewRobot, RobotLevel};
 use serde::{Deserialize, Serialize};
 
 use crate::access::{ProjectAccess, require_project};
-use crate::audit::Event;
 use crate::error::{ApiError, HarborResult};
 use crate::extract::Principal;
 use crate::extract::harbor::{HarborQuery, LaterJson, paged, path_int};
 use crate::identity::{self, hash_password};
 use crate::operations::{Routes, Surface};
 use crate::state::AppState;
+use berth_store::repo::robots::RobotChange;
 
 pub(super) fn routes() -> Routes {
     Routes::new(Surface::Harbor)
@@ -314,30 +314,31 @@ pub async fn create_robot(
         Principal::User(user) => ("local", user.id),
         Principal::Anonymous => return Err(ApiError::unauthorized().into()),
     };
+    let change = RobotChange {
+        prefix: config.string("robot_name_prefix"),
+        by: principal.audit_name(),
+    };
     let created = state
         .store
         .robots()
-        .create(&NewRobot {
-            name,
-            description: req.description,
-            project_id,
-            secret_hash: hash_password(&secret).await?,
-            duration,
-            expires_at,
-            disabled: req.disable,
-            creator_type: creator_type.to_string(),
-            creator_ref,
-            permissions,
-        })
+        .create(
+            &NewRobot {
+                name,
+                description: req.description,
+                project_id,
+                secret_hash: hash_password(&secret).await?,
+                duration,
+                expires_at,
+                disabled: req.disable,
+                creator_type: creator_type.to_string(),
+                creator_ref,
+                permissions,
+            },
+            &change,
+        )
         .await?;
     let full_name = format!("{}{}", config.string("robot_name_prefix"), created.name);
-    state.audit(Event {
-        project_id: created.project_id,
-        operation: "create",
-        resource_type: "robot",
-        resource: &full_name,
-        username: principal.audit_name(),
-    });
+    state.deliver_events();
     let location = format!("{}/{}", query.path.trim_end_matches('/'), created.id);
     let body = RobotCreated {
         id: created.id,
@@ -497,17 +498,15 @@ pub async fn update_robot(
     robot.description = req.description;
     robot.disabled = req.disable;
     robot.permissions = permissions;
-    if !state.store.robots().update(&robot).await? {
+    let change = RobotChange {
+        prefix,
+        by: principal.audit_name(),
+    };
+    if !state.store.robots().update(&robot, &change).await? {
         return Err(ApiError::not_found(format!("robot {} not found", robot.id)).into());
     }
     identity::forget_robot(&state, robot.id);
-    state.audit(Event {
-        project_id: robot.project_id,
-        operation: "update",
-        resource_type: "robot",
-        resource: &format!("{prefix}{}", robot.name),
-        username: principal.audit_name(),
-    });
+    state.deliver_events();
     Ok(StatusCode::OK)
 }
 
@@ -543,17 +542,15 @@ pub async fn delete_robot(
     Path(robot_id): Path<String>,
 ) -> HarborResult<StatusCode> {
     let (robot, _) = robot_for(&state, &principal, &robot_id, Action::Delete).await?;
-    if !state.store.robots().delete(robot.id).await? {
+    let prefix = robot_prefix(&state).await?;
+    let change = RobotChange {
+        prefix: &prefix,
+        by: principal.audit_name(),
+    };
+    if !state.store.robots().delete(&robot, &change).await? {
         return Err(ApiError::not_found(format!("robot {} not found", robot.id)).into());
     }
     identity::forget_robot(&state, robot.id);
-    let prefix = robot_prefix(&state).await?;
-    state.audit(Event {
-        project_id: robot.project_id,
-        operation: "delete",
-        resource_type: "robot",
-        resource: &format!("{prefix}{}", robot.name),
-        username: principal.audit_name(),
-    });
+    state.deliver_events();
     Ok(StatusCode::OK)
 }

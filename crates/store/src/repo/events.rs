@@ -37,6 +37,12 @@ pub const MEMBER_ADDED: &str = "member.added";
 pub const MEMBER_CHANGED: &str = "member.changed";
 /// A member was removed.
 pub const MEMBER_REMOVED: &str = "member.removed";
+/// A robot account was created (its full name, `robot$...`).
+pub const ROBOT_CREATED: &str = "robot.created";
+/// A robot account was changed.
+pub const ROBOT_UPDATED: &str = "robot.updated";
+/// A robot account was deleted.
+pub const ROBOT_DELETED: &str = "robot.deleted";
 
 /// A change to announce, as the change's transaction writes it.
 #[derive(Debug, Clone, PartialEq, Eq)]

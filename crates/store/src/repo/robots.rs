@@ -9,6 +9,7 @@ use berth_domain::time;
 
 use crate::Store;
 use crate::error::{StoreResult, conflict_on_unique};
+use crate::repo::events;
 use crate::repo::flag;
 use crate::repo::sql::{Column, Kind, Sql, order_clause};
 
@@ -192,9 +193,9 @@ impl Store {
 }
 
 impl Robots<'_> {
-    /// Creates a robot with its permissions, atomically; `Conflict` when the
-    /// name is taken.
-    pub async fn create(&self, new: &NewRobot) -> StoreResult<Robot> {
+    /// Creates a robot with its permissions and its [`events::ROBOT_CREATED`]
+    /// event, atomically; `Conflict` when the name is taken.
+    pub async fn create(&self, new: &NewRobot, change: &RobotChange<'_>) -> StoreResult<Robot> {
         let now = time::now();
         let mut tx = self.0.begin_write().await?;
         let (id,): (i64,) = sqlx::query_as(
@@ -219,6 +220,8 @@ impl Robots<'_> {
         })?;
         insert_permissions(&mut tx, id, &new.permissions).await?;
         let robot = self.get_in(&mut tx, "id = $1", id.into()).await?;
+        let event = change.event(events::ROBOT_CREATED, new.project_id, &new.name);
+        events::record(&mut tx, &event).await?;
         tx.commit().await?;
         robot.ok_or_else(|| DomainError::NotFound(format!("robot {id} not found")).into())
     }
@@ -289,8 +292,9 @@ impl Robots<'_> {
     }
 
     /// Stores `robot`'s description, disabled flag, duration, expiry and
-    /// permissions (replacing the old ones), atomically; false when it is gone.
-    pub async fn update(&self, robot: &Robot) -> StoreResult<bool> {
+    /// permissions (replacing the old ones) with its [`events::ROBOT_UPDATED`]
+    /// event, atomically; false when it is gone.
+    pub async fn update(&self, robot: &Robot, change: &RobotChange<'_>) -> StoreResult<bool> {
         let mut tx = self.0.begin_write().await?;
         let done = sqlx::query(
             "UPDATE robots SET description = $1, disabled = $2, duration = $3, expires_at = $4, \
@@ -312,6 +316,8 @@ impl Robots<'_> {
             .execute(&mut *tx)
             .await?;
         insert_permissions(&mut tx, robot.id, &robot.permissions).await?;
+        let event = change.event(events::ROBOT_UPDATED, robot.project_id, &robot.name);
+        events::record(&mut tx, &event).await?;
         tx.commit().await?;
         Ok(true)
     }
@@ -327,13 +333,42 @@ impl Robots<'_> {
         Ok(done.rows_affected() > 0)
     }
 
-    /// Deletes robot `id` and its permissions; false when it was not there.
-    pub async fn delete(&self, id: i64) -> StoreResult<bool> {
+    /// Deletes `robot` and its permissions, with its [`events::ROBOT_DELETED`]
+    /// event; false when it was not there.
+    pub async fn delete(&self, robot: &Robot, change: &RobotChange<'_>) -> StoreResult<bool> {
+        let mut tx = self.0.begin_write().await?;
         let done = sqlx::query("DELETE FROM robots WHERE id = $1")
-            .bind(id)
-            .execute(&self.0.pool)
+            .bind(robot.id)
+            .execute(&mut *tx)
             .await?;
-        Ok(done.rows_affected() > 0)
+        if done.rows_affected() == 0 {
+            return Ok(false);
+        }
+        let event = change.event(events::ROBOT_DELETED, robot.project_id, &robot.name);
+        events::record(&mut tx, &event).await?;
+        tx.commit().await?;
+        Ok(true)
+    }
+}
+
+/// Who changes a robot account, and the prefix its name is shown with
+/// (`robot_name_prefix`, `robot$` by default) in events.
+#[derive(Debug, Clone, Copy)]
+pub struct RobotChange<'a> {
+    /// The configured name prefix.
+    pub prefix: &'a str,
+    /// Who changes it.
+    pub by: &'a str,
+}
+
+impl RobotChange<'_> {
+    fn event(&self, kind: &'static str, project_id: Option<i64>, name: &str) -> events::NewEvent {
+        events::NewEvent {
+            kind,
+            project_id,
+            resource: format!("{}{name}", self.prefix),
+            actor: self.by.to_string(),
+        }
     }
 }
 

@@ -233,14 +233,15 @@ backend_test!(
         let mut stored = app.store().robots().get(id).await.unwrap().unwrap();
         let expires = stored.expires_at;
         stored.expires_at = 1;
-        assert!(app.store().robots().update(&stored).await.unwrap());
+        let change = berth_store::repo::robots::RobotChange { prefix: "robot$", by: "admin" };
+        assert!(app.store().robots().update(&stored, &change).await.unwrap());
         let res = app.get("/v2/library/nothing/tags/list").basic(&name, "Never-used-1").send().await;
         assert_eq!(res.status, StatusCode::UNAUTHORIZED);
         let fresh = app.second_instance().await;
         let res = fresh.get("/v2/library/nothing/tags/list").basic(&name, &secret).send().await;
         assert_eq!(res.status, StatusCode::UNAUTHORIZED, "expired");
         stored.expires_at = expires;
-        assert!(app.store().robots().update(&stored).await.unwrap());
+        assert!(app.store().robots().update(&stored, &change).await.unwrap());
 
         // Refreshed: the old secret stops working, the new one works.
         let res = app.request(Method::PATCH, &format!("/api/v2.0/robots/{id}")).admin().json(&json!({})).send().await;
