@@ -207,22 +207,25 @@ impl Content<'_> {
     }
 
     /// Takes `upload`'s in-place file when the blobs are in a directory and
-    /// the session keeps its bytes there, and checks under its lock that the
-    /// session is still as `upload` read it.
+    /// the session keeps its bytes there, and checks under its lock, in one
+    /// query, that the session is still as `upload` read it. (A session of
+    /// part files gets an empty in-place file it never uses; it goes with
+    /// the session's directory.)
     async fn hold(&self, upload: &Upload) -> StoreResult<Hold<'_>> {
         let BlobStore::Files(files) = self.blobs else {
             return Ok(Hold::Parts);
         };
-        let registry = self.store.registry();
-        let parts = registry.upload_parts(&upload.id).await?;
-        if parts.iter().any(|name| name != IN_PLACE) {
-            return Ok(Hold::Parts);
-        }
         let Some(held) = files.hold(&upload.id).await? else {
             return Ok(Hold::Refused);
         };
-        match registry.upload(&upload.id).await? {
-            Some(now) if now.parts == upload.parts => Ok(Hold::InPlace(files, held)),
+        match self
+            .store
+            .registry()
+            .upload_in_place(&upload.id, IN_PLACE)
+            .await?
+        {
+            Some((_, true)) => Ok(Hold::Parts),
+            Some((parts, false)) if parts == upload.parts => Ok(Hold::InPlace(files, held)),
             _ => Ok(Hold::Refused),
         }
     }

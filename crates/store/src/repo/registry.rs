@@ -574,6 +574,27 @@ impl Registry<'_> {
         .await?)
     }
 
+    /// Where upload `id` stands for a request holding its in-place file: its
+    /// change count (`parts`), and whether it keeps any bytes in part files
+    /// other than `in_place` (a session begun by an earlier version); `None`
+    /// once it ended.
+    pub async fn upload_in_place(
+        &self,
+        id: &str,
+        in_place: &str,
+    ) -> StoreResult<Option<(i64, bool)>> {
+        let row: Option<(i64, i64)> = sqlx::query_as(
+            "SELECT u.parts, CASE WHEN EXISTS (SELECT 1 FROM upload_parts p \
+             WHERE p.upload_id = u.id AND p.name <> $2) THEN 1 ELSE 0 END \
+             FROM uploads u WHERE u.id = $1",
+        )
+        .bind(id)
+        .bind(in_place)
+        .fetch_optional(&self.0.pool)
+        .await?;
+        Ok(row.map(|(parts, other)| (parts, other != 0)))
+    }
+
     /// The part file names of upload `id`, in order.
     pub async fn upload_parts(&self, id: &str) -> StoreResult<Vec<String>> {
         let rows: Vec<(String,)> =
