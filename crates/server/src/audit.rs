@@ -238,6 +238,10 @@ fn entry_of(event: &StoredEvent) -> NewAuditLog {
         berth_store::repo::events::ROBOT_CREATED => ("create", "robot"),
         berth_store::repo::events::ROBOT_UPDATED => ("update", "robot"),
         berth_store::repo::events::ROBOT_DELETED => ("delete", "robot"),
+        berth_store::repo::events::CONFIGURATION_CHANGED => ("update", "configuration"),
+        berth_store::repo::events::REGISTRY_CREATED => ("create", "registry"),
+        berth_store::repo::events::REGISTRY_UPDATED => ("update", "registry"),
+        berth_store::repo::events::REGISTRY_DELETED => ("delete", "registry"),
         other => (other, "event"),
     };
     NewAuditLog {

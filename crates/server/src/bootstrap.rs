@@ -1,6 +1,5 @@
 //! Opening a data directory: secrets, database, migrations and the built-in admin.
 
-use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -13,7 +12,7 @@ use berth_store::s3::S3Client;
 use berth_store::{BlobStore, ObjectBlobs, Store};
 
 use crate::config::{BlobLocation, Settings};
-use crate::rest::{RestConfig, RestServices};
+use crate::outbound::{RestConfig, RestServices};
 use crate::secrets;
 use crate::signin::{SignInGuard, SignInSettings};
 use crate::state::{AppState, Inner};
@@ -208,9 +207,4 @@ pub async fn open_blobs(settings: &Settings) -> anyhow::Result<BlobStore> {
         reason,
     })?;
     Ok(blobs)
-}
-
-/// The default blob directory of a data directory (when `--blob-store` is unset).
-pub fn blob_dir(data_dir: &Path) -> PathBuf {
-    data_dir.join("blobs")
 }

@@ -2,13 +2,14 @@
 //! fallback, and the flag wins.
 
 use std::net::{IpAddr, SocketAddr};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use berth_store::s3::S3Config;
 use clap::{Args, Parser, Subcommand};
 
 use crate::metrics::MetricsSettings;
 use crate::signin::{SignInSettings, ThrottleLimits, TrustedProxies};
+use crate::units::parse_duration_secs;
 
 /// Berth: one binary serving Harbor's management API, the OCI distribution API
 /// and a generator-rest users/auth/articles API over one user store.
@@ -265,7 +266,7 @@ impl Settings {
     pub fn blob_location(&self) -> BlobLocation {
         self.blob_store
             .clone()
-            .unwrap_or_else(|| BlobLocation::Directory(crate::bootstrap::blob_dir(&self.data_dir)))
+            .unwrap_or_else(|| BlobLocation::Directory(blob_dir(&self.data_dir)))
     }
 
     /// The external URL in effect: the configured one, else this listener's address.
@@ -340,40 +341,14 @@ pub fn parse_blob_store_with(
     Ok(BlobLocation::Directory(PathBuf::from(rest)))
 }
 
-/// Parses `3600`, `90s`, `30m`, `12h` or `7d` into seconds.
-pub fn parse_duration_secs(text: &str) -> Result<i64, String> {
-    let text = text.trim();
-    let (digits, unit) = match text.char_indices().find(|(_, c)| !c.is_ascii_digit()) {
-        Some((at, _)) => text.split_at(at),
-        None => (text, ""),
-    };
-    let value: i64 = digits
-        .parse()
-        .map_err(|_| format!("`{text}` is not a duration like 3600, 30m, 12h or 7d"))?;
-    let scale = match unit {
-        "" | "s" => 1,
-        "m" => 60,
-        "h" => 3600,
-        "d" => 86_400,
-        _ => return Err(format!("`{text}` has an unknown unit (use s, m, h or d)")),
-    };
-    value
-        .checked_mul(scale)
-        .ok_or_else(|| format!("`{text}` is too long"))
+/// The default blob directory of a data directory (when `--blob-store` is unset).
+pub fn blob_dir(data_dir: &Path) -> PathBuf {
+    data_dir.join("blobs")
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn durations() {
-        assert_eq!(parse_duration_secs("3600"), Ok(3600));
-        assert_eq!(parse_duration_secs("7d"), Ok(604_800));
-        assert_eq!(parse_duration_secs("30m"), Ok(1800));
-        assert!(parse_duration_secs("7w").is_err());
-        assert!(parse_duration_secs("").is_err());
-    }
 
     #[test]
     fn blob_store_urls() {

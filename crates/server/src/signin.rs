@@ -30,7 +30,7 @@ use axum::extract::ConnectInfo;
 use axum::http::{Extensions, HeaderMap};
 use sha2::{Digest, Sha256};
 
-use crate::config::parse_duration_secs;
+use crate::units::parse_duration_secs;
 
 /// The throttle's numbers. A limit of 0 means no limit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -35,7 +35,7 @@ pub struct Inner {
     /// The URL clients reach this server at, without a trailing slash.
     pub external_url: String,
     /// What the generator-rest API talks to: mail server, identity providers, CORS.
-    pub rest: crate::rest::RestServices,
+    pub rest: crate::outbound::RestServices,
     /// The distribution surface: blob storage, registry tokens, pull bookkeeping.
     pub registry: crate::registry::RegistryState,
     /// Audit log entries not yet written.

@@ -18,13 +18,15 @@ use serde_json::value::RawValue;
 use serde_json::{Value, json};
 
 use super::labels::LabelJson;
-use super::repositories::load_repository;
+use super::repositories::{load_repository, name_in_project};
 use super::tags::{TagJson, immutable_status};
-use crate::error::{ApiError, HarborResult};
+use crate::error::{ApiError, ErrorKind, HarborResult};
 use crate::extract::Principal;
 use crate::extract::harbor::{HarborQuery, paged};
 use crate::operations::{Routes, Surface};
-use crate::registry::read_config;
+use crate::service::artifacts::{self, ArtifactAt};
+use crate::service::content::read_config;
+use crate::service::repositories;
 use crate::state::AppState;
 use berth_domain::model::immutable::Protection;
 
@@ -336,35 +338,16 @@ pub(crate) async fn load_artifact(
     resource: Resource,
     action: Action,
 ) -> Result<Artifact, ApiError> {
-    let (_, name, repository) = load_repository(
+    repositories::find_artifact(
         state,
         principal,
         project_name,
-        repository_name,
+        &name_in_project(repository_name),
+        reference,
         resource,
         action,
     )
-    .await?;
-    let store = state.store.artifacts();
-    match Digest::parse(reference) {
-        Ok(digest) => {
-            let found = match &repository {
-                Some(r) => store.artifact_by_digest(r.id, digest.as_str()).await?,
-                None => None,
-            };
-            found.ok_or_else(|| ApiError::not_found(format!("artifact {name}@{digest} not found")))
-        }
-        Err(_) => {
-            let repository = repository
-                .ok_or_else(|| ApiError::not_found(format!("repository {name} not found")))?;
-            store
-                .artifact_by_tag(repository.id, reference)
-                .await?
-                .ok_or_else(|| {
-                    ApiError::not_found(format!("artifact {name}:{reference} not found"))
-                })
-        }
-    }
+    .await
 }
 
 /// `GET .../artifacts/{reference}`.
@@ -397,28 +380,17 @@ pub async fn delete_artifact(
     principal: Principal,
     Path((project_name, repository_name, reference)): Path<(String, String, String)>,
 ) -> HarborResult<()> {
-    let artifact = load_artifact(
-        &state,
-        &principal,
-        &project_name,
-        &repository_name,
-        &reference,
-        Resource::Artifact,
-        Action::Delete,
-    )
-    .await?;
-    state
-        .store
-        .artifacts()
-        .delete_artifact(&artifact, principal.audit_name())
+    let at = ArtifactAt {
+        project: &project_name,
+        repository: &name_in_project(&repository_name),
+        reference: &reference,
+    };
+    artifacts::delete(&state, &principal, at)
         .await
-        .map_err(|e| match ApiError::from(e) {
-            err if err.kind == crate::error::ErrorKind::Precondition => {
-                err.with_code("VIOLATE_FOREIGN_KEY_CONSTRAINT")
-            }
-            err => err,
+        .map_err(|err| match err.kind {
+            ErrorKind::Precondition => err.with_code("VIOLATE_FOREIGN_KEY_CONSTRAINT"),
+            _ => err,
         })?;
-    state.deliver_events();
     Ok(())
 }
 

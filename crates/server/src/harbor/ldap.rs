@@ -13,6 +13,7 @@ use crate::error::{ApiError, HarborResult};
 use crate::extract::Principal;
 use crate::extract::harbor::HarborBytes;
 use crate::operations::{Routes, Surface};
+use crate::service::ldap_ping::{self, LdapConf};
 use crate::state::AppState;
 
 pub(super) fn routes() -> Routes {
@@ -21,29 +22,6 @@ pub(super) fn routes() -> Routes {
         .get("/ldap/users/search", search_ldap_user)
         .post("/ldap/users/import", import_ldap_user)
         .get("/ldap/groups/search", search_ldap_group)
-}
-
-/// Harbor's LdapConf: the settings a ping may try instead of the stored ones.
-#[derive(Debug, Default, Deserialize)]
-pub struct LdapConf {
-    /// `ldap_url`.
-    pub ldap_url: Option<String>,
-    /// `ldap_search_dn`.
-    pub ldap_search_dn: Option<String>,
-    /// `ldap_search_password` (empty: the stored one).
-    pub ldap_search_password: Option<String>,
-    /// `ldap_base_dn`.
-    pub ldap_base_dn: Option<String>,
-    /// `ldap_filter`.
-    pub ldap_filter: Option<String>,
-    /// `ldap_uid`.
-    pub ldap_uid: Option<String>,
-    /// `ldap_scope`.
-    pub ldap_scope: Option<i64>,
-    /// `ldap_connection_timeout`.
-    pub ldap_connection_timeout: Option<i64>,
-    /// `ldap_verify_cert`.
-    pub ldap_verify_cert: Option<bool>,
 }
 
 /// Harbor's LdapPingResult.
@@ -105,89 +83,17 @@ pub async fn ping_ldap(
 ) -> HarborResult<Json<LdapPingResult>> {
     principal.require_sysadmin()?;
     let conf: LdapConf = optional_json(&body)?.unwrap_or_default();
-    Ok(Json(ping_ldap_as(&state, &principal, conf).await?))
-}
-
-/// Whether two directory URLs name the same host (whatever the scheme or
-/// port: `ldap://dir` and `ldaps://dir:636` are one directory).
-fn same_directory(a: &str, b: &str) -> bool {
-    let host = |url: &str| {
-        let url = ldap::normalize_url(url).ok()?;
-        let authority = url
-            .split_once("://")?
-            .1
-            .split('/')
-            .next()?
-            .to_ascii_lowercase();
-        Some(match authority.rsplit_once(':') {
-            Some((host, port)) if port.bytes().all(|b| b.is_ascii_digit()) => host.to_string(),
-            _ => authority,
-        })
-    };
-    matches!((host(a), host(b)), (Some(a), Some(b)) if a == b)
-}
-
-/// pingLdap for `principal` (the API and the portal): `conf`'s settings over
-/// the stored ones; the stored search password only with the stored URL.
-pub async fn ping_ldap_as(
-    state: &AppState,
-    principal: &Principal,
-    conf: LdapConf,
-) -> Result<LdapPingResult, ApiError> {
-    principal.require_sysadmin()?;
-    let config = state.store.configurations().load().await?;
-    let mut settings = directory::settings(&config);
-    let stored_url = settings.url.clone();
-    let overrides = [
-        (&mut settings.url, conf.ldap_url),
-        (&mut settings.search_dn, conf.ldap_search_dn),
-        (&mut settings.base_dn, conf.ldap_base_dn),
-        (&mut settings.filter, conf.ldap_filter),
-        (&mut settings.uid_attribute, conf.ldap_uid),
-    ];
-    for (field, value) in overrides {
-        if let Some(value) = value {
-            *field = value;
-        }
-    }
-    match conf.ldap_search_password.filter(|p| !p.is_empty()) {
-        Some(password) => settings.search_password = password,
-        // The stored password goes only to the stored directory's host: a
-        // ping of another would send it to whatever host the caller names.
-        None if !same_directory(&settings.url, &stored_url) => settings.search_password.clear(),
-        None => {}
-    }
-    if let Some(scope) = conf.ldap_scope {
-        settings.scope = scope;
-    }
-    if let Some(seconds) = conf.ldap_connection_timeout.filter(|s| *s > 0) {
-        settings.timeout = std::time::Duration::from_secs(seconds.min(300) as u64);
-    }
-    if let Some(verify) = conf.ldap_verify_cert {
-        settings.verify_cert = verify;
-    }
-    ldap::normalize_url(&settings.url).map_err(directory::error)?;
-    if !settings.base_dn.is_empty() {
-        ldap::validate_dn(&settings.base_dn).map_err(directory::error)?;
-    }
-    ldap::normalize_filter(&settings.filter).map_err(directory::error)?;
-    if !(0..=2).contains(&settings.scope) {
-        return Err(ApiError::bad_request("invalid scope, should be 0, 1 or 2"));
-    }
-    let result = match ldap::ping(&settings).await {
+    let result = match ldap_ping::ping(&state, &principal, conf).await? {
         Ok(()) => LdapPingResult {
             success: true,
             message: String::new(),
         },
-        Err(DirectoryError::Invalid(message)) if message.starts_with("invalid DN") => {
-            return Err(ApiError::bad_request(message));
-        }
-        Err(err) => LdapPingResult {
+        Err(message) => LdapPingResult {
             success: false,
-            message: format!("error: {err}"),
+            message,
         },
     };
-    Ok(result)
+    Ok(Json(result))
 }
 
 /// Query of searchLdapUser.

@@ -9,12 +9,11 @@ use axum::extract::{FromRequestParts, Path, State};
 use axum::http::request::Parts;
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use berth_domain::model::project::{MAX_STORAGE_LIMIT, validate_project_name};
-use berth_domain::model::registry::RegistryType;
-use berth_domain::model::{CveAllowlist, NewProject, Project, ProjectRef, User, metadata};
+use berth_domain::model::project::validate_project_name;
+use berth_domain::model::{CveAllowlist, Project, ProjectRef, metadata};
 use berth_domain::rbac::{Action, Resource, Role};
 use berth_domain::time::ZERO_TIME;
-use berth_store::repo::projects::{ProjectDetails, ProjectFilter, REPOSITORIES_LEFT, Viewer};
+use berth_store::repo::projects::{ProjectDetails, ProjectFilter, REPOSITORIES_LEFT};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -24,6 +23,7 @@ use crate::error::{ApiError, HarborError, HarborResult};
 use crate::extract::Principal;
 use crate::extract::harbor::{HarborJson, HarborQuery, LaterJson, header_bool, paged};
 use crate::operations::{Routes, Surface};
+use crate::service::projects::{self, NewProjectSpec};
 use crate::state::AppState;
 
 pub(super) fn routes() -> Routes {
@@ -154,16 +154,6 @@ pub(super) fn project_wire(project: &Project, details: &ProjectDetails, full: bo
     }
 }
 
-/// The viewer of lists for a principal.
-pub(crate) fn viewer(principal: &Principal) -> Viewer {
-    match principal {
-        Principal::User(u) if u.sysadmin => Viewer::Admin,
-        Principal::User(u) => Viewer::User(u.id),
-        Principal::Robot(r) => Viewer::Robot(r.robot.id),
-        Principal::Anonymous => Viewer::Anonymous,
-    }
-}
-
 /// Lists the projects the caller may see, paged.
 pub async fn list_projects(
     State(state): State<AppState>,
@@ -182,7 +172,11 @@ pub async fn list_projects(
     let page = state
         .store
         .projects()
-        .list(viewer(&principal), &filter, principal.user().map(|u| u.id))
+        .list(
+            projects::viewer(&principal),
+            &filter,
+            principal.user().map(|u| u.id),
+        )
         .await?;
     let wire: Vec<ProjectWire> = page
         .projects
@@ -231,20 +225,6 @@ pub struct ProjectReq {
     registry_id: Option<i64>,
 }
 
-impl ProjectReq {
-    /// A request for a project named `name`, public or not, with defaults for the rest.
-    pub(crate) fn named(name: String, public: bool) -> Self {
-        Self {
-            project_name: Some(name),
-            public: Some(public),
-            metadata: None,
-            cve_allowlist: None,
-            storage_limit: None,
-            registry_id: None,
-        }
-    }
-}
-
 /// Harbor's CVEAllowlist as a request carries it (a project's, or the system's).
 #[derive(Debug, Deserialize)]
 pub struct CveAllowlistReq {
@@ -288,52 +268,6 @@ pub(super) fn allowlist_items(
     Ok(ids)
 }
 
-/// Harbor's message for a `retention_id` in a createProject body.
-const RETENTION_ON_CREATE: &str = "bad request: the retention_id in the request's payload when creating a project should be omitted, alternatively passing an empty string";
-/// Harbor's message for a `retention_id` in an updateProject body.
-const RETENTION_ON_UPDATE: &str = "the retention_id in the request's payload when updating a project should be omitted, alternatively passing the one that has already been associated to this project";
-
-/// The metadata of a ProjectReq, as given: unknown keys are dropped (as
-/// go-swagger's binding drops them), and so are the proxy-cache keys of a
-/// normal project and `enable_content_trust` of a proxy-cache one (`proxy`);
-/// values must be strings; a non-empty `retention_id` is a 400 with
-/// `retention_message`.
-fn request_metadata(
-    map: Option<&serde_json::Map<String, Value>>,
-    proxy: bool,
-    retention_message: &'static str,
-) -> Result<Vec<(String, String)>, ApiError> {
-    let mut out = Vec::new();
-    for (key, value) in map.into_iter().flatten() {
-        let proxy_only = key.starts_with("proxy_") || key == "max_upstream_conn";
-        let dropped = if proxy {
-            key == "enable_content_trust"
-        } else {
-            proxy_only
-        };
-        if key != "retention_id" && (!metadata::is_writable(key) || dropped) {
-            continue;
-        }
-        let value = match value {
-            Value::String(s) => s.clone(),
-            Value::Null => continue,
-            _ => {
-                return Err(ApiError::bad_request(format!(
-                    "metadata.{key} in body must be of type string"
-                )));
-            }
-        };
-        if key == "retention_id" {
-            if !value.is_empty() {
-                return Err(ApiError::bad_request(retention_message));
-            }
-            continue;
-        }
-        out.push((key.clone(), value));
-    }
-    Ok(out)
-}
-
 /// Creates a project owned by the caller, who becomes its projectAdmin.
 pub async fn create_project(
     State(state): State<AppState>,
@@ -342,13 +276,14 @@ pub async fn create_project(
     query: HarborQuery,
     HarborJson(req): HarborJson<ProjectReq>,
 ) -> HarborResult<Response> {
-    if let Principal::Robot(robot) = &principal
-        && robot.robot.project_id.is_some()
-    {
-        return Err(ApiError::forbidden("Only system level robot can create project").into());
-    }
-    let user = principal.require_user()?;
-    let project = create_project_as(&state, user, req).await?;
+    let spec = NewProjectSpec {
+        project_name: req.project_name,
+        public: req.public,
+        metadata: req.metadata,
+        storage_limit: req.storage_limit,
+        registry_id: req.registry_id,
+    };
+    let project = projects::create(&state, &principal, spec).await?;
     let base = query.path.trim_end_matches('/');
     let location = if header_bool(&headers, "x-resource-name-in-location") {
         format!("{base}/{}", project.name)
@@ -356,99 +291,6 @@ pub async fn create_project(
         format!("{base}/{}", project.id)
     };
     Ok((StatusCode::CREATED, [(header::LOCATION, location)]).into_response())
-}
-
-/// Creates a project owned by `user`, who becomes its projectAdmin: the rules
-/// of createProject (creation restriction, quota, metadata), for every surface.
-pub(crate) async fn create_project_as(
-    state: &AppState,
-    user: &User,
-    req: ProjectReq,
-) -> Result<Project, ApiError> {
-    let config = state.store.configurations().load().await?;
-    if config.string("project_creation_restriction") == "adminonly" && !user.sysadmin {
-        return Err(ApiError::forbidden("Only system admin can create project"));
-    }
-    if req.registry_id.is_some() && !user.sysadmin {
-        return Err(ApiError::forbidden(
-            "Only system admin can create proxy cache project",
-        ));
-    }
-    let mut storage_limit = -1;
-    if config.flag("quota_per_project_enable") {
-        storage_limit = match req.storage_limit {
-            Some(limit) if limit != 0 && user.sysadmin => limit,
-            _ => config.int("storage_per_project"),
-        };
-    }
-    let mut pairs = request_metadata(
-        req.metadata.as_ref(),
-        req.registry_id.is_some(),
-        RETENTION_ON_CREATE,
-    )?;
-    if !pairs.iter().any(|(k, v)| k == "public" && !v.is_empty()) {
-        pairs.retain(|(k, _)| k != "public");
-        let public = req.public.unwrap_or(false);
-        pairs.push(("public".into(), public.to_string()));
-    }
-    let mut validated = Vec::new();
-    for (key, value) in pairs.into_iter().filter(|(_, v)| !v.is_empty()) {
-        if key == "public" && value != "true" && value != "false" {
-            return Err(ApiError::bad_request(format!(
-                "metadata.public should only be 'true' or 'false', but got: '{value}'"
-            )));
-        }
-        validated.push((key.clone(), metadata::normalize(&key, &value)?));
-    }
-    let registry_id = match req.registry_id {
-        Some(id) => Some(proxy_registry(state, id).await?),
-        None => None,
-    };
-    if storage_limit != -1 && !(1..=MAX_STORAGE_LIMIT).contains(&storage_limit) {
-        return Err(ApiError::bad_request(format!(
-            "bad request: invalid storage limit {storage_limit}: it should be -1 or between 1 and {MAX_STORAGE_LIMIT}"
-        )));
-    }
-    let name = req.project_name.unwrap_or_default();
-    validate_project_name(&name)?;
-    let project = state
-        .store
-        .projects()
-        .create(
-            &NewProject {
-                name,
-                owner_id: user.id,
-                metadata: validated,
-                storage_limit,
-                registry_id,
-            },
-            &user.username,
-        )
-        .await?;
-    state.deliver_events();
-    Ok(project)
-}
-
-/// The upstream registry `id` of a new proxy-cache project, checked as
-/// Harbor does (a positive id of a registry of a type proxies support); a
-/// missing registry is a 400 (Harbor answers 500).
-async fn proxy_registry(state: &AppState, id: i64) -> Result<i64, ApiError> {
-    if id <= 0 {
-        return Err(ApiError::bad_request(format!(
-            "bad request: {id} is invalid value of registry_id, it should be greater than 0"
-        )));
-    }
-    let registry =
-        state.store.registries().get(id).await?.ok_or_else(|| {
-            ApiError::bad_request(format!("bad request: registry {id} not found"))
-        })?;
-    if RegistryType::parse(&registry.settings.kind).is_none() {
-        return Err(ApiError::bad_request(format!(
-            "bad request: unsupported registry type {}",
-            registry.settings.kind
-        )));
-    }
-    Ok(registry.id)
 }
 
 /// The caller of a project-scoped operation, with how its path names the
@@ -531,10 +373,11 @@ pub async fn update_project(
     let req = body.parse()?;
     let project_id = access.project.id;
     let proxy = access.project.registry_id.is_some();
-    let validated = request_metadata(req.metadata.as_ref(), proxy, RETENTION_ON_UPDATE)?
-        .into_iter()
-        .map(|(key, value)| metadata::normalize(&key, &value).map(|v| (key, v)))
-        .collect::<Result<Vec<_>, _>>()?;
+    let validated =
+        projects::request_metadata(req.metadata.as_ref(), proxy, projects::RETENTION_ON_UPDATE)?
+            .into_iter()
+            .map(|(key, value)| metadata::normalize(&key, &value).map(|v| (key, v)))
+            .collect::<Result<Vec<_>, _>>()?;
     let allowlist = match req.cve_allowlist {
         None => None,
         Some(list) => {
@@ -567,38 +410,9 @@ pub async fn delete_project(
     caller: ProjectCaller,
     Path(project_name_or_id): Path<String>,
 ) -> HarborResult<StatusCode> {
-    let access = caller
-        .require(
-            &state,
-            &project_name_or_id,
-            Resource::Project,
-            Action::Delete,
-        )
-        .await?;
-    delete_project_by_id(&state, &access.project, caller.principal.audit_name()).await?;
+    let reference = caller.project_ref(&project_name_or_id);
+    projects::delete(&state, &caller.principal, &reference).await?;
     Ok(StatusCode::OK)
-}
-
-/// Deletes `project`, which the caller (`actor`) may delete; 412 while it
-/// still has repositories.
-pub(crate) async fn delete_project_by_id(
-    state: &AppState,
-    project: &Project,
-    actor: &str,
-) -> Result<(), ApiError> {
-    match state.store.projects().delete(project.id, actor).await {
-        Ok(_) => {
-            state.deliver_events();
-            Ok(())
-        }
-        Err(berth_store::StoreError::Domain(berth_domain::DomainError::Precondition(m))) => {
-            Err(ApiError::new(
-                crate::error::ErrorKind::Precondition,
-                format!("precondition failed: {m}"),
-            ))
-        }
-        Err(other) => Err(other.into()),
-    }
 }
 
 /// Harbor's ProjectDeletable (`deletable: false` is omitted).

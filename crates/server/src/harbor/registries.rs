@@ -12,11 +12,11 @@ use berth_domain::model::registry::{
 };
 use serde::{Deserialize, Serialize};
 
-use crate::audit::Event;
 use crate::error::{ApiError, HarborResult};
 use crate::extract::Principal;
 use crate::extract::harbor::{HarborJson, HarborQuery, LaterJson, paged, path_int};
 use crate::operations::{Routes, Surface};
+use crate::service::registries;
 use crate::state::AppState;
 use crate::upstream::{self, tls};
 
@@ -218,7 +218,7 @@ pub async fn create_registry(
     query: HarborQuery,
     HarborJson(req): HarborJson<RegistryReq>,
 ) -> HarborResult<Response> {
-    let user = principal.require_sysadmin()?;
+    principal.require_sysadmin()?;
     let ca_certificate = checked_ca(req.ca_certificate.unwrap_or_default())?;
     let name = req.name.unwrap_or_default();
     registry::validate_name(&name)?;
@@ -243,14 +243,7 @@ pub async fn create_registry(
     };
     check_health(kind, &settings, &secret).await?;
     settings.status = HEALTHY.to_string();
-    let created = state.store.registries().create(&settings, &secret).await?;
-    state.audit(Event {
-        project_id: None,
-        operation: "create",
-        resource_type: "registry",
-        resource: &created.settings.name,
-        username: &user.username,
-    });
+    let created = registries::create(&state, &principal, &settings, &secret).await?;
     let location = format!("{}/{}", query.path.trim_end_matches('/'), created.id);
     Ok((StatusCode::CREATED, [(header::LOCATION, location)]).into_response())
 }
@@ -294,7 +287,7 @@ pub async fn update_registry(
     Path(id): Path<String>,
     body: LaterJson<RegistryUpdate>,
 ) -> HarborResult<StatusCode> {
-    let user = principal.require_sysadmin()?;
+    principal.require_sysadmin()?;
     let registry = registry_for(&state, &id).await?;
     let req = body.parse()?;
     let mut settings = registry.settings.clone();
@@ -331,21 +324,9 @@ pub async fn update_registry(
     let kind = registry::parse_type(&settings.kind)?;
     check_health(kind, &settings, &secret).await?;
     settings.status = HEALTHY.to_string();
-    if !state
-        .store
-        .registries()
-        .update(registry.id, &settings, &change)
-        .await?
-    {
+    if !registries::update(&state, &principal, registry.id, &settings, &change).await? {
         return Err(ApiError::not_found(format!("registry {} not found", registry.id)).into());
     }
-    state.audit(Event {
-        project_id: None,
-        operation: "update",
-        resource_type: "registry",
-        resource: &settings.name,
-        username: &user.username,
-    });
     Ok(StatusCode::OK)
 }
 
@@ -355,18 +336,11 @@ pub async fn delete_registry(
     principal: Principal,
     Path(id): Path<String>,
 ) -> HarborResult<StatusCode> {
-    let user = principal.require_sysadmin()?;
+    principal.require_sysadmin()?;
     let registry = registry_for(&state, &id).await?;
-    if !state.store.registries().delete(registry.id).await? {
+    if !registries::delete(&state, &principal, registry.id).await? {
         return Err(ApiError::not_found(format!("registry {} not found", registry.id)).into());
     }
-    state.audit(Event {
-        project_id: None,
-        operation: "delete",
-        resource_type: "registry",
-        resource: &registry.settings.name,
-        username: &user.username,
-    });
     Ok(StatusCode::OK)
 }
 

@@ -13,11 +13,12 @@ use berth_store::repo::repositories::RepositoryFilter;
 use percent_encoding::percent_decode_str;
 use serde_json::{Value, json};
 
-use crate::access::{ProjectAccess, require_project};
+use crate::access::require_project;
 use crate::error::{ApiError, HarborResult};
 use crate::extract::Principal;
 use crate::extract::harbor::{HarborQuery, paged};
 use crate::operations::{Routes, Surface};
+use crate::service::repositories::{self, repository_not_found};
 use crate::state::AppState;
 
 pub(super) fn routes() -> Routes {
@@ -38,10 +39,17 @@ pub(super) fn routes() -> Routes {
         )
 }
 
+/// The repository name within the project from the path: Harbor's clients
+/// encode a `/` in it twice (`a%252Fb` arrives as `a%2Fb`), so it is decoded again.
+pub(super) fn name_in_project(repository_name: &str) -> String {
+    percent_decode_str(repository_name)
+        .decode_utf8_lossy()
+        .into_owned()
+}
+
 /// The full repository name from the path: `project/` + the twice-decoded name.
 pub(super) fn full_name(project_name: &str, repository_name: &str) -> String {
-    let decoded = percent_decode_str(repository_name).decode_utf8_lossy();
-    format!("{project_name}/{decoded}")
+    format!("{project_name}/{}", name_in_project(repository_name))
 }
 
 /// Harbor's Repository model.
@@ -86,7 +94,13 @@ pub async fn list_all_repositories(
     principal: Principal,
     query: HarborQuery,
 ) -> HarborResult<Response> {
-    list(&state, &query, super::projects::viewer(&principal), None).await
+    list(
+        &state,
+        &query,
+        crate::service::projects::viewer(&principal),
+        None,
+    )
+    .await
 }
 
 /// `GET /projects/{project_name}/repositories`.
@@ -107,7 +121,7 @@ pub async fn list_repositories(
     list(&state, &query, Viewer::Admin, Some(access.project.id)).await
 }
 
-/// Checks `action` on the project and loads the repository (404 when missing).
+/// Checks `action` on the project and loads the repository (missing: `None`).
 pub(crate) async fn load_repository(
     state: &AppState,
     principal: &Principal,
@@ -116,43 +130,16 @@ pub(crate) async fn load_repository(
     resource: Resource,
     action: Action,
 ) -> Result<(Project, String, Option<Repository>), ApiError> {
-    let (access, name, repository) = load_repository_access(
+    let reached = repositories::reach(
         state,
         principal,
         project_name,
-        repository_name,
+        &name_in_project(repository_name),
         resource,
         action,
     )
     .await?;
-    Ok((access.project, name, repository))
-}
-
-/// [`load_repository`] keeping the caller's standing in the project, for
-/// callers that also show what else the caller may do there.
-pub(crate) async fn load_repository_access(
-    state: &AppState,
-    principal: &Principal,
-    project_name: &str,
-    repository_name: &str,
-    resource: Resource,
-    action: Action,
-) -> Result<(ProjectAccess, String, Option<Repository>), ApiError> {
-    let access = require_project(
-        state,
-        principal.actor(),
-        &ProjectRef::Name(project_name.to_string()),
-        resource,
-        action,
-    )
-    .await?;
-    let name = full_name(project_name, repository_name);
-    let repository = state.store.repositories().find(&name).await?;
-    Ok((access, name, repository))
-}
-
-fn repository_not_found(name: &str) -> ApiError {
-    ApiError::not_found(format!("repository {name} not found"))
+    Ok((reached.access.project, reached.name, reached.repository))
 }
 
 /// `GET /projects/{project_name}/repositories/{repository_name}`.
@@ -199,31 +186,18 @@ pub async fn update_repository(
     _headers: HeaderMap,
     body: Bytes,
 ) -> HarborResult<()> {
-    let (_, name, repository) = load_repository(
-        &state,
-        &principal,
-        &project_name,
-        &repository_name,
-        Resource::Repository,
-        Action::Update,
-    )
-    .await?;
     let update: Value = serde_json::from_slice(&body)
         .map_err(|e| ApiError::bad_request(format!("invalid repository body: {e}")))?;
     if !update.is_object() {
         return Err(ApiError::bad_request("the body must be a Repository object").into());
     }
-    let repository = repository.ok_or_else(|| repository_not_found(&name))?;
     let description = match update.get("description") {
         None | Some(Value::Null) => String::new(),
         Some(Value::String(s)) => html_escape(s),
         Some(_) => return Err(ApiError::bad_request("description must be a string").into()),
     };
-    state
-        .store
-        .repositories()
-        .update_description(repository.id, &description)
-        .await?;
+    let name = name_in_project(&repository_name);
+    repositories::describe(&state, &principal, &project_name, &name, &description).await?;
     Ok(())
 }
 
@@ -234,22 +208,8 @@ pub async fn delete_repository(
     principal: Principal,
     Path((project_name, repository_name)): Path<(String, String)>,
 ) -> HarborResult<()> {
-    let (_, name, repository) = load_repository(
-        &state,
-        &principal,
-        &project_name,
-        &repository_name,
-        Resource::Repository,
-        Action::Delete,
-    )
-    .await?;
-    let repository = repository.ok_or_else(|| repository_not_found(&name))?;
-    state
-        .store
-        .repositories()
-        .delete(repository.id, principal.audit_name())
-        .await?;
-    state.deliver_events();
+    let name = name_in_project(&repository_name);
+    repositories::delete(&state, &principal, &project_name, &name).await?;
     Ok(())
 }
 

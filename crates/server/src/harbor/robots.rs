@@ -23,8 +23,9 @@ use crate::access::{ProjectAccess, require_project};
 use crate::error::{ApiError, HarborResult};
 use crate::extract::Principal;
 use crate::extract::harbor::{HarborQuery, LaterJson, paged, path_int};
-use crate::identity::{self, hash_password};
+use crate::identity::hash_password;
 use crate::operations::{Routes, Surface};
+use crate::service::robots;
 use crate::state::AppState;
 use berth_store::repo::robots::RobotChange;
 
@@ -318,27 +319,24 @@ pub async fn create_robot(
         prefix: config.string("robot_name_prefix"),
         by: principal.audit_name(),
     };
-    let created = state
-        .store
-        .robots()
-        .create(
-            &NewRobot {
-                name,
-                description: req.description,
-                project_id,
-                secret_hash: hash_password(&secret).await?,
-                duration,
-                expires_at,
-                disabled: req.disable,
-                creator_type: creator_type.to_string(),
-                creator_ref,
-                permissions,
-            },
-            &change,
-        )
-        .await?;
+    let created = robots::create(
+        &state,
+        &NewRobot {
+            name,
+            description: req.description,
+            project_id,
+            secret_hash: hash_password(&secret).await?,
+            duration,
+            expires_at,
+            disabled: req.disable,
+            creator_type: creator_type.to_string(),
+            creator_ref,
+            permissions,
+        },
+        &change,
+    )
+    .await?;
     let full_name = format!("{}{}", config.string("robot_name_prefix"), created.name);
-    state.deliver_events();
     let location = format!("{}/{}", query.path.trim_end_matches('/'), created.id);
     let body = RobotCreated {
         id: created.id,
@@ -502,11 +500,9 @@ pub async fn update_robot(
         prefix,
         by: principal.audit_name(),
     };
-    if !state.store.robots().update(&robot, &change).await? {
+    if !robots::update(&state, &robot, &change).await? {
         return Err(ApiError::not_found(format!("robot {} not found", robot.id)).into());
     }
-    identity::forget_robot(&state, robot.id);
-    state.deliver_events();
     Ok(StatusCode::OK)
 }
 
@@ -528,10 +524,9 @@ pub async fn refresh_sec(
         (req.secret, String::new())
     };
     let hash = hash_password(&secret).await?;
-    if !state.store.robots().set_secret(robot.id, &hash).await? {
+    if !robots::set_secret(&state, robot.id, &hash).await? {
         return Err(ApiError::not_found(format!("robot {} not found", robot.id)).into());
     }
-    identity::forget_robot(&state, robot.id);
     Ok(Json(RobotSec { secret: shown }))
 }
 
@@ -547,10 +542,8 @@ pub async fn delete_robot(
         prefix: &prefix,
         by: principal.audit_name(),
     };
-    if !state.store.robots().delete(&robot, &change).await? {
+    if !robots::delete(&state, &robot, &change).await? {
         return Err(ApiError::not_found(format!("robot {} not found", robot.id)).into());
     }
-    identity::forget_robot(&state, robot.id);
-    state.deliver_events();
     Ok(StatusCode::OK)
 }

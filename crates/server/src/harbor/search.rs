@@ -7,8 +7,9 @@ use serde::Serialize;
 use crate::error::HarborResult;
 use crate::extract::Principal;
 use crate::extract::harbor::HarborQuery;
-use crate::harbor::projects::{ProjectWire, project_wire, viewer};
+use crate::harbor::projects::{ProjectWire, project_wire};
 use crate::operations::{Routes, Surface};
+use crate::service::projects::viewer;
 use crate::state::AppState;
 use berth_store::repo::projects::Viewer;
 

@@ -4,10 +4,10 @@ use axum::Json;
 use axum::extract::State;
 use serde::Serialize;
 
-use crate::error::{ApiError, HarborResult};
+use crate::error::HarborResult;
 use crate::extract::Principal;
-use crate::harbor::projects::viewer;
 use crate::operations::{Routes, Surface};
+use crate::service::statistics;
 use crate::state::AppState;
 
 pub(super) fn routes() -> Routes {
@@ -39,18 +39,13 @@ pub async fn get_statistic(
     State(state): State<AppState>,
     principal: Principal,
 ) -> HarborResult<Json<Statistic>> {
-    Ok(Json(statistic_as(&state, &principal).await?))
+    let counts = statistics::counts(&state, &principal).await?;
+    Ok(Json(statistic_wire(&counts)))
 }
 
-/// getStatistic for `principal` (the API and the portal).
-pub async fn statistic_as(state: &AppState, principal: &Principal) -> Result<Statistic, ApiError> {
-    principal.require_authenticated()?;
-    let s = state
-        .store
-        .statistics()
-        .statistic(viewer(principal))
-        .await?;
-    Ok(Statistic {
+/// getStatistic's wire shape of the counts.
+fn statistic_wire(s: &berth_store::repo::statistics::Statistic) -> Statistic {
+    Statistic {
         private_project_count: s.private_project_count,
         private_repo_count: s.private_repo_count,
         public_project_count: s.public_project_count,
@@ -58,5 +53,5 @@ pub async fn statistic_as(state: &AppState, principal: &Principal) -> Result<Sta
         total_project_count: s.total_project_count,
         total_repo_count: s.total_repo_count,
         total_storage_consumption: s.total_storage_consumption,
-    })
+    }
 }

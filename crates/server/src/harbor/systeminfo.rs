@@ -11,9 +11,6 @@ use crate::extract::Principal;
 use crate::operations::{Routes, Surface};
 use crate::state::AppState;
 
-/// What Berth reports as `harbor_version`: the Harbor API generation it speaks, and its own version.
-pub(crate) const HARBOR_VERSION: &str = concat!("v2.16.0-berth-", env!("CARGO_PKG_VERSION"));
-
 /// Harbor's GeneralInfo. Anonymous callers get the first five fields only.
 #[derive(Debug, Serialize)]
 pub struct GeneralInfo {
@@ -103,7 +100,7 @@ pub async fn get_system_info(
             external_url: state.external_url.clone(),
             project_creation_restriction: config.string("project_creation_restriction").to_string(),
             has_ca_root: false,
-            harbor_version: HARBOR_VERSION,
+            harbor_version: crate::service::health::HARBOR_VERSION,
             registry_storage_provider_name: "filesystem",
             read_only: config.flag("read_only"),
             notification_enable: config.flag("notification_enable"),

@@ -6,16 +6,18 @@ use axum::http::StatusCode;
 use axum::response::Response;
 use berth_domain::model::Tag;
 use berth_domain::model::immutable::Protection;
-use berth_domain::oci::{is_valid_tag, within_project};
+use berth_domain::oci::within_project;
 use berth_domain::rbac::{Action, Resource};
 use serde::Serialize;
 use serde_json::Value;
 
 use super::artifacts::{BASE, load_artifact};
+use super::repositories::name_in_project;
 use crate::error::{ApiError, HarborResult};
 use crate::extract::Principal;
 use crate::extract::harbor::{HarborQuery, paged};
 use crate::operations::{Routes, Surface};
+use crate::service::artifacts::{self, ArtifactAt};
 use crate::state::AppState;
 
 pub(super) fn routes() -> Routes {
@@ -111,27 +113,15 @@ pub async fn create_tag(
     Path((project_name, repository_name, reference)): Path<(String, String, String)>,
     body: Bytes,
 ) -> HarborResult<StatusCode> {
-    let artifact = load_artifact(
-        &state,
-        &principal,
-        &project_name,
-        &repository_name,
-        &reference,
-        Resource::Tag,
-        Action::Create,
-    )
-    .await?;
     let body: Value = serde_json::from_slice(&body)
         .map_err(|e| ApiError::bad_request(format!("invalid tag body: {e}")))?;
     let name = body.get("name").and_then(Value::as_str).unwrap_or_default();
-    if !is_valid_tag(name) {
-        return Err(ApiError::bad_request(format!("bad request: invalid tag name: {name}")).into());
-    }
-    state
-        .store
-        .artifacts()
-        .create_tag(artifact.repository_id, artifact.id, name)
-        .await?;
+    let at = ArtifactAt {
+        project: &project_name,
+        repository: &name_in_project(&repository_name),
+        reference: &reference,
+    };
+    artifacts::create_tag(&state, &principal, at, name).await?;
     Ok(StatusCode::CREATED)
 }
 
@@ -146,51 +136,11 @@ pub async fn delete_tag(
         String,
     )>,
 ) -> HarborResult<()> {
-    remove_tag(
-        &state,
-        &principal,
-        &project_name,
-        &repository_name,
-        &reference,
-        &tag_name,
-    )
-    .await?;
-    Ok(())
-}
-
-/// Deletes tag `tag_name` of the artifact `reference` names, after checking
-/// that the caller may delete tags in the project; 404 when either is missing.
-pub(crate) async fn remove_tag(
-    state: &AppState,
-    principal: &Principal,
-    project_name: &str,
-    repository_name: &str,
-    reference: &str,
-    tag_name: &str,
-) -> Result<(), ApiError> {
-    let artifact = load_artifact(
-        state,
-        principal,
-        project_name,
-        repository_name,
-        reference,
-        Resource::Tag,
-        Action::Delete,
-    )
-    .await?;
-    let deleted = state
-        .store
-        .artifacts()
-        .delete_tag(artifact.id, tag_name, principal.audit_name())
-        .await?;
-    if deleted {
-        state.deliver_events();
-    }
-    if !deleted {
-        return Err(ApiError::not_found(format!(
-            "tag {tag_name} attached to artifact {} not found",
-            artifact.id
-        )));
-    }
+    let at = ArtifactAt {
+        project: &project_name,
+        repository: &name_in_project(&repository_name),
+        reference: &reference,
+    };
+    artifacts::delete_tag(&state, &principal, at, &tag_name).await?;
     Ok(())
 }

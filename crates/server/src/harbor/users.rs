@@ -4,16 +4,15 @@ use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use berth_domain::model::user::{validate_password, validate_profile, validate_username};
-use berth_domain::model::{ADMIN_USER_ID, NewUser, User};
+use berth_domain::model::User;
 use berth_store::repo::users::UserFilter;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{ApiError, ErrorKind, HarborResult};
 use crate::extract::Principal;
 use crate::extract::harbor::{HarborJson, HarborQuery, paged, path_int};
-use crate::identity;
 use crate::operations::{Routes, Surface};
+use crate::service::users::{self, LocalUser, require_self_or_admin, user_not_found};
 use crate::state::AppState;
 
 /// Harbor's UserResp; empty strings are omitted as go-swagger does.
@@ -81,20 +80,6 @@ fn parse_user_id(text: &str) -> Result<i64, ApiError> {
     path_int("user_id", text)
 }
 
-fn user_not_found(id: i64) -> ApiError {
-    ApiError::not_found(format!("user {id} not found"))
-}
-
-/// Passes the user themself and system administrators; 401/403 otherwise.
-fn require_self_or_admin(principal: &Principal, id: i64) -> Result<&User, ApiError> {
-    let caller = principal.require_user()?;
-    if caller.sysadmin || caller.id == id {
-        Ok(caller)
-    } else {
-        Err(ApiError::forbidden("forbidden"))
-    }
-}
-
 /// The user `{user_id}` names, for that user or an administrator, with the caller.
 async fn user_for_self_or_admin<'p>(
     state: &AppState,
@@ -110,11 +95,6 @@ async fn user_for_self_or_admin<'p>(
         .await?
         .ok_or_else(|| user_not_found(id))?;
     Ok((caller, user))
-}
-
-/// What the generator-rest `q` searches: the e-mail and the name, normalized as there.
-fn keywords(email: &str, realname: &str) -> String {
-    berth_domain::rest_query::keywords_of([Some(email), Some(realname)])
 }
 
 /// Harbor's UserCreationReq.
@@ -138,61 +118,17 @@ pub async fn create_user(
     principal: Principal,
     HarborJson(req): HarborJson<UserCreationReq>,
 ) -> HarborResult<Response> {
-    let user = create_user_as(&state, &principal, &req).await?;
+    let text = |v: Option<String>| v.unwrap_or_default();
+    let new = LocalUser {
+        username: text(req.username),
+        email: text(req.email),
+        realname: text(req.realname),
+        comment: text(req.comment),
+        password: text(req.password),
+    };
+    let user = users::create(&state, &principal, &new).await?;
     let location = format!("/api/v2.0/users/{}", user.id);
     Ok((StatusCode::CREATED, [(header::LOCATION, location)]).into_response())
-}
-
-impl UserCreationReq {
-    /// A request with these fields (an empty comment).
-    pub fn new(username: &str, email: &str, realname: &str, password: &str) -> Self {
-        Self {
-            email: Some(email.to_string()),
-            realname: Some(realname.to_string()),
-            comment: None,
-            password: Some(password.to_string()),
-            username: Some(username.to_string()),
-        }
-    }
-}
-
-/// createUser's rules for `principal` (the API and the portal): local users
-/// only, administrators unless self-registration is on, Harbor's validation.
-pub async fn create_user_as(
-    state: &AppState,
-    principal: &Principal,
-    req: &UserCreationReq,
-) -> Result<User, ApiError> {
-    let text = |v: &Option<String>| v.clone().unwrap_or_default();
-    let (username, email, realname, comment, password) = (
-        text(&req.username),
-        text(&req.email),
-        text(&req.realname),
-        text(&req.comment),
-        text(&req.password),
-    );
-    let config = crate::directory::local_users_allowed(state).await?;
-    if !config.flag("self_registration") {
-        principal.require_sysadmin()?;
-    }
-    validate_username(&username)?;
-    validate_profile(&email, &realname, &comment)?;
-    validate_password(&password)?;
-    let hash = identity::hash_password(&password).await?;
-    let user = state
-        .store
-        .users()
-        .create(&NewUser {
-            keywords: keywords(&email, &realname),
-            username,
-            email: Some(email),
-            realname: Some(realname),
-            comment: Some(comment).filter(|c| !c.is_empty()),
-            password_hash: Some(hash),
-            ..NewUser::default()
-        })
-        .await?;
-    Ok(user)
 }
 
 /// A page of users (administrators); the built-in admin is not counted.
@@ -267,27 +203,10 @@ pub async fn update_user_profile(
     HarborJson(req): HarborJson<UserProfile>,
 ) -> HarborResult<StatusCode> {
     let (_, user) = user_for_self_or_admin(&state, &principal, &user_id).await?;
-    let id = user.id;
-    crate::directory::locally_modifiable(&state, id).await?;
-    let email = req.email.or(user.email).unwrap_or_default();
-    let realname = req.realname.or(user.realname).unwrap_or_default();
-    let comment = req.comment.or(user.comment).unwrap_or_default();
-    validate_profile(&email, &realname, &comment)?;
-    if !state
-        .store
-        .users()
-        .update_harbor_profile(
-            id,
-            &email,
-            &realname,
-            &comment,
-            &keywords(&email, &realname),
-        )
-        .await?
-    {
-        return Err(user_not_found(id).into());
-    }
-    identity::forget_user(&state, id);
+    let email = req.email.or(user.email.clone()).unwrap_or_default();
+    let realname = req.realname.or(user.realname.clone()).unwrap_or_default();
+    let comment = req.comment.or(user.comment.clone()).unwrap_or_default();
+    users::update_profile(&state, &principal, &user, &email, &realname, &comment).await?;
     Ok(StatusCode::OK)
 }
 
@@ -308,57 +227,10 @@ pub async fn update_user_password(
     HarborJson(req): HarborJson<PasswordReq>,
 ) -> HarborResult<StatusCode> {
     let id = parse_user_id(&user_id)?;
-    set_password_as(&state, &principal, id, &req).await?;
+    let old = req.old_password.unwrap_or_default();
+    let new = req.new_password.unwrap_or_default();
+    users::set_password(&state, &principal, id, &old, &new).await?;
     Ok(StatusCode::OK)
-}
-
-impl PasswordReq {
-    /// An administrator's reset: a new password only.
-    pub fn reset(new_password: &str) -> Self {
-        Self {
-            old_password: None,
-            new_password: Some(new_password.to_string()),
-        }
-    }
-}
-
-/// updateUserPassword's rules for `principal` on user `id` (the API and the portal).
-pub async fn set_password_as(
-    state: &AppState,
-    principal: &Principal,
-    id: i64,
-    req: &PasswordReq,
-) -> Result<(), ApiError> {
-    let caller = require_self_or_admin(principal, id)?;
-    crate::directory::locally_modifiable(state, id).await?;
-    let user = state
-        .store
-        .users()
-        .find_by_id(id)
-        .await?
-        .ok_or_else(|| user_not_found(id))?;
-    let stored = user.password_hash.clone().unwrap_or_default();
-    let old_password = req.old_password.clone().unwrap_or_default();
-    let new_password = req.new_password.clone().unwrap_or_default();
-    if caller.id == id {
-        let matches =
-            !stored.is_empty() && identity::check_password(&old_password, &stored).await?;
-        if !matches {
-            return Err(ApiError::forbidden("the old password is incorrect"));
-        }
-    }
-    validate_password(&new_password)?;
-    if new_password == old_password && caller.id == id {
-        return Err(ApiError::bad_request(
-            "the new password can not be same with the old one",
-        ));
-    }
-    let hash = identity::hash_password(&new_password).await?;
-    if !state.store.users().set_password(id, &hash).await? {
-        return Err(user_not_found(id));
-    }
-    identity::forget_user(state, id);
-    Ok(())
 }
 
 /// Harbor's UserSysAdminFlag.
@@ -379,28 +251,8 @@ pub async fn set_user_sys_admin(
     let id = parse_user_id(&user_id)?;
     principal.require_sysadmin()?;
     let flag = req.sysadmin_flag.unwrap_or(false);
-    set_sysadmin_as(&state, &principal, id, flag).await?;
+    users::set_sysadmin(&state, &principal, id, flag).await?;
     Ok(StatusCode::OK)
-}
-
-/// setUserSysAdmin's rules for `principal` (the API and the portal).
-pub async fn set_sysadmin_as(
-    state: &AppState,
-    principal: &Principal,
-    id: i64,
-    flag: bool,
-) -> Result<(), ApiError> {
-    principal.require_sysadmin()?;
-    if id == ADMIN_USER_ID && !flag {
-        return Err(ApiError::forbidden(
-            "the built-in admin cannot lose its administrator role",
-        ));
-    }
-    if !state.store.users().set_sysadmin(id, flag).await? {
-        return Err(user_not_found(id));
-    }
-    identity::forget_user(state, id);
-    Ok(())
 }
 
 /// Marks a user deleted (administrators; not oneself nor the built-in admin).
@@ -410,25 +262,6 @@ pub async fn delete_user(
     Path(user_id): Path<String>,
 ) -> HarborResult<StatusCode> {
     let id = parse_user_id(&user_id)?;
-    delete_user_as(&state, &principal, id).await?;
+    users::delete(&state, &principal, id).await?;
     Ok(StatusCode::OK)
-}
-
-/// deleteUser's rules for `principal` (the API and the portal).
-pub async fn delete_user_as(
-    state: &AppState,
-    principal: &Principal,
-    id: i64,
-) -> Result<(), ApiError> {
-    let caller = principal.require_sysadmin()?;
-    if id == caller.id || id == ADMIN_USER_ID {
-        return Err(ApiError::forbidden(format!(
-            "the user {id} cannot be deleted"
-        )));
-    }
-    if !state.store.users().tombstone(id).await? {
-        return Err(user_not_found(id));
-    }
-    identity::forget_user(state, id);
-    Ok(())
 }

@@ -148,7 +148,7 @@ async fn read(state: &AppState) -> Reading {
     let statistics = state.store.statistics();
     let configurations = state.store.configurations();
     let (components, projects, uploads, config) = tokio::join!(
-        crate::harbor::health::check_components(state),
+        crate::service::health::check_components(state),
         statistics.project_figures(),
         statistics.open_uploads(),
         configurations.load(),
@@ -171,7 +171,7 @@ async fn read(state: &AppState) -> Reading {
 
 /// What one reading found.
 struct Figures {
-    components: Vec<crate::harbor::health::ComponentHealthStatus>,
+    components: Vec<crate::service::health::Component>,
     projects: Result<Vec<ProjectFigures>, StoreError>,
     uploads: Result<i64, StoreError>,
     config: Result<Configuration, StoreError>,
@@ -196,7 +196,7 @@ fn render(figures: Figures) -> Reading {
     for component in &components {
         text.sample(
             "harbor_up",
-            &[("component", component.name())],
+            &[("component", component.name)],
             i64::from(component.is_healthy()),
         );
     }
@@ -217,7 +217,7 @@ fn render(figures: Figures) -> Reading {
                 "harbor_system_info",
                 &[
                     ("auth_mode", config.string("auth_mode")),
-                    ("harbor_version", crate::harbor::systeminfo::HARBOR_VERSION),
+                    ("harbor_version", crate::service::health::HARBOR_VERSION),
                     ("self_registration", self_registration),
                 ],
                 1,

@@ -2,7 +2,7 @@
 //! accessories (signatures, SBOMs ...) and manifest; deleting it.
 
 use axum::Router;
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use berth_domain::model::{Artifact, Tag};
@@ -15,9 +15,9 @@ use serde_json::Value;
 
 use super::html::{self, esc, url_part};
 use super::{PortalError, PortalForm, PortalUser, check_form_csrf, see_other};
-use crate::error::{ApiError, HarborError};
-use crate::harbor::artifacts::delete_artifact as harbor_delete_artifact;
-use crate::harbor::repositories::load_repository_access;
+use crate::error::ApiError;
+use crate::service::artifacts::{self, ArtifactAt};
+use crate::service::repositories::{self, Reached};
 use crate::session::SessionUser;
 use crate::state::AppState;
 
@@ -72,7 +72,11 @@ pub(super) async fn show_artifact(
 ) -> Result<Response, PortalError> {
     let session = &portal.0;
     let failed = |err: ApiError| PortalError::api(err, Some(session));
-    let (access, full_name, repository) = load_repository_access(
+    let Reached {
+        access,
+        name: full_name,
+        repository,
+    } = repositories::reach(
         state,
         &portal.principal(),
         project_name,
@@ -325,17 +329,14 @@ async fn delete_artifact(
 ) -> Result<Response, PortalError> {
     let session: &SessionUser = &portal.0;
     check_form_csrf(session, &form.csrf_token)?;
-    harbor_delete_artifact(
-        State(state),
-        portal.principal(),
-        Path((
-            form.project.clone(),
-            form.repository.clone(),
-            form.digest.clone(),
-        )),
-    )
-    .await
-    .map_err(|HarborError(err)| PortalError::api(err, Some(session)))?;
+    let at = ArtifactAt {
+        project: &form.project,
+        repository: &form.repository,
+        reference: &form.digest,
+    };
+    artifacts::delete(&state, &portal.principal(), at)
+        .await
+        .map_err(|err| PortalError::api(err, Some(session)))?;
     Ok(see_other(&format!(
         "/harbor/projects/{}/repositories/{}?removed={}",
         url_part(&form.project),

@@ -12,8 +12,8 @@ use serde_json::{Map, Value};
 
 use super::html::{self, esc};
 use super::{PortalError, PortalForm, PortalUser, check_form_csrf, see_other};
-use crate::harbor::configurations::{auth_mode_editable, update_configurations_as};
-use crate::harbor::ldap::{LdapConf, ping_ldap_as};
+use crate::service::configuration::{self, auth_mode_editable};
+use crate::service::ldap_ping::{self, LdapConf};
 use crate::session::SessionUser;
 use crate::state::AppState;
 
@@ -177,7 +177,7 @@ async fn save_configuration(
     portal.require_admin()?;
     let session = &portal.0;
     check_form_csrf(session, &form.csrf_token)?;
-    update_configurations_as(&state, &portal.principal(), &form.items())
+    configuration::update(&state, &portal.principal(), &form.items())
         .await
         .map_err(|err| PortalError::api(err, Some(session)))?;
     Ok(see_other("/harbor/configuration?saved=1"))
@@ -203,13 +203,11 @@ async fn test_ldap(
             .map_err(|e| failed(e.into()))?;
         form.auth_mode = Some(config.string("auth_mode").to_string());
     }
-    let notice = match ping_ldap_as(&state, &portal.principal(), form.ldap_conf()).await {
-        Ok(result) if result.success => {
-            html::notice("ok", "Connection to the LDAP server succeeded.")
-        }
-        Ok(result) => html::notice(
+    let notice = match ldap_ping::ping(&state, &portal.principal(), form.ldap_conf()).await {
+        Ok(Ok(())) => html::notice("ok", "Connection to the LDAP server succeeded."),
+        Ok(Err(message)) => html::notice(
             "error",
-            &format!("Connection to the LDAP server failed: {}", result.message),
+            &format!("Connection to the LDAP server failed: {message}"),
         ),
         Err(err) if err.status().is_client_error() => html::notice(
             "error",

@@ -15,7 +15,7 @@ use super::tabs::{Tab, header, tab_path};
 use super::{PortalError, PortalForm, PortalUser, TokenForm, check_form_csrf, see_other};
 use crate::access::ProjectAccess;
 use crate::error::{ApiError, ErrorKind};
-use crate::harbor::members::{ProjectMemberReq, add_member, change_member_role, remove_member};
+use crate::service::members::{self, ProjectMemberReq};
 use crate::session::SessionUser;
 use crate::state::AppState;
 
@@ -203,7 +203,7 @@ async fn create_member(
         .await?;
     let username = form.username.trim().to_string();
     let request = ProjectMemberReq::user(username.clone(), form.role_id);
-    add_member(&state, &access.project, &request, &session.user.username)
+    members::add(&state, &portal.principal(), &access, &request)
         .await
         .map_err(|err| {
             failed(match err.kind {
@@ -269,12 +269,12 @@ async fn update_member_role(
     check_form_csrf(session, &form.csrf_token)?;
     let failed = |err: ApiError| PortalError::api(err, Some(session));
     let (access, member) = load_member(&state, &portal, project_name, &mid, Action::Update).await?;
-    change_member_role(
+    members::change_role(
         &state,
-        &access.project,
+        &portal.principal(),
+        &access,
         member.id,
         form.role_id,
-        &session.user.username,
     )
     .await
     .map_err(failed)?;
@@ -296,7 +296,7 @@ async fn delete_member(
     check_form_csrf(session, &form.csrf_token)?;
     let failed = |err: ApiError| PortalError::api(err, Some(session));
     let (access, member) = load_member(&state, &portal, project_name, &mid, Action::Delete).await?;
-    remove_member(&state, &access.project, member.id, &session.user.username)
+    members::remove(&state, &portal.principal(), &access, member.id)
         .await
         .map_err(failed)?;
     Ok(see_other(&format!(

@@ -5,6 +5,7 @@ use axum::Router;
 use axum::extract::{Path, Query, State};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
+use berth_domain::model::ProjectRef;
 use berth_domain::query::Paging;
 use berth_domain::rbac::{self, Action, Resource, Role};
 use berth_store::repo::projects::ProjectFilter;
@@ -13,7 +14,7 @@ use serde::Deserialize;
 use super::html::{self, esc, url_part};
 use super::{PortalError, PortalForm, PortalUser, TokenForm, check_form_csrf, pager, see_other};
 use crate::error::{ApiError, ErrorKind};
-use crate::harbor::projects::{ProjectReq, create_project_as, delete_project_by_id, viewer};
+use crate::service::projects::{self, NewProjectSpec, viewer};
 use crate::state::AppState;
 
 /// Projects per page.
@@ -176,7 +177,7 @@ async fn create_project(
     check_form_csrf(session, &form.csrf_token)?;
     let name = form.project_name.trim().to_string();
     let public = form.public.as_deref() == Some("true");
-    let project = create_project_as(&state, &session.user, ProjectReq::named(name, public))
+    let project = projects::create(&state, &portal.principal(), NewProjectSpec::named(name, public))
         .await
         .map_err(|err| {
             let err = match err.kind {
@@ -209,15 +210,8 @@ async fn delete_project(
     let session = &portal.0;
     check_form_csrf(session, &form.csrf_token)?;
     let failed = |err: ApiError| PortalError::api(err, Some(session));
-    let access = portal
-        .require_project(
-            &state,
-            project_name.clone(),
-            Resource::Project,
-            Action::Delete,
-        )
-        .await?;
-    match delete_project_by_id(&state, &access.project, &session.user.username).await {
+    let reference = ProjectRef::Name(project_name.clone());
+    match projects::delete(&state, &portal.principal(), &reference).await {
         Ok(()) => Ok(see_other(&format!(
             "/harbor/projects?deleted={}",
             url_part(&project_name)

@@ -20,8 +20,8 @@ use super::html::{self, esc, url_part};
 use super::tabs::{Tab, header};
 use super::{PortalError, PortalForm, PortalUser, check_form_csrf, pager, see_other};
 use crate::error::ApiError;
-use crate::harbor::repositories::load_repository_access;
-use crate::harbor::tags::remove_tag;
+use crate::service::artifacts::{self, ArtifactAt};
+use crate::service::repositories::{self, Reached};
 use crate::session::SessionUser;
 use crate::state::AppState;
 
@@ -144,7 +144,11 @@ async fn show_repository(
     }
     let session = &portal.0;
     let failed = |err: ApiError| PortalError::api(err, Some(session));
-    let (access, full_name, repository) = load_repository_access(
+    let Reached {
+        access,
+        name: full_name,
+        repository,
+    } = repositories::reach(
         &state,
         &portal.principal(),
         &project_name,
@@ -293,16 +297,14 @@ async fn delete_tag(
 ) -> Result<Response, PortalError> {
     let session = &portal.0;
     check_form_csrf(session, &form.csrf_token)?;
-    remove_tag(
-        &state,
-        &portal.principal(),
-        &form.project,
-        &form.repository,
-        &form.digest,
-        &form.tag,
-    )
-    .await
-    .map_err(|err| PortalError::api(err, Some(session)))?;
+    let at = ArtifactAt {
+        project: &form.project,
+        repository: &form.repository,
+        reference: &form.digest,
+    };
+    artifacts::delete_tag(&state, &portal.principal(), at, &form.tag)
+        .await
+        .map_err(|err| PortalError::api(err, Some(session)))?;
     Ok(see_other(&format!(
         "/harbor/projects/{}/repositories/{}?deleted={}",
         url_part(&form.project),

@@ -11,8 +11,8 @@ use serde_json::Value;
 use super::html::{self, esc};
 use super::{PortalError, PortalForm, PortalUser, check_form_csrf, see_other};
 use crate::error::{ApiError, ErrorKind};
-use crate::harbor::gc::{gc_history_as, job_status, start_gc_as};
-use crate::harbor::statistics::statistic_as;
+use crate::service::gc::{self, job_status};
+use crate::service::statistics;
 use crate::state::AppState;
 
 /// Runs shown.
@@ -41,8 +41,10 @@ async fn show_system(
     let session = &portal.0;
     let principal = portal.principal();
     let failed = |err| PortalError::api(err, Some(session));
-    let stats = statistic_as(&state, &principal).await.map_err(failed)?;
-    let runs = gc_history_as(&state, &principal, RUNS)
+    let stats = statistics::counts(&state, &principal)
+        .await
+        .map_err(failed)?;
+    let runs = gc::history(&state, &principal, RUNS)
         .await
         .map_err(failed)?;
     let mut rows = String::new();
@@ -120,7 +122,7 @@ async fn run_gc(
     portal.require_admin()?;
     let session = &portal.0;
     check_form_csrf(session, &form.csrf_token)?;
-    let id = start_gc_as(&state, &portal.principal())
+    let id = gc::start(&state, &portal.principal())
         .await
         .map_err(|err| {
             let err = match err.kind {

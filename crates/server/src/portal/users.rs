@@ -13,9 +13,7 @@ use serde::Deserialize;
 use super::html::{self, esc, url_part};
 use super::{PortalError, PortalForm, PortalUser, check_form_csrf, pager, see_other};
 use crate::error::{ApiError, ErrorKind};
-use crate::harbor::users::{
-    PasswordReq, UserCreationReq, create_user_as, delete_user_as, set_password_as, set_sysadmin_as,
-};
+use crate::service::users::{self, LocalUser};
 use crate::state::AppState;
 
 /// Users per page.
@@ -157,13 +155,14 @@ async fn create_user(
     portal.require_admin()?;
     let session = &portal.0;
     check_form_csrf(session, &form.csrf_token)?;
-    let request = UserCreationReq::new(
-        form.username.trim(),
-        form.email.trim(),
-        form.realname.trim(),
-        &form.password,
-    );
-    create_user_as(&state, &portal.principal(), &request)
+    let new = LocalUser {
+        username: form.username.trim().to_string(),
+        email: form.email.trim().to_string(),
+        realname: form.realname.trim().to_string(),
+        comment: String::new(),
+        password: form.password.clone(),
+    };
+    users::create(&state, &portal.principal(), &new)
         .await
         .map_err(|err| {
             let err = match err.kind {
@@ -199,7 +198,7 @@ async fn set_sysadmin(
     check_form_csrf(session, &form.csrf_token)?;
     let failed = |err: ApiError| PortalError::api(err, Some(session));
     let id = user_id_of(&user_id).map_err(failed)?;
-    set_sysadmin_as(&state, &portal.principal(), id, form.sysadmin == "true")
+    users::set_sysadmin(&state, &portal.principal(), id, form.sysadmin == "true")
         .await
         .map_err(failed)?;
     Ok(see_other("/harbor/users?done=sysadmin"))
@@ -232,14 +231,9 @@ async fn reset_password(
             "Change your own password with your current one, not here.",
         )));
     }
-    set_password_as(
-        &state,
-        &portal.principal(),
-        id,
-        &PasswordReq::reset(&form.new_password),
-    )
-    .await
-    .map_err(failed)?;
+    users::set_password(&state, &portal.principal(), id, "", &form.new_password)
+        .await
+        .map_err(failed)?;
     Ok(see_other("/harbor/users?done=password"))
 }
 
@@ -262,7 +256,7 @@ async fn delete_user(
     check_form_csrf(session, &form.csrf_token)?;
     let failed = |err: ApiError| PortalError::api(err, Some(session));
     let id = user_id_of(&user_id).map_err(failed)?;
-    delete_user_as(&state, &portal.principal(), id)
+    users::delete(&state, &portal.principal(), id)
         .await
         .map_err(failed)?;
     Ok(see_other("/harbor/users?done=deleted"))

@@ -5,28 +5,20 @@ use axum::http::header::{CONTENT_LENGTH, CONTENT_TYPE, ETAG, LINK, LOCATION};
 use axum::http::{HeaderName, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use berth_domain::model::Project;
-use berth_domain::oci::manifest::{Descriptor, image_extra_attrs};
 use berth_domain::oci::reference::project_of;
 use berth_domain::oci::{Digest, Manifest, Reference, media_type};
-use berth_store::repo::manifests::{
-    DeleteManifest, NewManifest, NewReference, Pull, PutManifest, Signatures, StoredManifest,
-};
+use berth_store::repo::manifests::{DeleteManifest, Pull, PutManifest, Signatures, StoredManifest};
 use bytes::Bytes;
-use futures_util::StreamExt;
 use serde_json::{Value, json};
 use sha2::{Digest as _, Sha256, Sha512};
 
 use super::blobs::{DOCKER_CONTENT_DIGEST, empty, may_push, parse_digest};
 use super::{Ctx, RegistryError, RegistryResult, RepoAction, oci};
-use crate::audit::Event;
 use crate::error::ErrorKind;
-use crate::state::AppState;
+use crate::service::content::{self, manifest_record};
 
 /// The largest manifest accepted (distribution's limit).
 pub(super) const MAX_MANIFEST_BYTES: usize = 4 << 20;
-/// The largest image config read for `extra_attrs` (as large as a manifest may be);
-/// a larger config is stored like any blob, only not read.
-const MAX_CONFIG_BYTES: u64 = 4 << 20;
 /// `OCI-Subject`.
 const OCI_SUBJECT: HeaderName = HeaderName::from_static("oci-subject");
 /// `OCI-Filters-Applied`.
@@ -178,7 +170,7 @@ pub(super) async fn serve_stored(
         .into());
     }
     if with_body {
-        audit_artifact(ctx, project, "pull", name, reference);
+        note_pull(ctx, project, name, reference);
         ctx.state.registry.record_pull(
             &ctx.state.store,
             Pull {
@@ -191,21 +183,14 @@ pub(super) async fn serve_stored(
     Ok(manifest_response(body, &media_type, &digest, with_body))
 }
 
-/// Audits `operation` (`pull`, `create`, `delete`) on the artifact `name` by `reference`.
-pub(super) fn audit_artifact(
-    ctx: &Ctx,
-    project: &Project,
-    operation: &str,
-    name: &str,
-    reference: &str,
-) {
-    ctx.state.audit(Event {
-        project_id: Some(project.id),
-        operation,
-        resource_type: "artifact",
-        resource: &artifact_name(name, reference),
-        username: ctx.caller.audit_name(),
-    });
+/// Notes a pull of the artifact `name` by `reference`.
+pub(super) fn note_pull(ctx: &Ctx, project: &Project, name: &str, reference: &str) {
+    content::pulled(
+        &ctx.state,
+        project.id,
+        &artifact_name(name, reference),
+        ctx.caller.audit_name(),
+    );
 }
 
 /// A manifest answer: `body` (sent for a GET only) with its headers.
@@ -276,8 +261,8 @@ pub async fn put_manifest(
     // The store writes the push's event with it; the audit log is its
     // first subscriber (`crate::events`).
     new.pushed_by = Some(ctx.caller.audit_name().to_string());
-    match state.store.registry().put_manifest(&new).await? {
-        PutManifest::Stored(_) => state.deliver_events(),
+    match content::put_manifest(&state, &new).await? {
+        PutManifest::Stored(_) => {}
         PutManifest::MissingBlob(missing) => {
             return Err(oci(
                 ErrorKind::BadRequest,
@@ -305,69 +290,6 @@ pub async fn put_manifest(
     Ok(empty(StatusCode::CREATED, headers))
 }
 
-/// What the store keeps of `manifest` (parsed from `body`, whose digest is
-/// `digest`) pushed to `repository` of project `project_id`, tagged `tag`.
-pub(crate) async fn manifest_record(
-    state: &AppState,
-    manifest: &Manifest,
-    project_id: i64,
-    repository: &str,
-    digest: &Digest,
-    body: &[u8],
-    tag: Option<String>,
-) -> NewManifest {
-    let harbor_type = manifest.harbor_type();
-    let extra_attrs = match &manifest.kind {
-        berth_domain::oci::ManifestKind::Image { config, .. } if harbor_type == "IMAGE" => {
-            match read_config(state, config).await {
-                Some(bytes) => image_extra_attrs(&bytes),
-                None => json!({}),
-            }
-        }
-        _ => json!({}),
-    };
-    let to_json = |v: &Option<Value>| v.as_ref().map(Value::to_string);
-    NewManifest {
-        project_id,
-        repository: repository.to_string(),
-        digest: digest.to_string(),
-        body: body.to_vec(),
-        manifest_media_type: manifest.media_type.clone(),
-        media_type: manifest.config_media_type().to_string(),
-        artifact_type: manifest.effective_artifact_type().to_string(),
-        harbor_type: harbor_type.to_string(),
-        size: manifest.artifact_size(body.len()),
-        subject_digest: manifest.subject.as_ref().map(|s| s.digest.to_string()),
-        accessory_type: manifest.accessory_type().map(str::to_string),
-        extra_attrs: extra_attrs.to_string(),
-        annotations: manifest
-            .annotations
-            .as_ref()
-            .map(|a| serde_json::to_string(a).unwrap_or_default()),
-        blobs: manifest
-            .blob_dependencies()
-            .iter()
-            .map(|d| d.digest.to_string())
-            .collect(),
-        children: manifest
-            .children()
-            .iter()
-            .map(|c| NewReference {
-                digest: c.digest.to_string(),
-                platform: to_json(&c.platform),
-                urls: c
-                    .urls
-                    .as_ref()
-                    .map(|u| serde_json::to_string(u).unwrap_or_default()),
-                annotations: to_json(&c.annotations),
-            })
-            .collect(),
-        partial_children: false,
-        tag,
-        pushed_by: None,
-    }
-}
-
 /// The digest of a manifest body: with SHA-512 when it is pushed by a `sha512:`
 /// digest (once [`Digest`] accepts those), else with SHA-256, the canonical algorithm.
 pub(super) fn manifest_digest(body: &[u8], reference: &Reference) -> Digest {
@@ -381,62 +303,34 @@ pub(super) fn manifest_digest(body: &[u8], reference: &Reference) -> Digest {
     }
 }
 
-/// The bytes of an image config, for `extra_attrs` and the build history; `None` when the blob is
-/// missing or unreadable, or when its declared or stored size is over
-/// [`MAX_CONFIG_BYTES`]. Reads at most one byte past the limit, whatever the
-/// manifest declares.
-pub(crate) async fn read_config(state: &AppState, config: &Descriptor) -> Option<Vec<u8>> {
-    let declared = u64::try_from(config.size).ok()?;
-    if declared > MAX_CONFIG_BYTES {
-        return None;
-    }
-    let mut stream = state
-        .registry
-        .blobs
-        .read(&config.digest, 0, declared)
-        .await
-        .ok()??;
-    let mut bytes = Vec::with_capacity(usize::try_from(declared).ok()?);
-    while let Some(piece) = stream.next().await {
-        bytes.extend_from_slice(&piece.ok()?);
-        if bytes.len() as u64 > MAX_CONFIG_BYTES {
-            return None;
-        }
-    }
-    (u64::try_from(bytes.len()).ok()? <= MAX_CONFIG_BYTES).then_some(bytes)
-}
-
 /// `DELETE /v2/<name>/manifests/<reference>`: a tag reference removes the tag,
 /// a digest removes the artifact (412 while an index refers to it).
 pub async fn delete_manifest(ctx: Ctx, name: &str, reference: &str) -> RegistryResult<Response> {
     ctx.authorize(name, RepoAction::Delete).await?;
-    let registry = ctx.state.store.registry();
+    let by = ctx.caller.audit_name();
     match parse_reference(reference)? {
         Reference::Tag(tag) => {
-            if !registry
-                .delete_tag(name, &tag, ctx.caller.audit_name())
-                .await?
-            {
+            if !content::delete_tag(&ctx.state, name, &tag, None, by).await? {
                 return Err(missing_manifest(&ctx, name, reference).await);
             }
         }
-        Reference::Digest(digest) => match registry
-            .delete_manifest(name, digest.as_str(), ctx.caller.audit_name())
-            .await?
-        {
-            DeleteManifest::Deleted => {}
-            DeleteManifest::NotFound => return Err(missing_manifest(&ctx, name, reference).await),
-            DeleteManifest::Referenced => {
-                return Err(oci(
-                    ErrorKind::Precondition,
-                    "DENIED",
-                    "the manifest is referenced by an index of the repository",
-                )
-                .into());
+        Reference::Digest(digest) => {
+            match content::delete_manifest(&ctx.state, name, digest.as_str(), by).await? {
+                DeleteManifest::Deleted => {}
+                DeleteManifest::NotFound => {
+                    return Err(missing_manifest(&ctx, name, reference).await);
+                }
+                DeleteManifest::Referenced => {
+                    return Err(oci(
+                        ErrorKind::Precondition,
+                        "DENIED",
+                        "the manifest is referenced by an index of the repository",
+                    )
+                    .into());
+                }
             }
-        },
+        }
     }
-    ctx.state.deliver_events();
     Ok(empty(StatusCode::ACCEPTED, Vec::new()))
 }
 

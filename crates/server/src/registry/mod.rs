@@ -23,7 +23,6 @@ use percent_encoding::percent_decode_str;
 use tower_http::catch_panic::CatchPanicLayer;
 
 pub use auth::{Caller, RepoAction};
-pub(crate) use manifests::{manifest_record, read_config};
 pub use proxy::ProxySettings;
 pub use state::RegistryState;
 

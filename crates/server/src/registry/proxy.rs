@@ -48,11 +48,12 @@ use tokio::sync::{OnceCell, OwnedSemaphorePermit, Semaphore, watch};
 
 use super::blobs::DOCKER_CONTENT_DIGEST;
 use super::manifests::{
-    MAX_MANIFEST_BYTES, audit_artifact, manifest_digest, manifest_record, manifest_response,
-    manifest_unknown, serve_stored,
+    MAX_MANIFEST_BYTES, manifest_digest, manifest_response, manifest_unknown, note_pull,
+    serve_stored,
 };
 use super::{Ctx, RegistryError, RegistryResult, oci};
 use crate::error::{ApiError, ErrorKind};
+use crate::service::content::manifest_record;
 use crate::state::AppState;
 use crate::upstream::{self, ManifestHead, Remote, Unavailable};
 
@@ -627,13 +628,7 @@ fn index_children(manifest: &Manifest) -> Option<&[Descriptor]> {
 /// Answers with a manifest fetched from upstream.
 fn serve_fetched(ctx: &Ctx, pull: &ManifestPull<'_>, fetched: &Fetched) -> Response {
     if pull.with_body {
-        audit_artifact(
-            ctx,
-            pull.project,
-            "pull",
-            pull.name,
-            &pull.reference.to_string(),
-        );
+        note_pull(ctx, pull.project, pull.name, &pull.reference.to_string());
     }
     manifest_response(
         fetched.body.clone(),

@@ -13,8 +13,8 @@ use super::input::{PathParam, RestInput, not_found, rule_error};
 use super::users::live_user;
 use super::views::UserView;
 use crate::error::{ApiError, ErrorKind, RestResult};
-use crate::identity;
 use crate::operations::{Routes, Surface};
+use crate::service::users;
 use crate::state::AppState;
 
 /// How long a reset token lives.
@@ -141,15 +141,9 @@ pub async fn update_password_reset(
         return Err(not_found().into());
     }
     let hash = token_hash(token);
-    let resets = state.store.password_resets();
-    // Look first, so that unknown tokens cost no password hashing.
-    resets.find_user_id(&hash).await?.ok_or_else(not_found)?;
-    let password_hash = identity::hash_password(&password).await?;
-    let user_id = resets
-        .redeem(&hash, &password_hash)
+    let user_id = users::redeem_reset(&state, &hash, &password)
         .await?
         .ok_or_else(not_found)?;
-    identity::forget_user(&state, user_id);
     let user = live_user(&state, user_id).await?;
     Ok(Json(UserView::full(&user)))
 }

@@ -11,11 +11,11 @@ use berth_store::StoreError;
 use serde::Deserialize;
 
 use super::auth::auth_view;
-use super::http::FetchError;
 use super::input::{PathParam, RestInput, bearer_refused, not_found};
 use super::users::{default_name, gravatar, user_keywords};
 use super::views::AuthView;
 use crate::error::{ApiError, ErrorKind, RestMessage, RestResult};
+use crate::outbound::FetchError;
 use crate::state::AppState;
 use berth_domain::rest_query::bounded_name;
 

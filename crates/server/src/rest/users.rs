@@ -14,6 +14,7 @@ use super::views::UserView;
 use crate::error::{ApiError, ErrorKind, RestMessage, RestResult};
 use crate::identity;
 use crate::operations::{Routes, Surface};
+use crate::service::users;
 use crate::state::AppState;
 use axum::http::Method;
 use axum::routing::{delete, put};
@@ -174,13 +175,15 @@ pub async fn update_user(
         rest_query::validate_name("name", input.trimmed_field("name")).map_err(rule_error)?;
     let picture = input.trimmed_field("picture");
     let keywords = user_keywords(target.email.as_deref(), name.as_deref());
-    let user = state
-        .store
-        .users()
-        .update_profile(target.id, name.as_deref(), picture.as_deref(), &keywords)
-        .await?
-        .ok_or_else(not_found)?;
-    identity::forget_user(&state, user.id);
+    let user = users::update_rest_profile(
+        &state,
+        target.id,
+        name.as_deref(),
+        picture.as_deref(),
+        &keywords,
+    )
+    .await?
+    .ok_or_else(not_found)?;
     Ok(Json(UserView::full(&user)))
 }
 
@@ -204,11 +207,9 @@ pub async fn update_password(
         .into());
     }
     crate::directory::locally_modifiable(&state, target.id).await?;
-    let hash = identity::hash_password(&password).await?;
-    if !state.store.users().set_password(target.id, &hash).await? {
+    if !users::store_password(&state, target.id, &password).await? {
         return Err(not_found().into());
     }
-    identity::forget_user(&state, target.id);
     let user = live_user(&state, target.id).await?;
     Ok(Json(UserView::full(&user)))
 }
@@ -226,9 +227,8 @@ pub async fn destroy_user(
     if id == caller.id || id == ADMIN_USER_ID {
         return Err(ApiError::forbidden(format!("the user {id} cannot be deleted")).into());
     }
-    if !state.store.users().tombstone(id).await? {
+    if !users::tombstone(&state, id).await? {
         return Err(not_found().into());
     }
-    identity::forget_user(&state, id);
     Ok(StatusCode::NO_CONTENT)
 }

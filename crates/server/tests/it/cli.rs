@@ -228,7 +228,7 @@ async fn write_blob(app: &crate::util::TestApp, digest: &str, bytes: &[u8]) {
     let hex = &digest["sha256:".len()..];
     match &app.blob_store_url {
         None => {
-            let path = berth::bootstrap::blob_dir(app.data_dir())
+            let path = berth::config::blob_dir(app.data_dir())
                 .join("sha256")
                 .join(&hex[..2])
                 .join(hex);

@@ -1,18 +1,13 @@
 //! Artifacts, their tags and index references, as the management API shows
 //! them: Harbor's listArtifacts filters, embedded lists batched per page.
 
-use berth_domain::DomainError;
 use berth_domain::model::{Artifact, ArtifactReference, Label, Tag};
 use berth_domain::query::{ArtifactFilter, Paging, Query, SortKey, TagFilter};
 use berth_domain::time;
 
 use crate::error::{StoreResult, conflict_on_unique};
-use crate::repo::events;
-use crate::repo::immutable::check_artifact_mutable;
 use crate::repo::labels::LabelRow;
-use crate::repo::manifests::{TagOf, delete_artifact_tree, delete_tag_in};
 use crate::repo::page_starts;
-use crate::repo::repositories::lock_repository;
 use crate::repo::sql::{Column, Keyed, Kind, Sql, Total, order_clause};
 use crate::{Backend, Store};
 
@@ -835,75 +830,6 @@ impl Artifacts<'_> {
         .map_err(|e| {
             conflict_on_unique(e, || format!("tag {name} already exists under the repository {repository_id}"))
         })?;
-        Ok(())
-    }
-
-    /// Removes tag `name` from an artifact as `by`; `false` when it has no
-    /// such tag (see [`crate::repo::manifests::delete_tag_in`]).
-    pub async fn delete_tag(&self, artifact_id: i64, name: &str, by: &str) -> StoreResult<bool> {
-        let mut tx = self.0.begin_write().await?;
-        let found: Option<(i64, i64, String)> = sqlx::query_as(
-            "SELECT t.repository_id, r.project_id, r.name FROM tags t \
-             JOIN repositories r ON r.id = t.repository_id WHERE t.artifact_id = $1 AND t.name = $2",
-        )
-        .bind(artifact_id)
-        .bind(name)
-        .fetch_optional(&mut *tx)
-        .await?;
-        let Some((repository_id, project_id, repository)) = found else {
-            return Ok(false);
-        };
-        let tag = TagOf {
-            repository_id,
-            project_id,
-            repository: &repository,
-            tag: name,
-        };
-        delete_tag_in(self.0, tx, &tag, by).await
-    }
-
-    /// Deletes an artifact with its tags, labels and accessories, releasing
-    /// from the project's quota the blobs no artifact of the project uses any
-    /// more; `Precondition` while an index refers to it.
-    pub async fn delete_artifact(&self, artifact: &Artifact, by: &str) -> StoreResult<()> {
-        let mut tx = self.0.begin_write().await?;
-        // The repository, then the artifact (on PostgreSQL), as in `Registry::delete_manifest`.
-        lock_repository(self.0, &mut tx, artifact.repository_id).await?;
-        sqlx::query(sqlx::AssertSqlSafe(format!(
-            "SELECT id FROM artifacts WHERE id = $1{}",
-            self.0.locking(crate::db::Locking::Update)
-        )))
-        .bind(artifact.id)
-        .fetch_optional(&mut *tx)
-        .await?;
-        let referenced: Option<(i64,)> =
-            sqlx::query_as("SELECT parent_id FROM artifact_references WHERE child_id = $1 LIMIT 1")
-                .bind(artifact.id)
-                .fetch_optional(&mut *tx)
-                .await?;
-        if referenced.is_some() {
-            return Err(DomainError::Precondition(
-                "the deleting artifact is referenced by others".into(),
-            )
-            .into());
-        }
-        check_artifact_mutable(&mut tx, artifact.id, artifact.repository_id).await?;
-        delete_artifact_tree(
-            self.0,
-            &mut tx,
-            artifact.id,
-            artifact.repository_id,
-            &artifact.digest,
-        )
-        .await?;
-        let event = events::artifact_deleted(
-            artifact.project_id,
-            &artifact.repository_name,
-            &artifact.digest,
-            by,
-        );
-        events::record(&mut tx, &event).await?;
-        tx.commit().await?;
         Ok(())
     }
 }

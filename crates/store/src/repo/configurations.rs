@@ -9,6 +9,7 @@ use berth_domain::time;
 
 use crate::Store;
 use crate::error::StoreResult;
+use crate::repo::events::{self, NewEvent};
 
 /// Access to the `configurations` table.
 pub struct Configurations<'a>(&'a Store);
@@ -71,6 +72,16 @@ impl Configurations<'_> {
 
     /// Stores every given item in one transaction, sealing password items.
     pub async fn save(&self, items: &[(&str, ConfigValue)]) -> StoreResult<()> {
+        self.write(items, None).await
+    }
+
+    /// [`Self::save`] as a change `by` someone makes: the same transaction
+    /// records [`events::CONFIGURATION_CHANGED`] naming the items.
+    pub async fn change(&self, items: &[(&str, ConfigValue)], by: &str) -> StoreResult<()> {
+        self.write(items, Some(by)).await
+    }
+
+    async fn write(&self, items: &[(&str, ConfigValue)], by: Option<&str>) -> StoreResult<()> {
         let now = time::now();
         let mut texts = Vec::with_capacity(items.len());
         for (name, value) in items {
@@ -93,6 +104,16 @@ impl Configurations<'_> {
             .bind(&now)
             .execute(&mut *tx)
             .await?;
+        }
+        if let Some(by) = by {
+            let names: Vec<&str> = items.iter().map(|(name, _)| *name).collect();
+            let event = NewEvent {
+                kind: events::CONFIGURATION_CHANGED,
+                project_id: None,
+                resource: names.join(","),
+                actor: by.to_string(),
+            };
+            events::record(&mut tx, &event).await?;
         }
         tx.commit().await?;
         Ok(())

@@ -43,6 +43,14 @@ pub const ROBOT_CREATED: &str = "robot.created";
 pub const ROBOT_UPDATED: &str = "robot.updated";
 /// A robot account was deleted.
 pub const ROBOT_DELETED: &str = "robot.deleted";
+/// System configuration items changed (their names, comma-separated).
+pub const CONFIGURATION_CHANGED: &str = "configuration.changed";
+/// A registry endpoint was created (its name).
+pub const REGISTRY_CREATED: &str = "registry.created";
+/// A registry endpoint was changed.
+pub const REGISTRY_UPDATED: &str = "registry.updated";
+/// A registry endpoint was deleted.
+pub const REGISTRY_DELETED: &str = "registry.deleted";
 
 /// A change to announce, as the change's transaction writes it.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -620,34 +620,66 @@ impl Registry<'_> {
         Ok(row.map(|(id,)| id))
     }
 
-    /// Removes tag `tag` of `repository` as `by`; `false` when there was
-    /// none, `Precondition` when an immutable tag rule protects it.
-    pub async fn delete_tag(&self, repository: &str, tag: &str, by: &str) -> StoreResult<bool> {
+    /// The one tag delete, whoever asks (`/v2/`, the Harbor API, the
+    /// portal): removes tag `tag` of `repository` as `by` (only while it is
+    /// on artifact `on`, when given); `false` when there was none. Locks the
+    /// repository first (as pushes that move a tag take it, so the triggers
+    /// then update the artifacts and the repository row in the same order;
+    /// PostgreSQL deadlocked on a tag deleted during pushes), refuses a tag an
+    /// immutable rule protects (`Precondition`), and records
+    /// [`events::TAG_DELETED`] with the delete.
+    pub async fn delete_tag(
+        &self,
+        repository: &str,
+        tag: &str,
+        on: Option<i64>,
+        by: &str,
+    ) -> StoreResult<bool> {
         let mut tx = self.0.begin_write().await?;
-        let found: Option<(i64, i64)> = sqlx::query_as(
-            "SELECT t.repository_id, r.project_id FROM tags t JOIN repositories r ON r.id = t.repository_id \
-             WHERE r.name = $1 AND t.name = $2",
-        )
-        .bind(repository)
-        .bind(tag)
-        .fetch_optional(&mut *tx)
-        .await?;
+        let found: Option<(i64, i64)> =
+            sqlx::query_as("SELECT r.id, r.project_id FROM repositories r WHERE r.name = $1")
+                .bind(repository)
+                .fetch_optional(&mut *tx)
+                .await?;
         let Some((repository_id, project_id)) = found else {
             return Ok(false);
         };
-        let tag = TagOf {
-            repository_id,
-            project_id,
-            repository,
-            tag,
+        lock_repository(self.0, &mut tx, repository_id).await?;
+        check_mutable(&mut tx, repository_id, &[tag.to_string()]).await?;
+        let done = match on {
+            None => sqlx::query("DELETE FROM tags WHERE repository_id = $1 AND name = $2")
+                .bind(repository_id)
+                .bind(tag),
+            Some(artifact_id) => sqlx::query(
+                "DELETE FROM tags WHERE repository_id = $1 AND name = $2 AND artifact_id = $3",
+            )
+            .bind(repository_id)
+            .bind(tag)
+            .bind(artifact_id),
+        }
+        .execute(&mut *tx)
+        .await?;
+        if done.rows_affected() == 0 {
+            return Ok(false);
+        }
+        let event = events::NewEvent {
+            kind: events::TAG_DELETED,
+            project_id: Some(project_id),
+            resource: format!("{repository}:{tag}"),
+            actor: by.to_string(),
         };
-        delete_tag_in(self.0, tx, &tag, by).await
+        events::record(&mut tx, &event).await?;
+        tx.commit().await?;
+        Ok(true)
     }
 
-    /// Deletes artifact `digest` of `repository` with its tags, labels and
-    /// accessories, and releases from the project's quota the blobs no
-    /// artifact of the project uses any more. Blob links are left for garbage
-    /// collection.
+    /// The one artifact delete, whoever asks: deletes artifact `digest` of
+    /// `repository` with its tags, labels and accessories, and releases from
+    /// the project's quota the blobs no artifact of the project uses any
+    /// more (blob links are left for garbage collection); refused while an
+    /// index refers to it ([`DeleteManifest::Referenced`]) or an immutable
+    /// rule protects one of its tags (`Precondition`). Records
+    /// [`events::ARTIFACT_DELETED`] with the delete.
     pub async fn delete_manifest(
         &self,
         repository: &str,
@@ -842,50 +874,4 @@ pub(crate) async fn delete_artifact_tree(
         release_unused(store, tx, project_id, &blob_ids).await?;
     }
     Ok(())
-}
-
-/// A tag to delete, found by its repository.
-pub(crate) struct TagOf<'a> {
-    /// The repository's id.
-    pub repository_id: i64,
-    /// The repository's project.
-    pub project_id: i64,
-    /// The repository's full name.
-    pub repository: &'a str,
-    /// The tag.
-    pub tag: &'a str,
-}
-
-/// The one tag delete, whoever asks (`/v2/`, the Harbor API, the portal):
-/// locks the repository first (as pushes that move a tag take it, so the
-/// triggers then update the artifacts and the repository row in the same
-/// order; PostgreSQL deadlocked on a tag deleted during pushes), refuses a
-/// tag an immutable rule protects, and writes the [`events::TAG_DELETED`]
-/// event of `by` with the delete; commits `tx`. `false` when the tag was
-/// gone.
-pub(crate) async fn delete_tag_in(
-    store: &crate::Store,
-    mut tx: sqlx::Transaction<'static, sqlx::Any>,
-    tag: &TagOf<'_>,
-    by: &str,
-) -> StoreResult<bool> {
-    lock_repository(store, &mut tx, tag.repository_id).await?;
-    check_mutable(&mut tx, tag.repository_id, &[tag.tag.to_string()]).await?;
-    let done = sqlx::query("DELETE FROM tags WHERE repository_id = $1 AND name = $2")
-        .bind(tag.repository_id)
-        .bind(tag.tag)
-        .execute(&mut *tx)
-        .await?;
-    if done.rows_affected() == 0 {
-        return Ok(false);
-    }
-    let event = events::NewEvent {
-        kind: events::TAG_DELETED,
-        project_id: Some(tag.project_id),
-        resource: format!("{}:{}", tag.repository, tag.tag),
-        actor: by.to_string(),
-    };
-    events::record(&mut tx, &event).await?;
-    tx.commit().await?;
-    Ok(true)
 }

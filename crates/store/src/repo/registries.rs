@@ -8,6 +8,7 @@ use berth_domain::time;
 
 use crate::Store;
 use crate::error::{StoreError, StoreResult, conflict_on_unique};
+use crate::repo::events::{self, NewEvent};
 use crate::repo::flag;
 use crate::repo::sql::{Column, Kind, Sql, order_clause};
 
@@ -146,8 +147,14 @@ impl Store {
 
 impl Registries<'_> {
     /// Creates a registry with `secret` (sealed; empty for none, and dropped
-    /// without an access key); `Conflict` when the name is taken.
-    pub async fn create(&self, settings: &RegistrySettings, secret: &str) -> StoreResult<Registry> {
+    /// without an access key); `Conflict` when the name is taken. Records
+    /// [`events::REGISTRY_CREATED`] `by` the caller.
+    pub async fn create(
+        &self,
+        settings: &RegistrySettings,
+        secret: &str,
+        by: &str,
+    ) -> StoreResult<Registry> {
         let now = time::now();
         let mut tx = self.0.begin_write().await?;
         let (id,): (i64,) = sqlx::query_as(
@@ -181,6 +188,11 @@ impl Registries<'_> {
         )))
         .bind(id)
         .fetch_one(&mut *tx)
+        .await?;
+        events::record(
+            &mut tx,
+            &registry_event(events::REGISTRY_CREATED, &settings.name, by),
+        )
         .await?;
         tx.commit().await?;
         Ok(row.into())
@@ -221,12 +233,14 @@ impl Registries<'_> {
 
     /// Stores `settings` for registry `id` and applies `secret` (a secret
     /// without an access key is dropped); `false` when the registry is gone,
-    /// `Conflict` when the new name is taken.
+    /// `Conflict` when the new name is taken. Records
+    /// [`events::REGISTRY_UPDATED`] `by` the caller.
     pub async fn update(
         &self,
         id: i64,
         settings: &RegistrySettings,
         secret: &SecretChange,
+        by: &str,
     ) -> StoreResult<bool> {
         let secret = match secret {
             _ if settings.access_key.is_empty() => SecretChange::Clear,
@@ -238,6 +252,7 @@ impl Registries<'_> {
             SecretChange::Clear => Some(String::new()),
             SecretChange::Keep => None,
         };
+        let mut tx = self.0.begin_write().await?;
         let done = sqlx::query(
             "UPDATE registries SET name = $1, url = $2, type = $3, description = $4, \
              insecure = $5, ca_certificate = $6, credential_type = $7, access_key = $8, \
@@ -256,22 +271,32 @@ impl Registries<'_> {
         .bind(time::now())
         .bind(sealed)
         .bind(id)
-        .execute(&self.0.pool)
+        .execute(&mut *tx)
         .await
         .map_err(|e| conflict_on_unique(e, duplicate(&settings.name)))?;
-        Ok(done.rows_affected() > 0)
+        if done.rows_affected() == 0 {
+            return Ok(false);
+        }
+        events::record(
+            &mut tx,
+            &registry_event(events::REGISTRY_UPDATED, &settings.name, by),
+        )
+        .await?;
+        tx.commit().await?;
+        Ok(true)
     }
 
     /// Deletes registry `id`; `false` when it was not there, `Precondition`
-    /// while a project uses it.
-    pub async fn delete(&self, id: i64) -> StoreResult<bool> {
+    /// while a project uses it. Records [`events::REGISTRY_DELETED`] `by`
+    /// the caller.
+    pub async fn delete(&self, id: i64, by: &str) -> StoreResult<bool> {
         let mut tx = self.0.begin_write().await?;
-        let done = sqlx::query(
+        let name: Option<String> = sqlx::query_scalar(
             "DELETE FROM registries WHERE id = $1 \
-             AND NOT EXISTS (SELECT 1 FROM projects WHERE registry_id = $1)",
+             AND NOT EXISTS (SELECT 1 FROM projects WHERE registry_id = $1) RETURNING name",
         )
         .bind(id)
-        .execute(&mut *tx)
+        .fetch_optional(&mut *tx)
         .await
         .map_err(|err| match &err {
             sqlx::Error::Database(db)
@@ -281,7 +306,7 @@ impl Registries<'_> {
             }
             _ => StoreError::Database(err),
         })?;
-        if done.rows_affected() == 0 {
+        let Some(name) = name else {
             let (users,): (i64,) =
                 sqlx::query_as("SELECT COUNT(*) FROM projects WHERE registry_id = $1")
                     .bind(id)
@@ -291,7 +316,12 @@ impl Registries<'_> {
                 return Err(in_use(id).into());
             }
             return Ok(false);
-        }
+        };
+        events::record(
+            &mut tx,
+            &registry_event(events::REGISTRY_DELETED, &name, by),
+        )
+        .await?;
         tx.commit().await?;
         Ok(true)
     }
@@ -309,5 +339,15 @@ impl Registries<'_> {
             Some(sealed) => Ok(Some(self.0.open_secret(&secret_context(id), &sealed)?)),
             None => Ok(None),
         }
+    }
+}
+
+/// The event of a change to registry `name`.
+fn registry_event(kind: &'static str, name: &str, by: &str) -> NewEvent {
+    NewEvent {
+        kind,
+        project_id: None,
+        resource: name.to_string(),
+        actor: by.to_string(),
     }
 }

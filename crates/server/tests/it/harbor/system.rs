@@ -42,7 +42,7 @@ backend_test!(
 
 backend_test!(
     async fn health_shows_missing_storage_as_unhealthy(app) {
-        std::fs::remove_dir_all(berth::bootstrap::blob_dir(app.data_dir())).unwrap();
+        std::fs::remove_dir_all(berth::config::blob_dir(app.data_dir())).unwrap();
         let body = app.get("/api/v2.0/health").send().await.json();
         assert_eq!(body["status"], "unhealthy");
         assert_eq!(body["components"][2]["status"], "unhealthy");
@@ -115,7 +115,7 @@ registry_test!(
         match app.storage {
             Storage::Files => {
                 // df's figures for the blob directory's filesystem.
-                let dir = berth::bootstrap::blob_dir(app.data_dir());
+                let dir = berth::config::blob_dir(app.data_dir());
                 let df = std::process::Command::new("df").args(["-B1", "--output=size"]).arg(&dir).output().unwrap();
                 let size: u64 = String::from_utf8_lossy(&df.stdout).lines().nth(1).unwrap().trim().parse().unwrap();
                 assert_eq!(total, size, "{body}");

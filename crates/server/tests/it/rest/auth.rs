@@ -157,7 +157,7 @@ backend_test!(
         assert_eq!(res.header("access-control-allow-origin"), Some("*"));
 
         // Configurable: an explicit list, and off.
-        let app = app.with_rest(berth::rest::RestConfig {
+        let app = app.with_rest(berth::outbound::RestConfig {
             cors_origins: "https://ui.example".into(),
             ..Default::default()
         });
@@ -165,7 +165,7 @@ backend_test!(
         assert_eq!(res.header("access-control-allow-origin"), Some("https://ui.example"));
         let res = app.get("/articles").header("origin", "https://evil.example").send().await;
         assert_eq!(res.header("access-control-allow-origin"), None);
-        let app = app.with_rest(berth::rest::RestConfig {
+        let app = app.with_rest(berth::outbound::RestConfig {
             cors_origins: "none".into(),
             ..Default::default()
         });

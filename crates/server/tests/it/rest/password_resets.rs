@@ -28,7 +28,7 @@ fn smtp_server() -> (String, PathBuf) {
 }
 
 fn with_smtp(app: TestApp, url: &str) -> TestApp {
-    app.with_rest(berth::rest::RestConfig {
+    app.with_rest(berth::outbound::RestConfig {
         smtp_url: Some(url.into()),
         smtp_from: "no-reply@berth.test".into(),
         ..Default::default()

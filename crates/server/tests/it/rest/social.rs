@@ -94,7 +94,7 @@ async fn with_providers(app: TestApp) -> TestApp {
 /// `app` with the stand-in providers enabled, the registry's policy as it is.
 async fn with_providers_only(app: TestApp) -> TestApp {
     let base = stand_in_providers().await;
-    app.with_rest(berth::rest::RestConfig {
+    app.with_rest(berth::outbound::RestConfig {
         github_api_url: base.clone(),
         google_api_url: format!("{base}/"),
         facebook_api_url: base,
@@ -176,7 +176,7 @@ backend_test!(
         assert_eq!(list.as_array().unwrap().len(), 2, "admin and z only");
 
         // A provider that cannot be reached.
-        let app = app.with_rest(berth::rest::RestConfig {
+        let app = app.with_rest(berth::outbound::RestConfig {
             github_api_url: "http://127.0.0.1:9".into(),
             providers: berth::config::Providers(vec!["github".into()]),
             ..Default::default()
@@ -193,7 +193,7 @@ backend_test!(
     async fn social_sign_in_follows_the_registrys_policy(app) {
         // Not enabled: refused, whatever the token.
         let base = stand_in_providers().await;
-        let off = app.with_rest(berth::rest::RestConfig {
+        let off = app.with_rest(berth::outbound::RestConfig {
             github_api_url: base.clone(),
             ..Default::default()
         });

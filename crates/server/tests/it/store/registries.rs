@@ -29,13 +29,13 @@ const ALL: Paging = Paging {
 backend_test!(
     async fn secrets_are_sealed_for_their_registry_and_replaced_as_asked(app) {
         let registries = app.store().registries();
-        let a = registries.create(&settings("a", "user-a"), "secret-a").await.unwrap();
-        let b = registries.create(&settings("b", "user-b"), "secret-b").await.unwrap();
+        let a = registries.create(&settings("a", "user-a"), "secret-a", "admin").await.unwrap();
+        let b = registries.create(&settings("b", "user-b"), "secret-b", "admin").await.unwrap();
         assert!(a.has_secret && b.has_secret);
         assert_eq!(a.settings.access_key, "user-a");
         assert_eq!(registries.access_secret(a.id).await.unwrap().as_deref(), Some("secret-a"));
         // A secret without an access key is not kept.
-        let c = registries.create(&settings("c", ""), "ignored").await.unwrap();
+        let c = registries.create(&settings("c", ""), "ignored", "admin").await.unwrap();
         assert!(!c.has_secret);
         assert_eq!(registries.access_secret(c.id).await.unwrap(), None);
         assert_eq!(registries.access_secret(999).await.unwrap(), None);
@@ -52,20 +52,20 @@ backend_test!(
         // Updates keep, replace or clear the secret.
         let mut renamed = settings("b2", "user-b");
         renamed.description = "second".into();
-        assert!(registries.update(b.id, &renamed, &SecretChange::Set("new-b".into())).await.unwrap());
+        assert!(registries.update(b.id, &renamed, &SecretChange::Set("new-b".into()), "admin").await.unwrap());
         assert_eq!(registries.access_secret(b.id).await.unwrap().as_deref(), Some("new-b"));
-        assert!(registries.update(b.id, &renamed, &SecretChange::Keep).await.unwrap());
+        assert!(registries.update(b.id, &renamed, &SecretChange::Keep, "admin").await.unwrap());
         assert_eq!(registries.access_secret(b.id).await.unwrap().as_deref(), Some("new-b"));
         let stored = registries.get(b.id).await.unwrap().unwrap();
         assert_eq!((stored.settings.name.as_str(), stored.settings.description.as_str()), ("b2", "second"));
-        assert!(registries.update(b.id, &settings("b2", ""), &SecretChange::Keep).await.unwrap());
+        assert!(registries.update(b.id, &settings("b2", ""), &SecretChange::Keep, "admin").await.unwrap());
         assert_eq!(registries.access_secret(b.id).await.unwrap(), None);
-        assert!(registries.update(a.id, &settings("a", "user-a"), &SecretChange::Clear).await.unwrap());
+        assert!(registries.update(a.id, &settings("a", "user-a"), &SecretChange::Clear, "admin").await.unwrap());
         assert!(!registries.get(a.id).await.unwrap().unwrap().has_secret);
-        assert!(!registries.update(999, &settings("z", ""), &SecretChange::Keep).await.unwrap());
-        let taken = registries.update(a.id, &settings("b2", ""), &SecretChange::Keep).await.unwrap_err();
+        assert!(!registries.update(999, &settings("z", ""), &SecretChange::Keep, "admin").await.unwrap());
+        let taken = registries.update(a.id, &settings("b2", ""), &SecretChange::Keep, "admin").await.unwrap_err();
         assert!(matches!(taken, StoreError::Domain(DomainError::Conflict(_))), "{taken}");
-        let taken = registries.create(&settings("c", ""), "").await.unwrap_err();
+        let taken = registries.create(&settings("c", ""), "", "admin").await.unwrap_err();
         assert!(matches!(taken, StoreError::Domain(DomainError::Conflict(_))), "{taken}");
 
         // Listing with q, the fuzzy name, and paging.
@@ -85,7 +85,7 @@ backend_test!(
 backend_test!(
     async fn a_registry_in_use_is_not_deleted(app) {
         let registries = app.store().registries();
-        let used = registries.create(&settings("used", ""), "").await.unwrap();
+        let used = registries.create(&settings("used", ""), "", "admin").await.unwrap();
         let project = app.store().projects().create(&NewProject {
             name: "cache".into(),
             owner_id: 1,
@@ -96,7 +96,7 @@ backend_test!(
         .await
         .unwrap();
         assert_eq!(project.registry_id, Some(used.id));
-        let err = registries.delete(used.id).await.unwrap_err();
+        let err = registries.delete(used.id, "admin").await.unwrap_err();
         assert!(matches!(err, StoreError::Domain(DomainError::Precondition(_))), "{err}");
         assert!(registries.get(used.id).await.unwrap().is_some());
 
@@ -113,7 +113,7 @@ backend_test!(
         assert!(matches!(err, StoreError::Domain(DomainError::Invalid { .. })), "{err}");
 
         assert!(app.store().projects().delete(project.id, "admin").await.unwrap());
-        assert!(registries.delete(used.id).await.unwrap());
-        assert!(!registries.delete(used.id).await.unwrap());
+        assert!(registries.delete(used.id, "admin").await.unwrap());
+        assert!(!registries.delete(used.id, "admin").await.unwrap());
     }
 );

@@ -2,8 +2,8 @@
 
 use berth::app::App;
 use berth::bootstrap;
+use berth::outbound::{RestConfig, RestServices};
 use berth::registry::ProxySettings;
-use berth::rest::{RestConfig, RestServices};
 use berth::signin::SignInSettings;
 use berth::state::AppState;
 use berth_auth::secret::SecretKey;
@@ -96,7 +96,7 @@ impl TestApp {
         };
         let blobs = match &blob_store_url {
             None => {
-                let blob_dir = bootstrap::blob_dir(dir.path());
+                let blob_dir = berth::config::blob_dir(dir.path());
                 std::fs::create_dir_all(&blob_dir).unwrap();
                 BlobStore::new(blob_dir)
             }
