@@ -26,6 +26,17 @@ pub enum DomainError {
     /// The state of the entity forbids the operation (Harbor's 412).
     #[error("{0}")]
     Precondition(String),
+    /// Storing `adding` bytes more would take a project past its storage
+    /// quota: `used` of `hard` bytes are taken.
+    #[error("quota exceeded: {adding} bytes more over {used} of {hard} bytes")]
+    QuotaExceeded {
+        /// The bytes the write would add.
+        adding: i64,
+        /// The bytes the project uses now.
+        used: i64,
+        /// The project's limit.
+        hard: i64,
+    },
 }
 
 impl DomainError {

@@ -122,7 +122,7 @@ pub fn build_with(state: AppState, metrics: &MetricsSettings) -> App {
 /// Moves the registry's change generation once a request that may have
 /// changed something is answered (its writes are committed by then), so no
 /// manifest lookup kept before it is served after it
-/// ([`crate::registry::state::Lookups`]). A guard does it, so a request
+/// ([`crate::service::registry_state::Lookups`]). A guard does it, so a request
 /// dropped after its commit (the client went away) moves it too.
 async fn note_changes(
     State(state): State<AppState>,

@@ -95,8 +95,10 @@ pub struct ApiError {
     pub message: String,
     /// The input field at fault, if any.
     pub field: Option<String>,
-    /// A surface-specific code that overrides the kind's default (Harbor `DENIED` ...).
-    pub code: Option<&'static str>,
+    /// A surface's own code that overrides the kind's default there (OCI
+    /// `MANIFEST_UNKNOWN`, Harbor `DENIED`, ...); the other surfaces render
+    /// the kind's.
+    pub code: Option<WireCode>,
     /// A surface-specific JSON body, already serialized (so its key order is
     /// kept), that replaces the rendered message (generator-rest's rich-param errors).
     pub detail: Option<String>,
@@ -175,6 +177,17 @@ impl From<DomainError> for ApiError {
             DomainError::Unauthorized(m) => Self::new(ErrorKind::Unauthorized, m),
             DomainError::Forbidden(m) => Self::new(ErrorKind::Forbidden, m),
             DomainError::Precondition(m) => Self::new(ErrorKind::Precondition, m),
+            // Harbor's words and status (403, DENIED on `/v2/`), which every
+            // surface shows.
+            DomainError::QuotaExceeded { adding, used, hard } => Self::new(
+                ErrorKind::Forbidden,
+                format!(
+                    "Quota exceeded when processing the request of adding {adding} bytes of \
+                     storage resource, which when updated to current usage of {used} bytes will \
+                     exceed the configured upper limit of {hard} bytes of the project's storage \
+                     quota"
+                ),
+            ),
         }
     }
 }
@@ -187,15 +200,16 @@ impl From<StoreError> for ApiError {
                 ErrorKind::BadRequest,
                 format!("the uploaded content does not match digest {expected}"),
             )
-            .with_code("DIGEST_INVALID"),
+            .with_code(OciCode::DigestInvalid),
             StoreError::Blob(err @ BlobError::RangeMismatch { .. }) => {
-                Self::new(ErrorKind::BadRequest, err.to_string()).with_code("BLOB_UPLOAD_INVALID")
+                Self::new(ErrorKind::BadRequest, err.to_string())
+                    .with_code(OciCode::BlobUploadInvalid)
             }
             StoreError::Blob(BlobError::Body(message)) => Self::new(
                 ErrorKind::BadRequest,
                 format!("the upload body could not be read: {message}"),
             )
-            .with_code("BLOB_UPLOAD_INVALID"),
+            .with_code(OciCode::BlobUploadInvalid),
             other => Self::internal(other),
         }
     }
@@ -214,7 +228,10 @@ impl<E: Into<ApiError>> From<E> for HarborError {
 impl IntoResponse for HarborError {
     fn into_response(self) -> Response {
         let err = self.0;
-        let code = err.code.unwrap_or(err.kind.harbor_code());
+        let code = match err.code {
+            Some(WireCode::Harbor(code)) => code.as_str(),
+            _ => err.kind.harbor_code(),
+        };
         let body = json!({"errors": [{"code": code, "message": err.message}]});
         let mut response = (err.status(), format!("{body}\n")).into_response();
         response.headers_mut().insert(
@@ -238,15 +255,154 @@ fn with_retry_after(mut response: Response, retry_after: Option<u16>) -> Respons
 /// The result of a Harbor handler.
 pub type HarborResult<T> = Result<T, HarborError>;
 
-/// `ApiError::code` of a generator-rest bearer failure with no token: 401
-/// `Unauthorized` text and a `Bearer realm="Users"` challenge.
-pub const REST_BEARER_MISSING: &str = "rest_bearer_missing";
-/// `ApiError::code` of a generator-rest bearer failure with a wrong token: as
-/// [`REST_BEARER_MISSING`], with `error="invalid_token"` in the challenge.
-pub const REST_BEARER_INVALID: &str = "rest_bearer_invalid";
-/// `ApiError::code` of an error rendered as the status' reason phrase in plain
-/// text (the master key sent in two places: `Bad Request`).
-pub const REST_PLAIN: &str = "rest_plain";
+/// How a generator-rest error is rendered beyond what its kind says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RestCode {
+    /// A bearer failure with no token: 401 `Unauthorized` text and a
+    /// `Bearer realm="Users"` challenge.
+    BearerMissing,
+    /// A bearer failure with a wrong token: as [`RestCode::BearerMissing`],
+    /// with `error="invalid_token"` in the challenge.
+    BearerInvalid,
+    /// The status' reason phrase in plain text (the master key sent in two
+    /// places: `Bad Request`).
+    Plain,
+}
+
+/// Harbor's codes beyond the one each kind has (`src/lib/errors/const.go`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HarborCode {
+    /// `DENIED`: refused by policy (read-only mode).
+    Denied,
+    /// `VIOLATE_FOREIGN_KEY_CONSTRAINT`: another resource still refers to it.
+    ViolateForeignKeyConstraint,
+}
+
+impl HarborCode {
+    /// The code as Harbor writes it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Denied => "DENIED",
+            Self::ViolateForeignKeyConstraint => "VIOLATE_FOREIGN_KEY_CONSTRAINT",
+        }
+    }
+}
+
+/// The code of the OCI distribution spec's error table an error carries on
+/// `/v2/`, or one of distribution's two for an upstream failure.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OciCode {
+    /// `BLOB_UNKNOWN`.
+    BlobUnknown,
+    /// `BLOB_UPLOAD_INVALID`.
+    BlobUploadInvalid,
+    /// `BLOB_UPLOAD_UNKNOWN`.
+    BlobUploadUnknown,
+    /// `DIGEST_INVALID`.
+    DigestInvalid,
+    /// `MANIFEST_BLOB_UNKNOWN`.
+    ManifestBlobUnknown,
+    /// `MANIFEST_INVALID`.
+    ManifestInvalid,
+    /// `MANIFEST_UNKNOWN`.
+    ManifestUnknown,
+    /// `NAME_INVALID`.
+    NameInvalid,
+    /// `NAME_UNKNOWN`.
+    NameUnknown,
+    /// `SIZE_INVALID`.
+    SizeInvalid,
+    /// `UNAUTHORIZED`.
+    Unauthorized,
+    /// `DENIED`.
+    Denied,
+    /// `UNSUPPORTED`.
+    Unsupported,
+    /// `TOOMANYREQUESTS`.
+    TooManyRequests,
+    /// distribution's `UNAVAILABLE` (503): a proxy's upstream did not answer.
+    Unavailable,
+    /// distribution's `UNKNOWN`: a proxy's upstream answered wrongly.
+    Unknown,
+}
+
+impl OciCode {
+    /// The codes of the spec's table ("The `code` field MUST be one of the
+    /// following").
+    pub const SPEC: [Self; 14] = [
+        Self::BlobUnknown,
+        Self::BlobUploadInvalid,
+        Self::BlobUploadUnknown,
+        Self::DigestInvalid,
+        Self::ManifestBlobUnknown,
+        Self::ManifestInvalid,
+        Self::ManifestUnknown,
+        Self::NameInvalid,
+        Self::NameUnknown,
+        Self::SizeInvalid,
+        Self::Unauthorized,
+        Self::Denied,
+        Self::Unsupported,
+        Self::TooManyRequests,
+    ];
+
+    /// The code as the spec writes it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::BlobUnknown => "BLOB_UNKNOWN",
+            Self::BlobUploadInvalid => "BLOB_UPLOAD_INVALID",
+            Self::BlobUploadUnknown => "BLOB_UPLOAD_UNKNOWN",
+            Self::DigestInvalid => "DIGEST_INVALID",
+            Self::ManifestBlobUnknown => "MANIFEST_BLOB_UNKNOWN",
+            Self::ManifestInvalid => "MANIFEST_INVALID",
+            Self::ManifestUnknown => "MANIFEST_UNKNOWN",
+            Self::NameInvalid => "NAME_INVALID",
+            Self::NameUnknown => "NAME_UNKNOWN",
+            Self::SizeInvalid => "SIZE_INVALID",
+            Self::Unauthorized => "UNAUTHORIZED",
+            Self::Denied => "DENIED",
+            Self::Unsupported => "UNSUPPORTED",
+            Self::TooManyRequests => "TOOMANYREQUESTS",
+            Self::Unavailable => "UNAVAILABLE",
+            Self::Unknown => "UNKNOWN",
+        }
+    }
+
+    /// Whether this is one of distribution's codes for an upstream failure
+    /// rather than one of the spec's table.
+    pub fn is_upstream(self) -> bool {
+        matches!(self, Self::Unavailable | Self::Unknown)
+    }
+}
+
+/// A code of one surface, carried by an [`ApiError`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WireCode {
+    /// `/v2/`'s.
+    Oci(OciCode),
+    /// `/api/v2.0`'s.
+    Harbor(HarborCode),
+    /// The generator-rest API's rendering.
+    Rest(RestCode),
+}
+
+impl From<OciCode> for WireCode {
+    fn from(code: OciCode) -> Self {
+        Self::Oci(code)
+    }
+}
+
+impl From<HarborCode> for WireCode {
+    fn from(code: HarborCode) -> Self {
+        Self::Harbor(code)
+    }
+}
+
+impl From<RestCode> for WireCode {
+    fn from(code: RestCode) -> Self {
+        Self::Rest(code)
+    }
+}
 
 /// An [`ApiError`] rendered as a generator-rest project does (generator-rest.md §2):
 /// `detail` as the JSON body when set (rich-param validation errors, 409 ...);
@@ -288,9 +444,15 @@ impl RestError {
         if let Some(detail) = err.detail {
             return json_body(detail);
         }
-        let challenge = match err.code {
-            Some(REST_BEARER_MISSING) => Some("Bearer realm=\"Users\""),
-            Some(REST_BEARER_INVALID) => Some("Bearer realm=\"Users\", error=\"invalid_token\""),
+        let rest = match err.code {
+            Some(WireCode::Rest(code)) => Some(code),
+            _ => None,
+        };
+        let challenge = match rest {
+            Some(RestCode::BearerMissing) => Some("Bearer realm=\"Users\""),
+            Some(RestCode::BearerInvalid) => {
+                Some("Bearer realm=\"Users\", error=\"invalid_token\"")
+            }
             _ => None,
         };
         if let Some(challenge) = challenge {
@@ -301,8 +463,8 @@ impl RestError {
             );
             return response;
         }
-        match (err.kind, err.code) {
-            (_, Some(REST_PLAIN)) => text(status.canonical_reason().unwrap_or("Error")),
+        match (err.kind, rest) {
+            (_, Some(RestCode::Plain)) => text(status.canonical_reason().unwrap_or("Error")),
             (ErrorKind::Unauthorized | ErrorKind::NotFound, _) => text(""),
             (ErrorKind::Internal, _) => {
                 json_body(RestMessage::new("internal server error").to_json())
@@ -348,62 +510,39 @@ impl<'a> RestMessage<'a> {
 /// The result of a generator-rest handler.
 pub type RestResult<T> = Result<T, RestError>;
 
-/// The error codes of the OCI distribution spec's table, the only codes `/v2/`
-/// sends ("The `code` field MUST be one of the following").
-pub const OCI_ERROR_CODES: [&str; 14] = [
-    "BLOB_UNKNOWN",
-    "BLOB_UPLOAD_INVALID",
-    "BLOB_UPLOAD_UNKNOWN",
-    "DIGEST_INVALID",
-    "MANIFEST_BLOB_UNKNOWN",
-    "MANIFEST_INVALID",
-    "MANIFEST_UNKNOWN",
-    "NAME_INVALID",
-    "NAME_UNKNOWN",
-    "SIZE_INVALID",
-    "UNAUTHORIZED",
-    "DENIED",
-    "UNSUPPORTED",
-    "TOOMANYREQUESTS",
-];
-
-/// The codes distribution (not the OCI table) has for a server that could not
-/// get an answer upstream: `UNAVAILABLE` (503) and `UNKNOWN`.
-pub const UPSTREAM_ERROR_CODES: [&str; 2] = ["UNAVAILABLE", "UNKNOWN"];
-
 impl ErrorKind {
     /// The OCI code of this kind when the error carries none, from the spec's
     /// table; `None` for the 5xx kinds, which the table has no code for.
-    fn oci_code(self) -> Option<&'static str> {
+    fn oci_code(self) -> Option<OciCode> {
         match self {
             Self::BadRequest
             | Self::PayloadTooLarge
             | Self::UnsupportedMediaType
-            | Self::MethodNotAllowed => Some("UNSUPPORTED"),
-            Self::Unauthorized => Some("UNAUTHORIZED"),
-            Self::Forbidden | Self::Precondition | Self::Conflict => Some("DENIED"),
-            Self::NotFound => Some("NAME_UNKNOWN"),
-            Self::RangeNotSatisfiable => Some("BLOB_UPLOAD_INVALID"),
-            Self::TooManyRequests => Some("TOOMANYREQUESTS"),
+            | Self::MethodNotAllowed => Some(OciCode::Unsupported),
+            Self::Unauthorized => Some(OciCode::Unauthorized),
+            Self::Forbidden | Self::Precondition | Self::Conflict => Some(OciCode::Denied),
+            Self::NotFound => Some(OciCode::NameUnknown),
+            Self::RangeNotSatisfiable => Some(OciCode::BlobUploadInvalid),
+            Self::TooManyRequests => Some(OciCode::TooManyRequests),
             Self::Internal | Self::BadGateway | Self::Unavailable => None,
         }
     }
 }
 
 impl ApiError {
-    /// The same error with a surface-specific wire code.
-    pub fn with_code(mut self, code: &'static str) -> Self {
-        self.code = Some(code);
+    /// The same error with a surface's own code.
+    pub fn with_code(mut self, code: impl Into<WireCode>) -> Self {
+        self.code = Some(code.into());
         self
     }
 }
 
 /// An [`ApiError`] rendered as the OCI distribution spec does:
-/// `{"errors":[{"code","message"}]}` with a code of [`OCI_ERROR_CODES`]. A 5xx
+/// `{"errors":[{"code","message"}]}` with a code of [`OciCode::SPEC`]. A 5xx
 /// answer carries an empty `errors` list: the spec's table has no code for a
 /// server failure, and its cause is logged, never sent; only a proxy's
 /// upstream failure, which is the client's to know, is told
-/// ([`UPSTREAM_ERROR_CODES`]).
+/// ([`OciCode::is_upstream`]).
 #[derive(Debug)]
 pub struct OciError(pub ApiError);
 
@@ -416,21 +555,19 @@ impl<E: Into<ApiError>> From<E> for OciError {
 impl IntoResponse for OciError {
     fn into_response(self) -> Response {
         let err = self.0;
+        let own = match err.code {
+            Some(WireCode::Oci(code)) => Some(code),
+            _ => None,
+        };
         let errors = match err.kind.oci_code() {
             // A proxy's upstream failure is told, with distribution's codes for it.
-            None => match err.code.filter(|code| UPSTREAM_ERROR_CODES.contains(code)) {
-                Some(code) => json!([{"code": code, "message": err.message}]),
+            None => match own.filter(|code| code.is_upstream()) {
+                Some(code) => json!([{"code": code.as_str(), "message": err.message}]),
                 None => json!([]),
             },
             Some(default) => {
-                let spec = |code: &&str| OCI_ERROR_CODES.contains(code);
-                debug_assert!(
-                    err.code.is_none_or(|code| spec(&code)),
-                    "{:?} is not an OCI distribution error code",
-                    err.code
-                );
-                let code = err.code.filter(spec).unwrap_or(default);
-                json!([{"code": code, "message": err.message}])
+                let code = own.filter(|code| !code.is_upstream()).unwrap_or(default);
+                json!([{"code": code.as_str(), "message": err.message}])
             }
         };
         let body = json!({ "errors": errors });
@@ -476,7 +613,7 @@ mod tests {
     fn every_kind_has_a_spec_code_or_is_a_server_error() {
         for kind in KINDS {
             match kind.oci_code() {
-                Some(code) => assert!(OCI_ERROR_CODES.contains(&code), "{kind:?}: {code}"),
+                Some(code) => assert!(OciCode::SPEC.contains(&code), "{kind:?}: {code:?}"),
                 None => assert!(kind.status().is_server_error(), "{kind:?}"),
             }
         }
@@ -497,7 +634,8 @@ mod tests {
             assert_eq!(body, json!({"errors": []}), "{kind:?}");
         }
         let body =
-            oci_body(ApiError::not_found("no such thing").with_code("MANIFEST_UNKNOWN")).await;
+            oci_body(ApiError::not_found("no such thing").with_code(OciCode::ManifestUnknown))
+                .await;
         assert_eq!(
             body,
             json!({"errors": [{"code": "MANIFEST_UNKNOWN", "message": "no such thing"}]})

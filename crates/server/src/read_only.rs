@@ -24,7 +24,7 @@ pub const MESSAGE: &str = "The system is in read only mode. Any modification is 
 
 /// Harbor's refusal of a change in read-only mode.
 pub fn refusal() -> ApiError {
-    ApiError::forbidden(MESSAGE).with_code("DENIED")
+    ApiError::forbidden(MESSAGE).with_code(crate::error::HarborCode::Denied)
 }
 
 /// Which surface a change is made through, when read-only mode applies to it.

@@ -37,7 +37,7 @@ pub struct Inner {
     /// What the generator-rest API talks to: mail server, identity providers, CORS.
     pub rest: crate::outbound::RestServices,
     /// The distribution surface: blob storage, registry tokens, pull bookkeeping.
-    pub registry: crate::registry::RegistryState,
+    pub registry: crate::service::registry_state::RegistryState,
     /// Audit log entries not yet written.
     pub audit_queue: crate::audit::AuditQueue,
     /// Delivers the store's domain events to their subscribers.

@@ -17,7 +17,7 @@ use serde_json::json;
 
 use super::{RegistryError, oci};
 use crate::access::{Actor, project_access, require_found_project};
-use crate::error::{ApiError, ErrorKind};
+use crate::error::{ApiError, ErrorKind, OciCode};
 use crate::identity::{self, Accepts, Account, BasicCredentials, RobotLogin};
 use crate::state::AppState;
 
@@ -149,7 +149,7 @@ impl RepoAction {
 
 /// A 401 with the registry's challenge.
 pub fn unauthorized(message: &str) -> RegistryError {
-    RegistryError::from(oci(ErrorKind::Unauthorized, "UNAUTHORIZED", message))
+    RegistryError::from(oci(ErrorKind::Unauthorized, OciCode::Unauthorized, message))
 }
 
 /// Checks that `caller` may do `action` on repository `name` (already validated)
@@ -183,7 +183,7 @@ pub async fn authorize_found(
     let name_unknown = || {
         RegistryError::from(oci(
             ErrorKind::NotFound,
-            "NAME_UNKNOWN",
+            OciCode::NameUnknown,
             &format!("repository name not known to registry: {name}"),
         ))
     };

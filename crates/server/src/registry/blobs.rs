@@ -16,7 +16,7 @@ use berth_store::repo::gc::RENEW_THROTTLE_SECS;
 use berth_store::repo::registry::Upload;
 
 use super::{Caller, Ctx, RegistryError, RegistryResult, RepoAction, oci};
-use crate::error::{ApiError, ErrorKind, OciError};
+use crate::error::{ApiError, ErrorKind, OciCode, OciError};
 
 /// `Docker-Content-Digest`.
 pub const DOCKER_CONTENT_DIGEST: HeaderName = HeaderName::from_static("docker-content-digest");
@@ -30,14 +30,14 @@ pub fn parse_digest(text: &str) -> RegistryResult<Digest> {
             DigestError::Invalid => format!("invalid digest {text}"),
             DigestError::Unsupported => format!("unsupported digest algorithm in {text}"),
         };
-        oci(ErrorKind::BadRequest, "DIGEST_INVALID", &message).into()
+        oci(ErrorKind::BadRequest, OciCode::DigestInvalid, &message).into()
     })
 }
 
 fn blob_unknown(digest: &Digest) -> RegistryError {
     oci(
         ErrorKind::NotFound,
-        "BLOB_UNKNOWN",
+        OciCode::BlobUnknown,
         &format!("blob unknown to registry: {digest}"),
     )
     .into()
@@ -46,7 +46,7 @@ fn blob_unknown(digest: &Digest) -> RegistryError {
 fn upload_unknown() -> RegistryError {
     oci(
         ErrorKind::NotFound,
-        "BLOB_UPLOAD_UNKNOWN",
+        OciCode::BlobUploadUnknown,
         "blob upload unknown to registry",
     )
     .into()
@@ -89,7 +89,7 @@ fn upload_headers(name: &str, id: &str, received: i64) -> Vec<(HeaderName, Heade
 fn out_of_order(name: &str, id: &str, received: i64) -> Response {
     let mut response = OciError(oci(
         ErrorKind::RangeNotSatisfiable,
-        "BLOB_UPLOAD_INVALID",
+        OciCode::BlobUploadInvalid,
         &format!("the chunk must start at byte {received}"),
     ))
     .into_response();
@@ -134,7 +134,7 @@ pub async fn get_blob(
         ByteRange::Unsatisfiable => {
             let mut response = OciError(oci(
                 ErrorKind::RangeNotSatisfiable,
-                "BLOB_UNKNOWN",
+                OciCode::BlobUnknown,
                 "the requested range is outside the blob",
             ))
             .into_response();
@@ -229,7 +229,7 @@ pub async fn delete_blob(ctx: Ctx, name: &str, digest: &str) -> RegistryResult<R
         None => Err(blob_unknown(&digest)),
         Some(false) => Err(oci(
             ErrorKind::Precondition,
-            "DENIED",
+            OciCode::Denied,
             &format!("blob {digest} is used by a manifest of the repository"),
         )
         .into()),
@@ -249,7 +249,7 @@ pub async fn post_blob_upload(ctx: Ctx, body: Body, name: &str) -> RegistryResul
         Some(text) => Algorithm::from_name(&text).ok_or_else(|| {
             RegistryError::from(oci(
                 ErrorKind::BadRequest,
-                "DIGEST_INVALID",
+                OciCode::DigestInvalid,
                 &format!("unsupported digest algorithm {text}"),
             ))
         })?,
@@ -321,7 +321,7 @@ fn declared_length(ctx: &Ctx, name: &str, upload: &Upload) -> Result<Option<u64>
         Some(Ok(length)) if length != declared => Err(Box::new(
             OciError(oci(
                 ErrorKind::BadRequest,
-                "BLOB_UPLOAD_INVALID",
+                OciCode::BlobUploadInvalid,
                 &format!("the Content-Range names {declared} bytes, the Content-Length {length}"),
             ))
             .into_response(),
@@ -374,7 +374,7 @@ pub async fn put_blob_upload(
     let digest = ctx.query("digest").ok_or_else(|| {
         RegistryError::from(oci(
             ErrorKind::BadRequest,
-            "DIGEST_INVALID",
+            OciCode::DigestInvalid,
             "the digest query parameter is required",
         ))
     })?;

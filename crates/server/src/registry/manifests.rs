@@ -14,7 +14,7 @@ use sha2::{Digest as _, Sha256, Sha512};
 
 use super::blobs::{DOCKER_CONTENT_DIGEST, empty, may_push, parse_digest};
 use super::{Ctx, RegistryError, RegistryResult, RepoAction, oci};
-use crate::error::ErrorKind;
+use crate::error::{ErrorKind, OciCode};
 use crate::service::content::{self, manifest_record};
 
 /// The largest manifest accepted (distribution's limit).
@@ -35,13 +35,13 @@ fn parse_reference(reference: &str) -> RegistryResult<Reference> {
         if reference.contains(':') {
             oci(
                 ErrorKind::BadRequest,
-                "DIGEST_INVALID",
+                OciCode::DigestInvalid,
                 &format!("invalid digest {reference}"),
             )
         } else {
             oci(
                 ErrorKind::BadRequest,
-                "MANIFEST_INVALID",
+                OciCode::ManifestInvalid,
                 &format!(
                     "invalid tag {reference}: it must match [a-zA-Z0-9_][a-zA-Z0-9._-]{{0,127}}"
                 ),
@@ -54,7 +54,7 @@ fn parse_reference(reference: &str) -> RegistryResult<Reference> {
 pub(super) fn manifest_unknown(name: &str, reference: &str) -> RegistryError {
     oci(
         ErrorKind::NotFound,
-        "MANIFEST_UNKNOWN",
+        OciCode::ManifestUnknown,
         &format!("manifest unknown: {name}:{reference}"),
     )
     .into()
@@ -63,7 +63,7 @@ pub(super) fn manifest_unknown(name: &str, reference: &str) -> RegistryError {
 fn name_unknown(name: &str) -> RegistryError {
     oci(
         ErrorKind::NotFound,
-        "NAME_UNKNOWN",
+        OciCode::NameUnknown,
         &format!("repository name not known to registry: {name}"),
     )
     .into()
@@ -164,7 +164,7 @@ pub(super) async fn serve_stored(
         // Harbor's signed-only pulls; who may push (and so sign) still pulls.
         return Err(oci(
             ErrorKind::Precondition,
-            "DENIED",
+            OciCode::Denied,
             &format!("The image is not signed by {kind}."),
         )
         .into());
@@ -233,7 +233,7 @@ pub async fn put_manifest(
         .map_err(|_| {
             RegistryError::from(oci(
                 ErrorKind::PayloadTooLarge,
-                "SIZE_INVALID",
+                OciCode::SizeInvalid,
                 &format!("a manifest may be at most {MAX_MANIFEST_BYTES} bytes"),
             ))
         })?;
@@ -245,13 +245,13 @@ pub async fn put_manifest(
     {
         return Err(oci(
             ErrorKind::BadRequest,
-            "DIGEST_INVALID",
+            OciCode::DigestInvalid,
             &format!("the manifest's digest is {digest}, not {given}"),
         )
         .into());
     }
     let manifest = Manifest::parse(&body, content_type.as_deref()).map_err(|err| {
-        RegistryError::from(oci(ErrorKind::BadRequest, "MANIFEST_INVALID", &err.0))
+        RegistryError::from(oci(ErrorKind::BadRequest, OciCode::ManifestInvalid, &err.0))
     })?;
     let tag = match &parsed {
         Reference::Tag(tag) => Some(tag.clone()),
@@ -266,7 +266,7 @@ pub async fn put_manifest(
         PutManifest::MissingBlob(missing) => {
             return Err(oci(
                 ErrorKind::BadRequest,
-                "MANIFEST_BLOB_UNKNOWN",
+                OciCode::ManifestBlobUnknown,
                 &format!("blob unknown to registry: {missing}"),
             )
             .into());
@@ -274,7 +274,7 @@ pub async fn put_manifest(
         PutManifest::MissingChild(missing) => {
             return Err(oci(
                 ErrorKind::BadRequest,
-                "MANIFEST_BLOB_UNKNOWN",
+                OciCode::ManifestBlobUnknown,
                 &format!("manifest unknown to the repository: {missing}"),
             )
             .into());
@@ -323,7 +323,7 @@ pub async fn delete_manifest(ctx: Ctx, name: &str, reference: &str) -> RegistryR
                 DeleteManifest::Referenced => {
                     return Err(oci(
                         ErrorKind::Precondition,
-                        "DENIED",
+                        OciCode::Denied,
                         "the manifest is referenced by an index of the repository",
                     )
                     .into());
@@ -356,7 +356,7 @@ fn pagination(ctx: &Ctx) -> RegistryResult<(i64, String)> {
         Some(n) => n.parse::<i64>().ok().filter(|n| *n >= 0).ok_or_else(|| {
             RegistryError::from(oci(
                 ErrorKind::BadRequest,
-                "UNSUPPORTED",
+                OciCode::Unsupported,
                 "n must be a non-negative integer",
             ))
         })?,
@@ -409,7 +409,7 @@ pub async fn get_catalog(ctx: Ctx) -> RegistryResult<Response> {
             if matches!(ctx.caller, super::Caller::User(_) | super::Caller::Robot(_)) {
                 oci(
                     ErrorKind::Forbidden,
-                    "DENIED",
+                    OciCode::Denied,
                     "only system administrators may list the catalog",
                 )
                 .into()

@@ -9,7 +9,6 @@ mod auth;
 mod blobs;
 mod manifests;
 mod proxy;
-pub mod state;
 
 use axum::Router;
 use axum::extract::{Request, State};
@@ -23,10 +22,8 @@ use percent_encoding::percent_decode_str;
 use tower_http::catch_panic::CatchPanicLayer;
 
 pub use auth::{Caller, RepoAction};
-pub use proxy::ProxySettings;
-pub use state::RegistryState;
 
-use crate::error::{ApiError, ErrorKind, OciError};
+use crate::error::{ApiError, ErrorKind, OciCode, OciError};
 use crate::state::AppState;
 
 const API_VERSION: HeaderName = HeaderName::from_static("docker-distribution-api-version");
@@ -86,7 +83,7 @@ impl IntoResponse for RegistryError {
 }
 
 /// An [`ApiError`] of `kind` with OCI `code`.
-pub fn oci(kind: ErrorKind, code: &'static str, message: &str) -> ApiError {
+pub fn oci(kind: ErrorKind, code: OciCode, message: &str) -> ApiError {
     ApiError::new(kind, message).with_code(code)
 }
 
@@ -99,7 +96,7 @@ pub(crate) fn refuse_proxy_push(project: &berth_domain::model::Project) -> Resul
     match project.registry_id {
         Some(_) => Err(oci(
             ErrorKind::Forbidden,
-            "DENIED",
+            OciCode::Denied,
             &format!("can not push artifact to a proxy project: {}", project.name),
         )),
         None => Ok(()),
@@ -159,7 +156,12 @@ async fn route(state: AppState, request: Request) -> RegistryResult<Response> {
         .to_string();
     let path = percent_decode_str(&raw).decode_utf8_lossy().into_owned();
     let Some(parsed) = parse_v2_path(&path) else {
-        return Err(oci(ErrorKind::NotFound, "UNSUPPORTED", "no such endpoint").into());
+        return Err(oci(
+            ErrorKind::NotFound,
+            OciCode::Unsupported,
+            "no such endpoint",
+        )
+        .into());
     };
     let name = match &parsed {
         V2Path::Catalog => None,
@@ -175,7 +177,7 @@ async fn route(state: AppState, request: Request) -> RegistryResult<Response> {
     {
         return Err(oci(
             ErrorKind::BadRequest,
-            "NAME_INVALID",
+            OciCode::NameInvalid,
             &format!(
                 "invalid repository name {name}: it must be <project>/<repository> in lower case"
             ),
@@ -237,7 +239,7 @@ async fn route(state: AppState, request: Request) -> RegistryResult<Response> {
 fn method_not_allowed(method: &Method) -> RegistryError {
     oci(
         ErrorKind::MethodNotAllowed,
-        "UNSUPPORTED",
+        OciCode::Unsupported,
         &format!("method {method} is not supported here"),
     )
     .into()

@@ -18,9 +18,7 @@ use berth_domain::rest_query::{self, ListQuery, RuleArg, RuleFailure, RuleValue}
 use serde_json::{Map, Value, json};
 
 use crate::directory;
-use crate::error::{
-    ApiError, ErrorKind, REST_BEARER_INVALID, REST_BEARER_MISSING, REST_PLAIN, RestError,
-};
+use crate::error::{ApiError, ErrorKind, RestCode, RestError};
 use crate::identity::{self, BasicCredentials};
 use crate::signin;
 use crate::state::AppState;
@@ -179,7 +177,7 @@ pub fn rule_error(failure: RuleFailure) -> ApiError {
 /// `error="invalid_token"` challenge.
 pub fn bearer_refused() -> ApiError {
     ApiError {
-        code: Some(REST_BEARER_INVALID),
+        code: Some(RestCode::BearerInvalid.into()),
         ..ApiError::unauthorized()
     }
 }
@@ -261,7 +259,7 @@ impl RestInput {
     /// `Bad Request`; none gives the 401 challenge.
     fn bearer_strategy_token(&self) -> Result<Candidate, ApiError> {
         let bad_request = || ApiError {
-            code: Some(REST_PLAIN),
+            code: Some(RestCode::Plain.into()),
             ..ApiError::bad_request("Bad Request")
         };
         let mut found: Option<Candidate> = None;
@@ -284,7 +282,7 @@ impl RestInput {
             found = Some(source);
         }
         found.ok_or_else(|| ApiError {
-            code: Some(REST_BEARER_MISSING),
+            code: Some(RestCode::BearerMissing.into()),
             ..ApiError::unauthorized()
         })
     }

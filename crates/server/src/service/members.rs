@@ -4,7 +4,7 @@
 use berth_auth::ldap;
 use berth_domain::model::MemberEntity;
 use berth_domain::rbac::{Action, Resource, Role};
-use berth_store::repo::members::{DUPLICATE_MEMBER, MemberChange};
+use berth_store::repo::members::MemberChange;
 use serde::Deserialize;
 
 use crate::access::ProjectAccess;
@@ -12,6 +12,9 @@ use crate::directory;
 use crate::error::{ApiError, ErrorKind};
 use crate::extract::Principal;
 use crate::state::AppState;
+
+/// Harbor's message for a duplicate membership.
+const DUPLICATE_MEMBER: &str = "The project member specified already exist";
 
 /// Harbor's UserEntity.
 #[derive(Debug, Default, Deserialize)]
@@ -159,7 +162,14 @@ pub async fn add(
         .store
         .members()
         .create(project.id, entity, role, &change)
-        .await?;
+        .await
+        .map_err(|err| match ApiError::from(err) {
+            // Added by a request racing this one.
+            err if err.kind == ErrorKind::Conflict => {
+                ApiError::new(ErrorKind::Conflict, DUPLICATE_MEMBER)
+            }
+            err => err,
+        })?;
     state.deliver_events();
     Ok(id)
 }

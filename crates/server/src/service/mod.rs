@@ -14,6 +14,7 @@ pub mod ldap_ping;
 pub mod members;
 pub mod projects;
 pub mod registries;
+pub mod registry_state;
 pub mod repositories;
 pub mod robots;
 pub mod statistics;

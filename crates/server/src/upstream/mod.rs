@@ -8,6 +8,7 @@
 //! is followed to its token service with Basic credentials, a Basic
 //! challenge answered directly, and `/v2/` must then answer 2xx.
 
+pub mod cache;
 mod challenge;
 mod remote;
 pub mod tls;

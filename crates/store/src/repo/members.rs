@@ -9,9 +9,6 @@ use crate::error::{StoreResult, conflict_on_unique};
 use crate::repo::events;
 use crate::repo::sql::Sql;
 
-/// Harbor's message for a duplicate membership.
-pub const DUPLICATE_MEMBER: &str = "The project member specified already exist";
-
 /// Access to project members.
 pub struct Members<'a>(&'a Store);
 
@@ -131,7 +128,9 @@ impl Members<'_> {
         .bind(time::now())
         .fetch_one(&mut *tx)
         .await
-        .map_err(|err| conflict_on_unique(err, || DUPLICATE_MEMBER.to_string()))?;
+        .map_err(|err| {
+            conflict_on_unique(err, || format!("the entity is already a member of project {project_id}"))
+        })?;
         events::record(&mut tx, &change.event(events::MEMBER_ADDED, project_id, id)).await?;
         tx.commit().await?;
         Ok(id)

@@ -180,12 +180,11 @@ pub(crate) async fn charge(
                 .fetch_optional(&mut **tx)
                 .await?;
         if let Some((hard, used)) = quota {
-            // Harbor's words and status (403 DENIED) for a push over quota.
-            return Err(berth_domain::DomainError::Forbidden(format!(
-                "Quota exceeded when processing the request of adding {owed} bytes of storage \
-                 resource, which when updated to current usage of {used} bytes will exceed the \
-                 configured upper limit of {hard} bytes of the project's storage quota"
-            ))
+            return Err(berth_domain::DomainError::QuotaExceeded {
+                adding: owed,
+                used,
+                hard,
+            }
             .into());
         }
     }

@@ -286,13 +286,17 @@ backend_test!(
         let tag = |t: &str| ("delete".to_string(), "tag".to_string(), format!("library/alike:{t}"), "admin".to_string());
         assert_eq!(deleted, vec![tag("api"), tag("portal"), tag("v2")]);
 
-        // Artifacts: by digest through /v2/, then through the Harbor API.
+        // Artifacts: by digest through /v2/, the Harbor API and the portal.
         let (_, one) = push_image(&app, "library/gone", "one", &[b"first gone"]).await;
         let (_, two) = push_image(&app, "library/gone", "two", &[b"second gone"]).await;
+        let (_, three) = push_image(&app, "library/gone", "three", &[b"third gone"]).await;
         let res = app.delete(&format!("/v2/library/gone/manifests/{one}")).admin().send().await;
         assert_eq!(res.status, StatusCode::ACCEPTED, "{}", res.text());
         let res = app.delete(&format!("/api/v2.0/projects/library/repositories/gone/artifacts/{two}")).admin().send().await;
         assert_eq!(res.status, StatusCode::OK, "{}", res.text());
+        let fields = [("project", "library"), ("repository", "gone"), ("digest", three.as_str())];
+        let res = crate::portal::post_form(&app, &cookie, "/harbor/artifacts/delete", Some(&csrf), &fields).await;
+        assert_eq!(res.status, StatusCode::SEE_OTHER, "{}", res.text());
         let res = app.delete("/api/v2.0/projects/library/repositories/alike").admin().send().await;
         assert_eq!(res.status, StatusCode::OK, "{}", res.text());
         let (_, body, _) = logs(&app, "/api/v2.0/audit-logs?q=operation=delete&page_size=100", None).await;
@@ -301,11 +305,33 @@ backend_test!(
         for expected in [
             entry("artifact", format!("library/gone@{one}")),
             entry("artifact", format!("library/gone@{two}")),
+            entry("artifact", format!("library/gone@{three}")),
             entry("repository", "library/alike".to_string()),
         ] {
             assert!(artifacts.contains(&expected), "{expected:?} in {artifacts:?}");
         }
-        assert_eq!(artifacts.len(), 3, "{artifacts:?}");
+        assert_eq!(artifacts.len(), 4, "{artifacts:?}");
+        assert_eq!(app.store().events().pending(berth_store::repo::events::AUDIT).await.unwrap(), 0);
+    }
+);
+
+backend_test!(
+    /// A push is audited alike whichever surface makes it: a manifest PUT
+    /// through `/v2/` and a copy through the Harbor API each write one
+    /// `create artifact` entry (the tags a copy sets with it write none), and
+    /// every event is delivered.
+    async fn pushes_are_audited_alike_through_every_surface(app) {
+        let (_, digest) = push_image(&app, "library/pushed", "v1", &[b"pushed layer"]).await;
+        let res = app.post(&format!("/api/v2.0/projects/library/repositories/pushed/artifacts/{digest}/tags"))
+            .admin().json(&json!({"name": "stable"})).send().await;
+        assert_eq!(res.status, StatusCode::CREATED, "{}", res.text());
+        let res = app.post("/api/v2.0/projects/library/repositories/copied/artifacts?from=library/pushed:v1").admin().send().await;
+        assert_eq!(res.status, StatusCode::CREATED, "{}", res.text());
+        let (_, body, _) = logs(&app, "/api/v2.0/audit-logs?q=operation=create&page_size=100", None).await;
+        let mut created: Vec<_> = operations(&body).into_iter().filter(|(_, kind, _, _)| kind == "artifact").collect();
+        created.sort();
+        let entry = |resource: String| ("create".to_string(), "artifact".to_string(), resource, "admin".to_string());
+        assert_eq!(created, vec![entry(format!("library/copied@{digest}")), entry("library/pushed:v1".to_string())]);
         assert_eq!(app.store().events().pending(berth_store::repo::events::AUDIT).await.unwrap(), 0);
     }
 );

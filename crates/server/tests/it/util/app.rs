@@ -3,9 +3,9 @@
 use berth::app::App;
 use berth::bootstrap;
 use berth::outbound::{RestConfig, RestServices};
-use berth::registry::ProxySettings;
 use berth::signin::SignInSettings;
 use berth::state::AppState;
+use berth::upstream::cache::ProxySettings;
 use berth_auth::secret::SecretKey;
 use berth_store::{BlobStore, Store};
 use tempfile::TempDir;

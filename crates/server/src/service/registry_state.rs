@@ -1,6 +1,7 @@
-//! What the distribution surface keeps beside the shared state: blob storage,
-//! the registry token keys, batched pull bookkeeping and the manifest lookups
-//! of recent pulls.
+//! What the registry keeps beside the database, below the surfaces that
+//! serve it: blob storage, the registry token keys, batched pull
+//! bookkeeping, the manifest lookups of recent pulls and the proxy cache's
+//! memory.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -18,7 +19,7 @@ const PULL_FLUSH_DELAY: Duration = Duration::from_secs(2);
 
 type PullBatch = Arc<Mutex<HashMap<Pull, i64>>>;
 
-/// The distribution surface's part of the application state.
+/// The registry's part of the application state.
 #[derive(Debug)]
 pub struct RegistryState {
     /// Blobs and staged uploads.
@@ -28,7 +29,7 @@ pub struct RegistryState {
     /// Signs and verifies `/service/token` tokens.
     pub tokens: RegistryTokenKeys,
     /// What proxy-cache projects keep in memory.
-    pub proxy: super::proxy::ProxyCache,
+    pub proxy: crate::upstream::cache::ProxyCache,
     /// Pulls not yet written.
     pulls: PullBatch,
     /// Manifest lookups of recent pulls.
@@ -105,13 +106,13 @@ impl RegistryState {
         blobs: BlobStore,
         redirect_downloads: bool,
         secret: &[u8],
-        proxy: super::proxy::ProxySettings,
+        proxy: crate::upstream::cache::ProxySettings,
     ) -> Self {
         Self {
             blobs,
             redirect_downloads,
             tokens: RegistryTokenKeys::new(secret),
-            proxy: super::proxy::ProxyCache::new(proxy),
+            proxy: crate::upstream::cache::ProxyCache::new(proxy),
             pulls: PullBatch::default(),
             lookups: Lookups::default(),
         }
