@@ -3,6 +3,7 @@
 //! Nothing here does I/O: no tokio, axum or sqlx. The store and the server both
 //! depend on this crate, never the other way round.
 
+pub mod cron;
 pub mod error;
 pub mod glob;
 pub mod model;

@@ -19,6 +19,7 @@ pub mod gc;
 pub mod identities;
 pub(crate) mod image_put;
 pub mod immutable;
+pub mod jobs;
 pub mod labels;
 pub mod manifests;
 pub mod members;

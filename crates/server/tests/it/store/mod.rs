@@ -1,6 +1,7 @@
 //! Store functions, on both backends.
 
 mod changes;
+mod jobs;
 mod migrations;
 mod projects;
 mod registries;

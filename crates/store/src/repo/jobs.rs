@@ -1,0 +1,574 @@
+//! Jobs (migration 0021): executions of work the registry does on its own and
+//! the tasks workers take from them.
+//!
+//! A worker takes one task at a time ([`Jobs::claim`]): a pending task whose
+//! time has come, or a running one whose lease ended (its worker died). On
+//! PostgreSQL the candidate row is locked with `SKIP LOCKED`, so two
+//! instances never take the same task; on SQLite one process writes. The
+//! worker renews its lease while it works ([`Jobs::renew`]), which also tells
+//! it when it was asked to stop, and ends the task ([`Jobs::finish`]): a
+//! failed attempt is tried again after a backoff until the task has had its
+//! attempts. An execution's status follows its tasks'.
+
+use std::time::Duration;
+
+use berth_domain::time;
+use serde_json::Value;
+
+use crate::Store;
+use crate::db::Locking;
+use crate::error::StoreResult;
+use crate::repo::flag;
+
+/// Waiting for a worker (or for its retry's time).
+pub const PENDING: &str = "Pending";
+/// Taken by a worker.
+pub const RUNNING: &str = "Running";
+/// Stopped on request.
+pub const STOPPED: &str = "Stopped";
+/// Failed, with no attempt left.
+pub const ERROR: &str = "Error";
+/// Done.
+pub const SUCCESS: &str = "Success";
+
+/// The first retry waits this long; each next one twice as long, up to [`MAX_BACKOFF`].
+pub const FIRST_BACKOFF: Duration = Duration::from_secs(10);
+/// The longest wait before a retry.
+pub const MAX_BACKOFF: Duration = Duration::from_secs(3600);
+
+/// A task to create with its execution.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewTask {
+    /// What it does.
+    pub parameters: Value,
+    /// How many times it may be run (at least 1).
+    pub max_attempts: i64,
+}
+
+/// An execution to create.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewExecution {
+    /// Harbor's vendor type (`GARBAGE_COLLECTION`, ...).
+    pub vendor_type: String,
+    /// What it is of (0 for the system's jobs).
+    pub vendor_id: i64,
+    /// `MANUAL`, `SCHEDULE` or `EVENT`.
+    pub trigger: String,
+    /// Its parameters (Harbor's `extra_attrs`).
+    pub extra_attrs: Value,
+}
+
+/// A stored execution.
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+pub struct Execution {
+    /// Its id.
+    pub id: i64,
+    /// Harbor's vendor type.
+    pub vendor_type: String,
+    /// What it is of.
+    pub vendor_id: i64,
+    /// `MANUAL`, `SCHEDULE` or `EVENT`.
+    #[sqlx(rename = "job_trigger")]
+    pub trigger: String,
+    /// [`PENDING`], [`RUNNING`], [`STOPPED`], [`ERROR`] or [`SUCCESS`].
+    pub status: String,
+    /// Why it failed or stopped.
+    pub status_message: String,
+    /// Its parameters and results (JSON text).
+    pub extra_attrs: String,
+    /// When it was created.
+    pub start_time: String,
+    /// When it last changed.
+    pub update_time: String,
+    /// When it ended.
+    pub end_time: Option<String>,
+}
+
+/// A stored task.
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+pub struct Task {
+    /// Its id.
+    pub id: i64,
+    /// Its execution.
+    pub execution_id: i64,
+    /// Its execution's vendor type.
+    pub vendor_type: String,
+    /// As an execution's.
+    pub status: String,
+    /// Why it failed or stopped.
+    pub status_message: String,
+    /// What it does (JSON text).
+    pub parameters: String,
+    /// What it found (JSON text).
+    pub extra_attrs: String,
+    /// How many times it was taken.
+    pub attempts: i64,
+    /// How many times it may be.
+    pub max_attempts: i64,
+    /// The instance running it.
+    pub owner: Option<String>,
+    /// When it was created.
+    pub creation_time: String,
+    /// When it was first taken.
+    pub start_time: Option<String>,
+    /// When it last changed.
+    pub update_time: String,
+    /// When it ended.
+    pub end_time: Option<String>,
+}
+
+/// How an attempt at a task ended.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Outcome {
+    /// Done, with what it found.
+    Success(Value),
+    /// Failed; tried again after a backoff while attempts are left.
+    Failed(String),
+    /// Stopped on request.
+    Stopped,
+}
+
+/// What a renewal found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Lease {
+    /// Still held until the new end.
+    Held,
+    /// Held, and a stop was asked: the worker should stop and finish with
+    /// [`Outcome::Stopped`].
+    StopAsked,
+    /// Lost (it ended and another worker took the task, or the task is gone):
+    /// the worker must stop without finishing.
+    Lost,
+}
+
+const TASK_COLUMNS: &str = "id, execution_id, vendor_type, status, status_message, parameters, \
+     extra_attrs, attempts, max_attempts, owner, creation_time, start_time, update_time, end_time";
+const EXECUTION_COLUMNS: &str = "id, vendor_type, vendor_id, job_trigger, status, status_message, \
+     extra_attrs, start_time, update_time, end_time";
+
+/// Access to jobs.
+pub struct Jobs<'a>(&'a Store);
+
+impl Store {
+    /// The job repository.
+    pub fn jobs(&self) -> Jobs<'_> {
+        Jobs(self)
+    }
+}
+
+/// The wait before attempt `attempts + 1` of a task that failed `attempts` times.
+pub fn backoff(attempts: i64) -> Duration {
+    let doublings = u32::try_from(attempts.saturating_sub(1).clamp(0, 16)).unwrap_or(16);
+    FIRST_BACKOFF
+        .saturating_mul(1 << doublings)
+        .min(MAX_BACKOFF)
+}
+
+fn seconds(duration: Duration) -> i64 {
+    i64::try_from(duration.as_secs()).unwrap_or(i64::MAX)
+}
+
+impl Jobs<'_> {
+    /// Creates an execution with its tasks, all pending, in one transaction;
+    /// the execution's id. An execution without tasks is a success at once.
+    pub async fn create(&self, new: &NewExecution, tasks: &[NewTask]) -> StoreResult<i64> {
+        let now = time::now();
+        let status = if tasks.is_empty() { SUCCESS } else { PENDING };
+        let end_time = tasks.is_empty().then(|| now.clone());
+        let mut tx = self.0.begin_write().await?;
+        let (id,): (i64,) = sqlx::query_as(
+            "INSERT INTO job_executions (vendor_type, vendor_id, job_trigger, status, extra_attrs, \
+             start_time, update_time, end_time) VALUES ($1, $2, $3, $4, $5, $6, $6, $7) RETURNING id",
+        )
+        .bind(&new.vendor_type)
+        .bind(new.vendor_id)
+        .bind(&new.trigger)
+        .bind(status)
+        .bind(new.extra_attrs.to_string())
+        .bind(&now)
+        .bind(end_time)
+        .fetch_one(&mut *tx)
+        .await?;
+        for task in tasks {
+            sqlx::query(
+                "INSERT INTO job_tasks (execution_id, vendor_type, status, parameters, max_attempts, \
+                 run_after, creation_time, update_time) VALUES ($1, $2, $3, $4, $5, $6, $6, $6)",
+            )
+            .bind(id)
+            .bind(&new.vendor_type)
+            .bind(PENDING)
+            .bind(task.parameters.to_string())
+            .bind(task.max_attempts.max(1))
+            .bind(&now)
+            .execute(&mut *tx)
+            .await?;
+        }
+        tx.commit().await?;
+        Ok(id)
+    }
+
+    /// Takes a task of one of `vendor_types` for `owner` until `lease` from
+    /// now: the oldest pending one whose time has come, or a running one
+    /// whose lease ended with attempts left. `None` when there is none.
+    pub async fn claim(
+        &self,
+        owner: &str,
+        vendor_types: &[&str],
+        lease: Duration,
+    ) -> StoreResult<Option<Task>> {
+        if vendor_types.is_empty() {
+            return Ok(None);
+        }
+        self.fail_abandoned().await?;
+        let now = time::now();
+        let until = time::now_plus_seconds(seconds(lease));
+        let kinds = (0..vendor_types.len())
+            .map(|i| format!("${}", i + 3))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let locking = match self.0.locking(Locking::Update) {
+            "" => "",
+            _ => " FOR UPDATE SKIP LOCKED",
+        };
+        let mut tx = self.0.begin_write().await?;
+        let candidate = format!(
+            "SELECT id FROM job_tasks WHERE vendor_type IN ({kinds}) AND \
+             ((status = $1 AND run_after <= $2) OR (status = 'Running' AND lease_until < $2 \
+             AND attempts < max_attempts)) ORDER BY id LIMIT 1{locking}"
+        );
+        let mut query = sqlx::query_as(sqlx::AssertSqlSafe(candidate))
+            .bind(PENDING)
+            .bind(&now);
+        for kind in vendor_types {
+            query = query.bind(*kind);
+        }
+        let found: Option<(i64,)> = query.fetch_optional(&mut *tx).await?;
+        let Some((id,)) = found else {
+            return Ok(None);
+        };
+        let task: Task = sqlx::query_as(sqlx::AssertSqlSafe(format!(
+            "UPDATE job_tasks SET status = $2, owner = $3, lease_until = $4, attempts = attempts + 1, \
+             start_time = COALESCE(start_time, $5), update_time = $5 WHERE id = $1 RETURNING {TASK_COLUMNS}"
+        )))
+        .bind(id)
+        .bind(RUNNING)
+        .bind(owner)
+        .bind(&until)
+        .bind(&now)
+        .fetch_one(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        // After the task's commit, not in its transaction: every change of an
+        // execution and its tasks takes the execution's row first.
+        sqlx::query(
+            "UPDATE job_executions SET status = $2, update_time = $3 WHERE id = $1 AND status = $4",
+        )
+        .bind(task.execution_id)
+        .bind(RUNNING)
+        .bind(&now)
+        .bind(PENDING)
+        .execute(&self.0.pool)
+        .await?;
+        Ok(Some(task))
+    }
+
+    /// Marks failed the running tasks whose lease ended with no attempt
+    /// left: their worker died on their last attempt.
+    async fn fail_abandoned(&self) -> StoreResult<()> {
+        let now = time::now();
+        let abandoned: Vec<(i64, i64)> = sqlx::query_as(
+            "SELECT id, execution_id FROM job_tasks \
+             WHERE status = $1 AND lease_until < $2 AND attempts >= max_attempts",
+        )
+        .bind(RUNNING)
+        .bind(&now)
+        .fetch_all(&self.0.pool)
+        .await?;
+        for (id, execution_id) in abandoned {
+            let mut tx = self.0.begin_write().await?;
+            self.lock_execution(&mut tx, execution_id).await?;
+            let done = sqlx::query(
+                "UPDATE job_tasks SET status = $2, status_message = $3, end_time = $4, update_time = $4, \
+                 owner = NULL, lease_until = NULL \
+                 WHERE id = $1 AND status = $5 AND lease_until < $4 AND attempts >= max_attempts",
+            )
+            .bind(id)
+            .bind(ERROR)
+            .bind("the worker running the task's last attempt stopped answering")
+            .bind(&now)
+            .bind(RUNNING)
+            .execute(&mut *tx)
+            .await?;
+            if done.rows_affected() > 0 {
+                settle_execution(&mut tx, execution_id, &now).await?;
+            }
+            tx.commit().await?;
+        }
+        Ok(())
+    }
+
+    /// Extends `owner`'s lease of task `id` to `lease` from now.
+    pub async fn renew(&self, id: i64, owner: &str, lease: Duration) -> StoreResult<Lease> {
+        let until = time::now_plus_seconds(seconds(lease));
+        let row: Option<(i64,)> = sqlx::query_as(
+            "UPDATE job_tasks SET lease_until = $3 WHERE id = $1 AND owner = $2 AND status = $4 \
+             RETURNING stop_requested",
+        )
+        .bind(id)
+        .bind(owner)
+        .bind(&until)
+        .bind(RUNNING)
+        .fetch_optional(&self.0.pool)
+        .await?;
+        Ok(match row {
+            None => Lease::Lost,
+            Some((stop,)) if flag(stop) => Lease::StopAsked,
+            Some(_) => Lease::Held,
+        })
+    }
+
+    /// Ends `owner`'s attempt at task `id` as `outcome` says; `false` when
+    /// the task was no longer `owner`'s (its lease ended and another took it).
+    pub async fn finish(&self, id: i64, owner: &str, outcome: &Outcome) -> StoreResult<bool> {
+        let now = time::now();
+        let execution: Option<(i64,)> =
+            sqlx::query_as("SELECT execution_id FROM job_tasks WHERE id = $1")
+                .bind(id)
+                .fetch_optional(&self.0.pool)
+                .await?;
+        let Some((execution_id,)) = execution else {
+            return Ok(false);
+        };
+        let mut tx = self.0.begin_write().await?;
+        self.lock_execution(&mut tx, execution_id).await?;
+        let held: Option<(i64, i64)> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
+            "SELECT attempts, max_attempts FROM job_tasks WHERE id = $1 AND owner = $2 AND status = $3{}",
+            self.0.locking(Locking::Update)
+        )))
+        .bind(id)
+        .bind(owner)
+        .bind(RUNNING)
+        .fetch_optional(&mut *tx)
+        .await?;
+        let Some((attempts, max_attempts)) = held else {
+            return Ok(false);
+        };
+        let retry = matches!(outcome, Outcome::Failed(_)) && attempts < max_attempts;
+        let (status, message, extra) = match outcome {
+            Outcome::Success(found) => (SUCCESS, String::new(), Some(found.to_string())),
+            Outcome::Failed(why) if retry => (PENDING, why.clone(), None),
+            Outcome::Failed(why) => (ERROR, why.clone(), None),
+            Outcome::Stopped => (STOPPED, "stopped on request".to_string(), None),
+        };
+        let run_after = time::now_plus_seconds(seconds(backoff(attempts)));
+        sqlx::query(
+            "UPDATE job_tasks SET status = $2, status_message = $3, extra_attrs = COALESCE($4, extra_attrs), \
+             owner = NULL, lease_until = NULL, update_time = $5, \
+             end_time = CASE WHEN $6 = 1 THEN NULL ELSE $5 END, run_after = $7 WHERE id = $1",
+        )
+        .bind(id)
+        .bind(status)
+        .bind(&message)
+        .bind(extra)
+        .bind(&now)
+        .bind(i64::from(retry))
+        .bind(&run_after)
+        .execute(&mut *tx)
+        .await?;
+        if !retry {
+            settle_execution(&mut tx, execution_id, &now).await?;
+        }
+        tx.commit().await?;
+        Ok(true)
+    }
+
+    /// Asks execution `id` to stop: its pending tasks stop now, its running
+    /// ones at their worker's next renewal. `false` when there is no such
+    /// execution.
+    pub async fn stop(&self, id: i64) -> StoreResult<bool> {
+        let now = time::now();
+        let mut tx = self.0.begin_write().await?;
+        if !self.lock_execution(&mut tx, id).await? {
+            return Ok(false);
+        }
+        sqlx::query(
+            "UPDATE job_tasks SET status = $2, status_message = 'stopped on request', end_time = $3, \
+             update_time = $3 WHERE execution_id = $1 AND status = $4",
+        )
+        .bind(id)
+        .bind(STOPPED)
+        .bind(&now)
+        .bind(PENDING)
+        .execute(&mut *tx)
+        .await?;
+        sqlx::query(
+            "UPDATE job_tasks SET stop_requested = 1, update_time = $2 WHERE execution_id = $1 AND status = $3",
+        )
+        .bind(id)
+        .bind(&now)
+        .bind(RUNNING)
+        .execute(&mut *tx)
+        .await?;
+        settle_execution(&mut tx, id, &now).await?;
+        tx.commit().await?;
+        Ok(true)
+    }
+
+    /// Locks execution `id` (on PostgreSQL) for the rest of `tx`: every
+    /// change of an execution or its tasks takes it first, so their statuses
+    /// are settled one change at a time. `false` when there is none.
+    async fn lock_execution(
+        &self,
+        tx: &mut sqlx::Transaction<'static, sqlx::Any>,
+        id: i64,
+    ) -> StoreResult<bool> {
+        let found: Option<(i64,)> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
+            "SELECT id FROM job_executions WHERE id = $1{}",
+            self.0.locking(Locking::Update)
+        )))
+        .bind(id)
+        .fetch_optional(&mut **tx)
+        .await?;
+        Ok(found.is_some())
+    }
+
+    /// Adds `line` to the log of task `id`.
+    pub async fn log(&self, id: i64, line: &str) -> StoreResult<()> {
+        let mut tx = self.0.begin_write().await?;
+        let (next,): (i64,) = sqlx::query_as(
+            "SELECT COALESCE(MAX(seq), 0) + 1 FROM job_task_logs WHERE task_id = $1",
+        )
+        .bind(id)
+        .fetch_one(&mut *tx)
+        .await?;
+        sqlx::query(
+            "INSERT INTO job_task_logs (task_id, seq, logged_at, line) VALUES ($1, $2, $3, $4)",
+        )
+        .bind(id)
+        .bind(next)
+        .bind(time::now())
+        .bind(line)
+        .execute(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// The log of task `id`, one line per entry, each after its time.
+    pub async fn log_text(&self, id: i64) -> StoreResult<String> {
+        let lines: Vec<(String, String)> = sqlx::query_as(
+            "SELECT logged_at, line FROM job_task_logs WHERE task_id = $1 ORDER BY seq",
+        )
+        .bind(id)
+        .fetch_all(&self.0.pool)
+        .await?;
+        Ok(lines
+            .iter()
+            .map(|(at, line)| format!("{at} {line}\n"))
+            .collect())
+    }
+
+    /// Execution `id`.
+    pub async fn execution(&self, id: i64) -> StoreResult<Option<Execution>> {
+        Ok(sqlx::query_as(sqlx::AssertSqlSafe(format!(
+            "SELECT {EXECUTION_COLUMNS} FROM job_executions WHERE id = $1"
+        )))
+        .bind(id)
+        .fetch_optional(&self.0.pool)
+        .await?)
+    }
+
+    /// The latest `limit` executions of `vendor_type` (of `vendor_id`), newest first.
+    pub async fn executions(
+        &self,
+        vendor_type: &str,
+        vendor_id: i64,
+        limit: i64,
+    ) -> StoreResult<Vec<Execution>> {
+        Ok(sqlx::query_as(sqlx::AssertSqlSafe(format!(
+            "SELECT {EXECUTION_COLUMNS} FROM job_executions WHERE vendor_type = $1 AND vendor_id = $2 \
+             ORDER BY id DESC LIMIT $3"
+        )))
+        .bind(vendor_type)
+        .bind(vendor_id)
+        .bind(limit)
+        .fetch_all(&self.0.pool)
+        .await?)
+    }
+
+    /// The tasks of execution `id`, in order.
+    pub async fn tasks(&self, execution_id: i64) -> StoreResult<Vec<Task>> {
+        Ok(sqlx::query_as(sqlx::AssertSqlSafe(format!(
+            "SELECT {TASK_COLUMNS} FROM job_tasks WHERE execution_id = $1 ORDER BY id"
+        )))
+        .bind(execution_id)
+        .fetch_all(&self.0.pool)
+        .await?)
+    }
+}
+
+/// Sets execution `id`'s status from its tasks': running while any is
+/// pending or running (and one was taken), else stopped if any stopped,
+/// error if any failed, success otherwise.
+async fn settle_execution(
+    tx: &mut sqlx::Transaction<'static, sqlx::Any>,
+    id: i64,
+    now: &str,
+) -> StoreResult<()> {
+    let counts: Vec<(String, i64)> = sqlx::query_as(
+        "SELECT status, COUNT(*) FROM job_tasks WHERE execution_id = $1 GROUP BY status",
+    )
+    .bind(id)
+    .fetch_all(&mut **tx)
+    .await?;
+    let has = |status: &str| counts.iter().any(|(s, n)| s == status && *n > 0);
+    let status = if has(RUNNING) || (has(PENDING) && counts.len() > 1) {
+        RUNNING
+    } else if has(PENDING) {
+        PENDING
+    } else if has(STOPPED) {
+        STOPPED
+    } else if has(ERROR) {
+        ERROR
+    } else {
+        SUCCESS
+    };
+    let ended = matches!(status, STOPPED | ERROR | SUCCESS);
+    let message: Option<(String,)> = if status == ERROR {
+        sqlx::query_as(
+            "SELECT status_message FROM job_tasks WHERE execution_id = $1 AND status = $2 ORDER BY id LIMIT 1",
+        )
+        .bind(id)
+        .bind(ERROR)
+        .fetch_optional(&mut **tx)
+        .await?
+    } else {
+        None
+    };
+    sqlx::query(
+        "UPDATE job_executions SET status = $2, status_message = $3, update_time = $4, \
+         end_time = CASE WHEN $5 = 1 THEN $4 ELSE NULL END WHERE id = $1",
+    )
+    .bind(id)
+    .bind(status)
+    .bind(message.map(|(m,)| m).unwrap_or_default())
+    .bind(now)
+    .bind(i64::from(ended))
+    .execute(&mut **tx)
+    .await?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn retries_wait_longer_each_time_up_to_an_hour() {
+        assert_eq!(backoff(1), Duration::from_secs(10));
+        assert_eq!(backoff(2), Duration::from_secs(20));
+        assert_eq!(backoff(3), Duration::from_secs(40));
+        assert_eq!(backoff(40), MAX_BACKOFF);
+        assert_eq!(backoff(0), Duration::from_secs(10));
+    }
+}
