@@ -63,3 +63,29 @@ CREATE TABLE job_task_logs (
     line TEXT NOT NULL,
     PRIMARY KEY (task_id, seq)
 );
+
+-- When jobs run on their own: one schedule per job (per vendor type and id).
+-- Every instance looks for due schedules; the one whose compare-and-set of
+-- `next_fire_at` succeeds starts the execution, in the same transaction, so
+-- each tick fires once whatever the number of instances.
+CREATE TABLE job_schedules (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    vendor_type TEXT NOT NULL,
+    vendor_id BIGINT NOT NULL DEFAULT 0,
+    -- Harbor's schedule type: Hourly, Daily, Weekly or Custom.
+    schedule_type TEXT NOT NULL,
+    -- Six fields, seconds first (crates/domain/src/cron.rs).
+    cron TEXT NOT NULL,
+    -- The parameters each execution it starts gets (JSON).
+    parameters TEXT NOT NULL DEFAULT '{}',
+    next_fire_at TEXT NOT NULL,
+    creation_time TEXT NOT NULL,
+    update_time TEXT NOT NULL,
+    UNIQUE (vendor_type, vendor_id)
+);
+CREATE INDEX job_schedules_due_idx ON job_schedules (next_fire_at);
+
+-- Job types whose schedules are paused (Harbor's /schedules/{job_type}/paused).
+CREATE TABLE job_pauses (
+    vendor_type TEXT PRIMARY KEY
+);

@@ -12,6 +12,8 @@
 
 use std::time::Duration;
 
+use ::time::OffsetDateTime;
+use berth_domain::cron::Cron;
 use berth_domain::time;
 use serde_json::Value;
 
@@ -141,6 +143,49 @@ pub enum Lease {
     Lost,
 }
 
+/// A job's schedule.
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+pub struct Schedule {
+    /// Its id.
+    pub id: i64,
+    /// The job's vendor type.
+    pub vendor_type: String,
+    /// What the job is of.
+    pub vendor_id: i64,
+    /// Harbor's schedule type: `Hourly`, `Daily`, `Weekly` or `Custom`.
+    pub schedule_type: String,
+    /// Six fields, seconds first.
+    pub cron: String,
+    /// What each execution it starts gets (JSON text).
+    pub parameters: String,
+    /// When it fires next.
+    pub next_fire_at: String,
+    /// When it was made.
+    pub creation_time: String,
+    /// When it last changed.
+    pub update_time: String,
+}
+
+/// A schedule to set.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewSchedule {
+    /// The job's vendor type.
+    pub vendor_type: String,
+    /// What the job is of (0 for the system's jobs).
+    pub vendor_id: i64,
+    /// Harbor's schedule type.
+    pub schedule_type: String,
+    /// The cron expression (checked by the caller).
+    pub cron: Cron,
+    /// The cron expression as given.
+    pub cron_text: String,
+    /// What each execution gets.
+    pub parameters: Value,
+}
+
+const SCHEDULE_COLUMNS: &str = "id, vendor_type, vendor_id, schedule_type, cron, parameters, \
+     next_fire_at, creation_time, update_time";
+
 const TASK_COLUMNS: &str = "id, execution_id, vendor_type, status, status_message, parameters, \
      extra_attrs, attempts, max_attempts, owner, creation_time, start_time, update_time, end_time";
 const EXECUTION_COLUMNS: &str = "id, vendor_type, vendor_id, job_trigger, status, status_message, \
@@ -172,37 +217,8 @@ impl Jobs<'_> {
     /// Creates an execution with its tasks, all pending, in one transaction;
     /// the execution's id. An execution without tasks is a success at once.
     pub async fn create(&self, new: &NewExecution, tasks: &[NewTask]) -> StoreResult<i64> {
-        let now = time::now();
-        let status = if tasks.is_empty() { SUCCESS } else { PENDING };
-        let end_time = tasks.is_empty().then(|| now.clone());
         let mut tx = self.0.begin_write().await?;
-        let (id,): (i64,) = sqlx::query_as(
-            "INSERT INTO job_executions (vendor_type, vendor_id, job_trigger, status, extra_attrs, \
-             start_time, update_time, end_time) VALUES ($1, $2, $3, $4, $5, $6, $6, $7) RETURNING id",
-        )
-        .bind(&new.vendor_type)
-        .bind(new.vendor_id)
-        .bind(&new.trigger)
-        .bind(status)
-        .bind(new.extra_attrs.to_string())
-        .bind(&now)
-        .bind(end_time)
-        .fetch_one(&mut *tx)
-        .await?;
-        for task in tasks {
-            sqlx::query(
-                "INSERT INTO job_tasks (execution_id, vendor_type, status, parameters, max_attempts, \
-                 run_after, creation_time, update_time) VALUES ($1, $2, $3, $4, $5, $6, $6, $6)",
-            )
-            .bind(id)
-            .bind(&new.vendor_type)
-            .bind(PENDING)
-            .bind(task.parameters.to_string())
-            .bind(task.max_attempts.max(1))
-            .bind(&now)
-            .execute(&mut *tx)
-            .await?;
-        }
+        let id = create_in(&mut tx, new, tasks, &time::now()).await?;
         tx.commit().await?;
         Ok(id)
     }
@@ -414,6 +430,155 @@ impl Jobs<'_> {
         Ok(true)
     }
 
+    /// Sets the schedule of `new.vendor_type`/`new.vendor_id` (replacing the
+    /// one it had), first firing at the cron's next time; `None` when the
+    /// cron never fires.
+    pub async fn set_schedule(&self, new: &NewSchedule) -> StoreResult<Option<Schedule>> {
+        let Some(next) = new.cron.next_after(OffsetDateTime::now_utc()) else {
+            return Ok(None);
+        };
+        let now = time::now();
+        let row: Schedule = sqlx::query_as(sqlx::AssertSqlSafe(format!(
+            "INSERT INTO job_schedules (vendor_type, vendor_id, schedule_type, cron, parameters, \
+             next_fire_at, creation_time, update_time) VALUES ($1, $2, $3, $4, $5, $6, $7, $7) \
+             ON CONFLICT (vendor_type, vendor_id) DO UPDATE SET schedule_type = excluded.schedule_type, \
+             cron = excluded.cron, parameters = excluded.parameters, next_fire_at = excluded.next_fire_at, \
+             update_time = excluded.update_time RETURNING {SCHEDULE_COLUMNS}"
+        )))
+        .bind(&new.vendor_type)
+        .bind(new.vendor_id)
+        .bind(&new.schedule_type)
+        .bind(&new.cron_text)
+        .bind(new.parameters.to_string())
+        .bind(time::format_timestamp(next))
+        .bind(&now)
+        .fetch_one(&self.0.pool)
+        .await?;
+        Ok(Some(row))
+    }
+
+    /// Removes the schedule of `vendor_type`/`vendor_id`; `false` when there was none.
+    pub async fn delete_schedule(&self, vendor_type: &str, vendor_id: i64) -> StoreResult<bool> {
+        let done =
+            sqlx::query("DELETE FROM job_schedules WHERE vendor_type = $1 AND vendor_id = $2")
+                .bind(vendor_type)
+                .bind(vendor_id)
+                .execute(&self.0.pool)
+                .await?;
+        Ok(done.rows_affected() > 0)
+    }
+
+    /// The schedule of `vendor_type`/`vendor_id`.
+    pub async fn schedule(
+        &self,
+        vendor_type: &str,
+        vendor_id: i64,
+    ) -> StoreResult<Option<Schedule>> {
+        Ok(sqlx::query_as(sqlx::AssertSqlSafe(format!(
+            "SELECT {SCHEDULE_COLUMNS} FROM job_schedules WHERE vendor_type = $1 AND vendor_id = $2"
+        )))
+        .bind(vendor_type)
+        .bind(vendor_id)
+        .fetch_optional(&self.0.pool)
+        .await?)
+    }
+
+    /// Every schedule, by id.
+    pub async fn schedules(&self) -> StoreResult<Vec<Schedule>> {
+        Ok(sqlx::query_as(sqlx::AssertSqlSafe(format!(
+            "SELECT {SCHEDULE_COLUMNS} FROM job_schedules ORDER BY id"
+        )))
+        .fetch_all(&self.0.pool)
+        .await?)
+    }
+
+    /// Pauses or resumes the schedules of `vendor_type`.
+    pub async fn set_paused(&self, vendor_type: &str, paused: bool) -> StoreResult<()> {
+        let sql = if paused {
+            "INSERT INTO job_pauses (vendor_type) VALUES ($1) ON CONFLICT (vendor_type) DO NOTHING"
+        } else {
+            "DELETE FROM job_pauses WHERE vendor_type = $1"
+        };
+        sqlx::query(sql)
+            .bind(vendor_type)
+            .execute(&self.0.pool)
+            .await?;
+        Ok(())
+    }
+
+    /// Whether the schedules of `vendor_type` are paused.
+    pub async fn paused(&self, vendor_type: &str) -> StoreResult<bool> {
+        let found: Option<(String,)> =
+            sqlx::query_as("SELECT vendor_type FROM job_pauses WHERE vendor_type = $1")
+                .bind(vendor_type)
+                .fetch_optional(&self.0.pool)
+                .await?;
+        Ok(found.is_some())
+    }
+
+    /// Fires the schedules due at `now` whose job type is not paused: each
+    /// moves to its next time and starts an execution (trigger `SCHEDULE`,
+    /// the schedule's parameters, the tasks `tasks_of` gives it) in one
+    /// transaction, only where its `next_fire_at` was still the one read, so
+    /// a tick fires once whichever instances look. A paused schedule moves
+    /// on without firing. The executions started.
+    pub async fn fire_due(
+        &self,
+        now: OffsetDateTime,
+        tasks_of: impl Fn(&Schedule) -> Vec<NewTask>,
+    ) -> StoreResult<Vec<i64>> {
+        let stamp = time::format_timestamp(now);
+        let due: Vec<Schedule> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
+            "SELECT {SCHEDULE_COLUMNS} FROM job_schedules WHERE next_fire_at <= $1 ORDER BY next_fire_at"
+        )))
+        .bind(&stamp)
+        .fetch_all(&self.0.pool)
+        .await?;
+        let mut started = Vec::new();
+        for schedule in due {
+            let next = schedule
+                .cron
+                .parse::<Cron>()
+                .ok()
+                .and_then(|cron| cron.next_after(now))
+                .map(time::format_timestamp);
+            let paused = self.paused(&schedule.vendor_type).await?;
+            let mut tx = self.0.begin_write().await?;
+            let moved = match &next {
+                Some(next) => sqlx::query(
+                    "UPDATE job_schedules SET next_fire_at = $3, update_time = $4 \
+                     WHERE id = $1 AND next_fire_at = $2",
+                )
+                .bind(schedule.id)
+                .bind(&schedule.next_fire_at)
+                .bind(next)
+                .bind(&stamp),
+                // A cron that never fires again: the schedule goes.
+                None => {
+                    sqlx::query("DELETE FROM job_schedules WHERE id = $1 AND next_fire_at = $2")
+                        .bind(schedule.id)
+                        .bind(&schedule.next_fire_at)
+                }
+            }
+            .execute(&mut *tx)
+            .await?;
+            if moved.rows_affected() == 0 || paused {
+                tx.commit().await?;
+                continue;
+            }
+            let new = NewExecution {
+                vendor_type: schedule.vendor_type.clone(),
+                vendor_id: schedule.vendor_id,
+                trigger: "SCHEDULE".into(),
+                extra_attrs: serde_json::from_str(&schedule.parameters).unwrap_or(Value::Null),
+            };
+            let id = create_in(&mut tx, &new, &tasks_of(&schedule), &stamp).await?;
+            tx.commit().await?;
+            started.push(id);
+        }
+        Ok(started)
+    }
+
     /// Locks execution `id` (on PostgreSQL) for the rest of `tx`: every
     /// change of an execution or its tasks takes it first, so their statuses
     /// are settled one change at a time. `false` when there is none.
@@ -505,6 +670,45 @@ impl Jobs<'_> {
         .fetch_all(&self.0.pool)
         .await?)
     }
+}
+
+/// Creates an execution with its tasks in `tx` (see [`Jobs::create`]).
+async fn create_in(
+    tx: &mut sqlx::Transaction<'static, sqlx::Any>,
+    new: &NewExecution,
+    tasks: &[NewTask],
+    now: &str,
+) -> StoreResult<i64> {
+    let status = if tasks.is_empty() { SUCCESS } else { PENDING };
+    let end_time = tasks.is_empty().then_some(now);
+    let (id,): (i64,) = sqlx::query_as(
+        "INSERT INTO job_executions (vendor_type, vendor_id, job_trigger, status, extra_attrs, \
+         start_time, update_time, end_time) VALUES ($1, $2, $3, $4, $5, $6, $6, $7) RETURNING id",
+    )
+    .bind(&new.vendor_type)
+    .bind(new.vendor_id)
+    .bind(&new.trigger)
+    .bind(status)
+    .bind(new.extra_attrs.to_string())
+    .bind(now)
+    .bind(end_time)
+    .fetch_one(&mut **tx)
+    .await?;
+    for task in tasks {
+        sqlx::query(
+            "INSERT INTO job_tasks (execution_id, vendor_type, status, parameters, max_attempts, \
+             run_after, creation_time, update_time) VALUES ($1, $2, $3, $4, $5, $6, $6, $6)",
+        )
+        .bind(id)
+        .bind(&new.vendor_type)
+        .bind(PENDING)
+        .bind(task.parameters.to_string())
+        .bind(task.max_attempts.max(1))
+        .bind(now)
+        .execute(&mut **tx)
+        .await?;
+    }
+    Ok(id)
 }
 
 /// Sets execution `id`'s status from its tasks': running while any is

@@ -4,7 +4,8 @@
 use std::collections::HashSet;
 use std::time::Duration;
 
-use berth_store::repo::jobs::{self, Lease, NewExecution, NewTask, Outcome};
+use berth_domain::cron::Cron;
+use berth_store::repo::jobs::{self, Lease, NewExecution, NewSchedule, NewTask, Outcome};
 use serde_json::json;
 
 use crate::backend_test;
@@ -145,5 +146,69 @@ backend_test!(
         let distinct: HashSet<_> = all.iter().collect();
         assert_eq!((all.len(), distinct.len()), (40, 40), "{all:?}");
         assert_eq!(app.store().jobs().execution(id).await.unwrap().unwrap().status, jobs::SUCCESS);
+    }
+);
+
+fn every_second(kind: &str) -> NewSchedule {
+    NewSchedule {
+        vendor_type: kind.into(),
+        vendor_id: 0,
+        schedule_type: "Custom".into(),
+        cron: "* * * * * *".parse::<Cron>().unwrap(),
+        cron_text: "* * * * * *".into(),
+        parameters: json!({"delete_untagged": true}),
+    }
+}
+
+backend_test!(
+    /// A due schedule starts one execution per tick with its parameters,
+    /// however many instances look at once; a paused job type's schedules
+    /// move on without firing; a schedule is replaced and removed.
+    async fn a_schedule_fires_once_per_tick_across_instances(app) {
+        let jobs = app.store().jobs();
+        let set = jobs.set_schedule(&every_second(GC)).await.unwrap().unwrap();
+        assert_eq!((set.schedule_type.as_str(), set.cron.as_str()), ("Custom", "* * * * * *"));
+        let due = berth_domain::time::parse_timestamp(&set.next_fire_at).unwrap();
+        // Eight lookers at the same tick, as eight instances would be.
+        let lookers = (0..8).map(|_| {
+            let store = app.store().clone();
+            tokio::spawn(async move { store.jobs().fire_due(due, |_| tasks(1, 1)).await.unwrap() })
+        });
+        let mut started = Vec::new();
+        for looker in futures_util::future::join_all(lookers).await {
+            started.extend(looker.unwrap());
+        }
+        assert_eq!(started.len(), 1, "{started:?}");
+        let exec = jobs.execution(started[0]).await.unwrap().unwrap();
+        assert_eq!((exec.trigger.as_str(), exec.extra_attrs.as_str()), ("SCHEDULE", r#"{"delete_untagged":true}"#));
+        let moved = jobs.schedule(GC, 0).await.unwrap().unwrap();
+        assert!(moved.next_fire_at > set.next_fire_at, "{} after {}", moved.next_fire_at, set.next_fire_at);
+        assert_eq!(jobs.fire_due(due, |_| tasks(1, 1)).await.unwrap(), Vec::<i64>::new(), "that tick is gone");
+
+        jobs.set_paused(GC, true).await.unwrap();
+        assert!(jobs.paused(GC).await.unwrap());
+        let next = berth_domain::time::parse_timestamp(&moved.next_fire_at).unwrap();
+        assert_eq!(jobs.fire_due(next, |_| tasks(1, 1)).await.unwrap(), Vec::<i64>::new(), "paused");
+        assert!(jobs.schedule(GC, 0).await.unwrap().unwrap().next_fire_at > moved.next_fire_at);
+        jobs.set_paused(GC, false).await.unwrap();
+        assert!(!jobs.paused(GC).await.unwrap());
+
+        let daily = NewSchedule {
+            schedule_type: "Daily".into(),
+            cron: "0 0 0 * * *".parse().unwrap(),
+            cron_text: "0 0 0 * * *".into(),
+            ..every_second(GC)
+        };
+        let replaced = jobs.set_schedule(&daily).await.unwrap().unwrap();
+        assert_eq!((replaced.id, replaced.cron.as_str()), (set.id, "0 0 0 * * *"));
+        assert!(replaced.next_fire_at.ends_with("T00:00:00.000Z"), "{}", replaced.next_fire_at);
+        assert_eq!(jobs.schedules().await.unwrap().len(), 1);
+        assert!(jobs.delete_schedule(GC, 0).await.unwrap());
+        assert!(!jobs.delete_schedule(GC, 0).await.unwrap());
+        let never = NewSchedule {
+            cron: "0 0 0 30 2 *".parse().unwrap(),
+            ..every_second(GC)
+        };
+        assert_eq!(jobs.set_schedule(&never).await.unwrap(), None);
     }
 );
