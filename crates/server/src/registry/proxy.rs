@@ -50,7 +50,7 @@ use super::manifests::{
 };
 use super::{Ctx, RegistryError, RegistryResult, oci};
 use crate::error::{ApiError, ErrorKind, OciCode};
-use crate::service::content::manifest_record;
+use crate::service::content::{self, manifest_record};
 use crate::state::AppState;
 use crate::upstream::ManifestHead;
 use crate::upstream::cache::*;
@@ -337,8 +337,6 @@ async fn keep(
     {
         tracing::warn!(repository = name, digest = %parent.digest, %why, "linking a proxied index failed");
     }
-    // Stored after the GET was answered: kept manifest lookups may not show it.
-    state.store.changes().bump(berth_store::Topic::Registry);
 }
 
 async fn store_fetched(
@@ -372,10 +370,9 @@ async fn store_fetched(
     .await;
     record.partial_children = true;
     let registry = state.store.registry();
-    match registry
-        .put_manifest(&record)
+    match content::put_fetched_manifest(state, &record)
         .await
-        .map_err(|e| e.to_string())?
+        .map_err(|e| e.message)?
     {
         PutManifest::Stored(_) => {}
         PutManifest::MissingBlob(digest) => return Err(format!("blob {digest} is not cached")),

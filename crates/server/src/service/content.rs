@@ -167,3 +167,15 @@ pub async fn put_manifest(state: &AppState, new: &NewManifest) -> Result<PutMani
     }
     Ok(outcome)
 }
+
+/// Stores a manifest a proxy-cache project fetched from upstream, after the
+/// client's GET was answered (no request's end moves the registry's change
+/// generation for it): moves it here, so kept manifest lookups show it.
+pub async fn put_fetched_manifest(
+    state: &AppState,
+    new: &NewManifest,
+) -> Result<PutManifest, ApiError> {
+    let outcome = put_manifest(state, new).await?;
+    state.store.changes().bump(berth_store::Topic::Registry);
+    Ok(outcome)
+}
