@@ -34,3 +34,4 @@ pub mod signin;
 pub mod state;
 pub mod units;
 pub mod upstream;
+pub mod workers;

@@ -73,6 +73,7 @@ async fn serve(settings: &Settings) -> anyhow::Result<()> {
         ));
     }
     tokio::spawn(berth::events::sweep(state.clone()));
+    tokio::spawn(berth::workers::run(state.clone()));
     tracing::info!(%addr, backend = ?state.store.backend(), "berth is listening");
     berth::serve::serve(
         listener,

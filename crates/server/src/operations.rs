@@ -192,6 +192,8 @@ const HARBOR_SPELLINGS: &[&str] = &[
     "getSystemCVEAllowlist",
     "putSystemCVEAllowlist",
     "createGCSchedule",
+    "updateGCSchedule",
+    "getGCSchedule",
     "getGCHistory",
     "getGC",
 ];

@@ -1,10 +1,13 @@
-//! Garbage collection for system administrators: createGCSchedule (a manual
-//! run, started in the background), getGCHistory and getGC.
+//! Garbage collection for system administrators: createGCSchedule and
+//! updateGCSchedule (a manual run, started in the background, or the
+//! schedule runs start on: Hourly, Daily, Weekly, Custom, None),
+//! getGCSchedule, getGCHistory and getGC.
 
 use axum::extract::{Path, State};
 use axum::http::header::LOCATION;
 use axum::http::{HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
+use berth_domain::time::ZERO_TIME;
 use berth_store::repo::gc::GcRun;
 use serde_json::{Value, json};
 
@@ -18,6 +21,8 @@ use crate::state::AppState;
 pub(super) fn routes() -> Routes {
     Routes::new(Surface::Harbor)
         .post("/system/gc/schedule", create_gc_schedule)
+        .put("/system/gc/schedule", update_gc_schedule)
+        .get("/system/gc/schedule", get_gc_schedule)
         .get("/system/gc", get_gc_history)
         .get("/system/gc/{gc_id}", get_gc)
 }
@@ -27,40 +32,118 @@ fn run_json(run: &GcRun) -> Value {
     json!({
         "id": run.id,
         "job_name": "GARBAGE_COLLECTION",
-        "job_kind": "MANUAL",
+        "job_kind": run.trigger,
         "job_parameters": run.stats,
         "job_status": status,
+        "deleted": false,
+        "schedule": {"type": title_case(&run.trigger), "cron": "", "next_scheduled_time": ZERO_TIME},
         "creation_time": run.started_at,
         "update_time": run.finished_at.as_deref().unwrap_or(&run.heartbeat_at),
     })
 }
 
-/// `POST /system/gc/schedule` with `{"schedule": {"type": "Manual"}}`: starts a
-/// run now; 201 with its `Location`, 409 while one runs.
+/// `MANUAL` as Harbor shows it in a schedule's type: `Manual`.
+fn title_case(word: &str) -> String {
+    let lower = word.to_ascii_lowercase();
+    let mut chars = lower.chars();
+    chars
+        .next()
+        .map(|first| first.to_ascii_uppercase().to_string() + chars.as_str())
+        .unwrap_or_default()
+}
+
+/// What a GCSchedule body asks: a manual run now (`Some(parameters)` with no
+/// plan), or a schedule.
+fn schedule_request(body: &[u8]) -> Result<(Option<gc::Plan>, Value), ApiError> {
+    let body: Value = serde_json::from_slice(body)
+        .map_err(|e| ApiError::bad_request(format!("invalid schedule body: {e}")))?;
+    let text = |pointer: &str| {
+        body.pointer(pointer)
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+    };
+    let parameters = match body.get("parameters") {
+        Some(Value::Object(map)) => Value::Object(map.clone()),
+        _ => json!({}),
+    };
+    let kind = text("/schedule/type");
+    if kind.eq_ignore_ascii_case("manual") {
+        return Ok((None, parameters));
+    }
+    Ok((
+        Some(gc::Plan::parse(kind, text("/schedule/cron"))?),
+        parameters,
+    ))
+}
+
+/// Starts a manual run, or sets or removes the schedule, as `body` asks; the
+/// id of the run started (0 for a schedule, as Harbor answers).
+async fn kick(state: &AppState, principal: &Principal, body: &[u8]) -> Result<i64, ApiError> {
+    principal.require_sysadmin()?;
+    match schedule_request(body)? {
+        (None, parameters) => {
+            gc::check_parameters(&parameters)?;
+            gc::start(state, principal).await
+        }
+        (Some(plan), parameters) => {
+            gc::set_schedule(state, principal, &plan, parameters).await?;
+            Ok(0)
+        }
+    }
+}
+
+/// `POST /system/gc/schedule` with `{"schedule": {"type", "cron"}, "parameters"}`:
+/// `Manual` starts a run now (409 while one runs); `Hourly`, `Daily`,
+/// `Weekly` and `Custom` set the schedule, `None` removes it. 201 with the
+/// run's `Location` (`.../gc/0` for a schedule, as Harbor).
 pub async fn create_gc_schedule(
     State(state): State<AppState>,
     principal: Principal,
     HarborBytes(body): HarborBytes,
 ) -> HarborResult<Response> {
-    principal.require_sysadmin()?;
-    let body: Value = serde_json::from_slice(&body)
-        .map_err(|e| ApiError::bad_request(format!("invalid schedule body: {e}")))?;
-    let kind = body
-        .pointer("/schedule/type")
-        .and_then(Value::as_str)
-        .unwrap_or_default();
-    if !kind.eq_ignore_ascii_case("manual") {
-        return Err(ApiError::bad_request(format!(
-            "unsupported schedule type {kind:?}: only Manual runs are supported"
-        ))
-        .into());
-    }
-    let id = gc::start(&state, &principal).await?;
+    let id = kick(&state, &principal, &body).await?;
     let mut response = StatusCode::CREATED.into_response();
     if let Ok(location) = HeaderValue::from_str(&format!("/api/v2.0/system/gc/{id}")) {
         response.headers_mut().insert(LOCATION, location);
     }
     Ok(response)
+}
+
+/// `PUT /system/gc/schedule`: as the POST, answered 200.
+pub async fn update_gc_schedule(
+    State(state): State<AppState>,
+    principal: Principal,
+    HarborBytes(body): HarborBytes,
+) -> HarborResult<StatusCode> {
+    kick(&state, &principal, &body).await?;
+    Ok(StatusCode::OK)
+}
+
+/// `GET /system/gc/schedule`: Harbor's GCHistory of the schedule (its cron as
+/// `job_kind`, its parameters, the next time it fires); an empty 200 without one.
+pub async fn get_gc_schedule(
+    State(state): State<AppState>,
+    principal: Principal,
+) -> HarborResult<Response> {
+    let Some(schedule) = gc::schedule(&state, &principal).await? else {
+        return Ok(StatusCode::OK.into_response());
+    };
+    Ok(axum::Json(json!({
+        "id": schedule.id,
+        "job_name": "",
+        "job_kind": schedule.cron,
+        "job_parameters": schedule.parameters,
+        "job_status": "",
+        "deleted": false,
+        "schedule": {
+            "type": schedule.schedule_type,
+            "cron": schedule.cron,
+            "next_scheduled_time": schedule.next_fire_at,
+        },
+        "creation_time": schedule.creation_time,
+        "update_time": schedule.update_time,
+    }))
+    .into_response())
 }
 
 /// `GET /system/gc`: recent runs, newest first.

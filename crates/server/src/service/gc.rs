@@ -1,9 +1,12 @@
 //! Garbage collection: starting a run in the background and its history.
 
+use berth_domain::cron::Cron;
 use berth_store::repo::gc::{GcOptions, GcRun, run_garbage_collection};
+use berth_store::repo::jobs::{NewSchedule, Schedule};
+use serde_json::{Value, json};
 use tracing::Instrument;
 
-use crate::error::ApiError;
+use crate::error::{ApiError, ErrorKind};
 use crate::extract::Principal;
 use crate::state::AppState;
 
@@ -56,4 +59,162 @@ pub async fn history(
 ) -> Result<Vec<GcRun>, ApiError> {
     principal.require_sysadmin()?;
     Ok(state.store.gc_runs(limit).await?)
+}
+
+/// The jobs' name for garbage collection (Harbor's vendor type).
+pub const VENDOR_TYPE: &str = "GARBAGE_COLLECTION";
+
+/// How garbage collection runs on its own: Harbor's schedule types, with the
+/// cron each stands for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Plan {
+    /// No schedule.
+    None,
+    /// `Hourly`, `Daily`, `Weekly` or `Custom`, with its cron.
+    Every {
+        /// The schedule type as Harbor names it.
+        kind: &'static str,
+        /// The cron expression, seconds first.
+        cron: String,
+    },
+}
+
+impl Plan {
+    /// The plan Harbor's schedule `kind` and `cron` describe (`Manual` is not a plan).
+    pub fn parse(kind: &str, cron: &str) -> Result<Self, ApiError> {
+        let fixed = |kind, cron: &str| Plan::Every {
+            kind,
+            cron: cron.to_string(),
+        };
+        Ok(match kind.to_ascii_lowercase().as_str() {
+            "none" => Plan::None,
+            "hourly" => fixed("Hourly", "0 0 * * * *"),
+            "daily" => fixed("Daily", "0 0 0 * * *"),
+            "weekly" => fixed("Weekly", "0 0 0 * * 0"),
+            "custom" if cron.trim().is_empty() => {
+                return Err(ApiError::bad_request("empty cron string for gc schedule"));
+            }
+            "custom" => fixed("Custom", cron.trim()),
+            _ => {
+                return Err(ApiError::bad_request(format!(
+                    "invalid schedule type {kind:?}: one of Manual, None, Hourly, Daily, Weekly, Custom"
+                )));
+            }
+        })
+    }
+}
+
+/// Checks the parameters of a run (Harbor's `delete_untagged`, `dry_run`,
+/// `workers`): what Berth's collection does not do yet is refused, never
+/// accepted and ignored.
+pub fn check_parameters(parameters: &Value) -> Result<(), ApiError> {
+    let flag = |name: &str| {
+        parameters
+            .get(name)
+            .and_then(Value::as_bool)
+            .unwrap_or(false)
+    };
+    if flag("delete_untagged") {
+        return Err(ApiError::bad_request(
+            "delete_untagged is not supported: garbage collection keeps untagged artifacts \
+             (delete them through the API or, once it exists, tag retention)",
+        ));
+    }
+    if flag("dry_run") {
+        return Err(ApiError::bad_request(
+            "dry_run is not supported for garbage collection yet",
+        ));
+    }
+    match parameters.get("workers") {
+        None | Some(Value::Null) => Ok(()),
+        Some(Value::Number(n)) if n.as_i64().is_some_and(|w| (1..=5).contains(&w)) => Ok(()),
+        Some(other) => Err(ApiError::bad_request(format!(
+            "workers must be between 1 and 5, not {other}"
+        ))),
+    }
+}
+
+/// Sets (or, for [`Plan::None`], removes) the schedule of garbage collection
+/// (administrators), whose runs get `parameters`.
+pub async fn set_schedule(
+    state: &AppState,
+    principal: &Principal,
+    plan: &Plan,
+    parameters: Value,
+) -> Result<(), ApiError> {
+    principal.require_sysadmin()?;
+    check_parameters(&parameters)?;
+    let jobs = state.store.jobs();
+    let Plan::Every { kind, cron } = plan else {
+        jobs.delete_schedule(VENDOR_TYPE, 0).await?;
+        return Ok(());
+    };
+    let parsed: Cron = cron
+        .parse()
+        .map_err(|err| ApiError::bad_request(format!("invalid cron string {cron:?}: {err}")))?;
+    let new = NewSchedule {
+        vendor_type: VENDOR_TYPE.into(),
+        vendor_id: 0,
+        schedule_type: (*kind).to_string(),
+        cron: parsed,
+        cron_text: cron.clone(),
+        parameters,
+    };
+    match jobs.set_schedule(&new).await? {
+        Some(_) => Ok(()),
+        None => Err(ApiError::bad_request(format!(
+            "the cron string {cron:?} never fires"
+        ))),
+    }
+}
+
+/// The schedule of garbage collection, if any (administrators).
+pub async fn schedule(
+    state: &AppState,
+    principal: &Principal,
+) -> Result<Option<Schedule>, ApiError> {
+    principal.require_sysadmin()?;
+    Ok(state.store.jobs().schedule(VENDOR_TYPE, 0).await?)
+}
+
+/// Runs the collection of a scheduled execution here and now; what it found
+/// (the run's id and its stats). A run already going fails this one.
+pub async fn run_scheduled(state: &AppState) -> Result<Value, String> {
+    if state
+        .configuration()
+        .await
+        .map_err(|e| e.to_string())?
+        .flag("read_only")
+    {
+        return Err("the registry is in read-only mode".into());
+    }
+    let run = state
+        .store
+        .start_gc_run_as("SCHEDULE")
+        .await
+        .map_err(|e| ApiError::from(e).message)?;
+    let id = run.id;
+    match run_garbage_collection(
+        &state.store,
+        &state.registry.blobs,
+        GcOptions::default(),
+        run,
+    )
+    .await
+    {
+        Ok(stats) => {
+            state.metrics.gc_finished(Some(stats.bytes));
+            Ok(json!({"gc_run": id, "freed_bytes": stats.bytes}))
+        }
+        Err(err) => {
+            state.metrics.gc_finished(None);
+            tracing::error!(error = %err, run = id, "scheduled garbage collection failed");
+            Err(match ApiError::from(err) {
+                e if e.kind == ErrorKind::Internal => {
+                    "the collection failed; see the server log".into()
+                }
+                e => e.message,
+            })
+        }
+    }
 }

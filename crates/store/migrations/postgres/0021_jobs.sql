@@ -89,3 +89,7 @@ CREATE INDEX job_schedules_due_idx ON job_schedules (next_fire_at);
 CREATE TABLE job_pauses (
     vendor_type TEXT PRIMARY KEY
 );
+
+-- What started each garbage collection: MANUAL (the API, the portal, `berth gc`)
+-- or SCHEDULE (its schedule above).
+ALTER TABLE gc_runs ADD COLUMN job_trigger TEXT NOT NULL DEFAULT 'MANUAL';

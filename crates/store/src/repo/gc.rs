@@ -102,6 +102,9 @@ pub struct GcRun {
     pub finished_at: Option<String>,
     /// Stats JSON.
     pub stats: String,
+    /// `MANUAL` or `SCHEDULE`.
+    #[sqlx(rename = "job_trigger")]
+    pub trigger: String,
 }
 
 fn seconds(d: Duration) -> i64 {
@@ -121,6 +124,12 @@ impl Store {
     /// while another collector holds the lock. A run still recorded as
     /// running is one whose collector died: it is recorded as failed.
     pub async fn start_gc_run(&self) -> StoreResult<RunningGc> {
+        self.start_gc_run_as("MANUAL").await
+    }
+
+    /// [`Store::start_gc_run`] for a run started by `trigger` (`MANUAL` or
+    /// `SCHEDULE`), which its record keeps.
+    pub async fn start_gc_run_as(&self, trigger: &str) -> StoreResult<RunningGc> {
         // The lock may also be held for a moment by a run that has just
         // recorded its end, or by a push checking for a dead collector: only a
         // run recorded as running makes this a conflict at once.
@@ -144,9 +153,11 @@ impl Store {
         let now = time::now();
         self.fail_dead_runs(&now).await?;
         let row: (i64,) = sqlx::query_as(
-            "INSERT INTO gc_runs (status, started_at, heartbeat_at, stats) VALUES ('running', $1, $1, '{}') RETURNING id",
+            "INSERT INTO gc_runs (status, started_at, heartbeat_at, stats, job_trigger) \
+             VALUES ('running', $1, $1, '{}', $2) RETURNING id",
         )
         .bind(&now)
+        .bind(trigger)
         .fetch_one(&self.pool)
         .await?;
         Ok(RunningGc { id: row.0, lock })
@@ -196,7 +207,8 @@ impl Store {
     /// Recorded runs, newest first.
     pub async fn gc_runs(&self, limit: i64) -> StoreResult<Vec<GcRun>> {
         Ok(sqlx::query_as(
-            "SELECT id, status, started_at, heartbeat_at, finished_at, stats FROM gc_runs ORDER BY id DESC LIMIT $1",
+            "SELECT id, status, started_at, heartbeat_at, finished_at, stats, job_trigger FROM gc_runs \
+             ORDER BY id DESC LIMIT $1",
         )
         .bind(limit)
         .fetch_all(&self.pool)
@@ -206,7 +218,7 @@ impl Store {
     /// Run `id`, if recorded.
     pub async fn gc_run(&self, id: i64) -> StoreResult<Option<GcRun>> {
         Ok(sqlx::query_as(
-            "SELECT id, status, started_at, heartbeat_at, finished_at, stats FROM gc_runs WHERE id = $1",
+            "SELECT id, status, started_at, heartbeat_at, finished_at, stats, job_trigger FROM gc_runs WHERE id = $1",
         )
         .bind(id)
         .fetch_optional(&self.pool)

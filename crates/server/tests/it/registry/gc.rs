@@ -86,8 +86,12 @@ registry_test!(
     async fn gc_admin_endpoint(app) {
         let res = app.post("/api/v2.0/system/gc/schedule").json(&json!({"schedule": {"type": "Manual"}})).send().await;
         assert_eq!(res.status, StatusCode::UNAUTHORIZED);
-        let res = app.post("/api/v2.0/system/gc/schedule").admin().json(&json!({"schedule": {"type": "Daily"}})).send().await;
+        let res = app.post("/api/v2.0/system/gc/schedule").admin().json(&json!({"schedule": {"type": "Fortnightly"}})).send().await;
         assert_eq!(res.status, StatusCode::BAD_REQUEST);
+        let res = app.post("/api/v2.0/system/gc/schedule").admin().json(&json!({"schedule": {"type": "Custom", "cron": ""}})).send().await;
+        assert_eq!((res.status, error_message(&res).as_str()), (StatusCode::BAD_REQUEST, "empty cron string for gc schedule"));
+        let res = app.post("/api/v2.0/system/gc/schedule").admin().json(&json!({"schedule": {"type": "Custom", "cron": "0 0 * * *"}})).send().await;
+        assert_eq!(res.status, StatusCode::BAD_REQUEST, "five fields: {}", res.text());
         let res = app.post("/api/v2.0/system/gc/schedule").admin().json(&json!({"schedule": {"type": "Manual"}})).send().await;
         assert_eq!(res.status, StatusCode::CREATED);
         let location = res.header("location").unwrap().to_string();
@@ -113,6 +117,68 @@ registry_test!(
         let id = run.id;
         berth_store::repo::gc::run_garbage_collection(app.store(), &app.state.registry.blobs, GcOptions::default(), run).await.unwrap();
         assert_eq!(app.store().gc_run(id).await.unwrap().unwrap().status, "done");
+    }
+);
+
+fn error_message(res: &crate::util::TestResponse) -> String {
+    res.json()["errors"][0]["message"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string()
+}
+
+registry_test!(
+    /// Garbage collection on a schedule: Harbor's schedule types set it (with
+    /// the parameters its runs get), getGCSchedule shows it with its next
+    /// time, a due tick starts one run (however many look), recorded as
+    /// `SCHEDULE` in the history, and `None` removes it.
+    async fn gc_runs_on_its_schedule(app) {
+        let res = app.get("/api/v2.0/system/gc/schedule").admin().send().await;
+        assert_eq!((res.status, res.text()), (StatusCode::OK, String::new()), "no schedule yet");
+        let res = app.get("/api/v2.0/system/gc/schedule").send().await;
+        assert_eq!(res.status, StatusCode::UNAUTHORIZED);
+        // What the collection does not do is refused, not accepted and ignored.
+        for (parameters, why) in [
+            (json!({"delete_untagged": true}), "delete_untagged is not supported"),
+            (json!({"dry_run": true}), "dry_run is not supported"),
+            (json!({"workers": 9}), "workers must be between 1 and 5"),
+        ] {
+            for kind in ["Manual", "Daily"] {
+                let body = json!({"schedule": {"type": kind}, "parameters": parameters});
+                let res = app.post("/api/v2.0/system/gc/schedule").admin().json(&body).send().await;
+                assert_eq!(res.status, StatusCode::BAD_REQUEST, "{kind} {parameters}");
+                assert!(error_message(&res).starts_with(why), "{}", res.text());
+            }
+        }
+        let body = json!({"schedule": {"type": "Daily"}, "parameters": {"delete_untagged": false, "workers": 1}});
+        let res = app.post("/api/v2.0/system/gc/schedule").admin().json(&body).send().await;
+        assert_eq!((res.status, res.header("location")), (StatusCode::CREATED, Some("/api/v2.0/system/gc/0")));
+        let shown = app.get("/api/v2.0/system/gc/schedule").admin().send().await.json();
+        assert_eq!(shown["schedule"]["type"], "Daily");
+        assert_eq!(shown["schedule"]["cron"], "0 0 0 * * *");
+        assert_eq!(shown["job_kind"], "0 0 0 * * *");
+        assert_eq!(shown["job_parameters"], r#"{"delete_untagged":false,"workers":1}"#);
+        assert!(shown["schedule"]["next_scheduled_time"].as_str().unwrap().ends_with("T00:00:00.000Z"), "{shown}");
+
+        // Every second, then wait for a tick to come.
+        let every = json!({"schedule": {"type": "Custom", "cron": "* * * * * *"}});
+        let res = app.put("/api/v2.0/system/gc/schedule").admin().json(&every).send().await;
+        assert_eq!(res.status, StatusCode::OK, "{}", res.text());
+        tokio::time::sleep(Duration::from_millis(1100)).await;
+        let (one, two) = tokio::join!(berth::workers::run_due(&app.state, "one"), berth::workers::run_due(&app.state, "two"));
+        assert_eq!(one.unwrap() + two.unwrap(), 1, "one tick, one run");
+        let runs = app.get("/api/v2.0/system/gc").admin().send().await.json();
+        let runs = runs.as_array().unwrap();
+        assert_eq!(runs.len(), 1, "{runs:?}");
+        assert_eq!((runs[0]["job_kind"].as_str(), runs[0]["job_status"].as_str()), (Some("SCHEDULE"), Some("Success")));
+        assert_eq!(runs[0]["schedule"]["type"], "Schedule");
+
+        let res = app.put("/api/v2.0/system/gc/schedule").admin().json(&json!({"schedule": {"type": "None"}})).send().await;
+        assert_eq!(res.status, StatusCode::OK);
+        let res = app.get("/api/v2.0/system/gc/schedule").admin().send().await;
+        assert_eq!(res.text(), "");
+        tokio::time::sleep(Duration::from_millis(1100)).await;
+        assert_eq!(berth::workers::run_due(&app.state, "one").await.unwrap(), 0, "no schedule, no run");
     }
 );
 
