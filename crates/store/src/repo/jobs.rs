@@ -246,19 +246,32 @@ impl Jobs<'_> {
             "" => "",
             _ => " FOR UPDATE SKIP LOCKED",
         };
-        let mut tx = self.0.begin_write().await?;
         let candidate = format!(
             "SELECT id FROM job_tasks WHERE vendor_type IN ({kinds}) AND \
              ((status = $1 AND run_after <= $2) OR (status = 'Running' AND lease_until < $2 \
-             AND attempts < max_attempts)) ORDER BY id LIMIT 1{locking}"
+             AND attempts < max_attempts)) ORDER BY id LIMIT 1"
         );
-        let mut query = sqlx::query_as(sqlx::AssertSqlSafe(candidate))
-            .bind(PENDING)
-            .bind(&now);
-        for kind in vendor_types {
-            query = query.bind(*kind);
+        let query = |sql: String| {
+            let mut query = sqlx::query_as(sqlx::AssertSqlSafe(sql))
+                .bind(PENDING)
+                .bind(&now);
+            for kind in vendor_types {
+                query = query.bind(*kind);
+            }
+            query
+        };
+        // A look without the write lock first: an idle instance asks every
+        // second, and must not stall writers for nothing.
+        let waiting: Option<(i64,)> = query(candidate.clone())
+            .fetch_optional(&self.0.pool)
+            .await?;
+        if waiting.is_none() {
+            return Ok(None);
         }
-        let found: Option<(i64,)> = query.fetch_optional(&mut *tx).await?;
+        let mut tx = self.0.begin_write().await?;
+        let found: Option<(i64,)> = query(format!("{candidate}{locking}"))
+            .fetch_optional(&mut *tx)
+            .await?;
         let Some((id,)) = found else {
             return Ok(None);
         };
