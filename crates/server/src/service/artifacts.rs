@@ -1,5 +1,6 @@
 //! Artifacts and their tags: deleting an artifact, adding and deleting a tag,
-//! the same for every surface (permission, write, event).
+//! copying an artifact into another repository, the same for every surface
+//! (permission, write, event).
 
 use std::future::Future;
 use std::pin::Pin;
