@@ -196,6 +196,7 @@ const HARBOR_SPELLINGS: &[&str] = &[
     "getGCSchedule",
     "getGCHistory",
     "getGC",
+    "getGCLog",
 ];
 
 /// `id` as Harbor spells it.

@@ -4,7 +4,7 @@
 //! getGCSchedule, getGCHistory and getGC.
 
 use axum::extract::{Path, State};
-use axum::http::header::LOCATION;
+use axum::http::header::{CONTENT_TYPE, LOCATION};
 use axum::http::{HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use berth_domain::time::ZERO_TIME;
@@ -25,6 +25,7 @@ pub(super) fn routes() -> Routes {
         .get("/system/gc/schedule", get_gc_schedule)
         .get("/system/gc", get_gc_history)
         .get("/system/gc/{gc_id}", get_gc)
+        .get("/system/gc/{gc_id}/log", get_gc_log)
 }
 
 fn run_json(run: &GcRun) -> Value {
@@ -155,20 +156,42 @@ pub async fn get_gc_history(
     Ok(axum::Json(runs.iter().map(run_json).collect()))
 }
 
+/// Run `{gc_id}` (administrators): 400 for an id that is not a number, 404 for none.
+async fn run_of(state: &AppState, principal: &Principal, gc_id: &str) -> Result<GcRun, ApiError> {
+    principal.require_sysadmin()?;
+    let id: i64 = gc_id
+        .parse()
+        .map_err(|_| ApiError::bad_request(format!("invalid gc id {gc_id}")))?;
+    state
+        .store
+        .gc_run(id)
+        .await?
+        .ok_or_else(|| ApiError::not_found(format!("gc {id} not found")))
+}
+
 /// `GET /system/gc/{gc_id}`.
 pub async fn get_gc(
     State(state): State<AppState>,
     principal: Principal,
     Path(gc_id): Path<String>,
 ) -> HarborResult<axum::Json<Value>> {
-    principal.require_sysadmin()?;
-    let id: i64 = gc_id
-        .parse()
-        .map_err(|_| ApiError::bad_request(format!("invalid gc id {gc_id}")))?;
-    let run = state
-        .store
-        .gc_run(id)
-        .await?
-        .ok_or_else(|| ApiError::not_found(format!("gc {id} not found")))?;
+    let run = run_of(&state, &principal, &gc_id).await?;
     Ok(axum::Json(run_json(&run)))
+}
+
+/// `GET /system/gc/{gc_id}/log`: what the run did, as text.
+pub async fn get_gc_log(
+    State(state): State<AppState>,
+    principal: Principal,
+    Path(gc_id): Path<String>,
+) -> HarborResult<Response> {
+    let run = run_of(&state, &principal, &gc_id).await?;
+    Ok((
+        [(
+            CONTENT_TYPE,
+            HeaderValue::from_static("text/plain; charset=utf-8"),
+        )],
+        gc::log_of(&run),
+    )
+        .into_response())
 }

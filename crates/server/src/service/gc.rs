@@ -20,6 +20,36 @@ pub fn job_status(run: &GcRun) -> &'static str {
     }
 }
 
+/// What run `run` did, as the lines of a log: its start, its counts (or why
+/// it failed) and its end.
+pub fn log_of(run: &GcRun) -> String {
+    let mut log = format!(
+        "{} garbage collection {} started ({})\n",
+        run.started_at,
+        run.id,
+        run.trigger.to_ascii_lowercase()
+    );
+    let stats: Value = serde_json::from_str(&run.stats).unwrap_or(Value::Null);
+    let count = |name: &str| stats.get(name).and_then(Value::as_i64).unwrap_or(0);
+    let Some(end) = run.finished_at.as_deref() else {
+        log.push_str(&format!("{} running\n", run.heartbeat_at));
+        return log;
+    };
+    match stats.get("error").and_then(Value::as_str) {
+        Some(error) => log.push_str(&format!("{end} failed: {error}\n")),
+        None => log.push_str(&format!(
+            "{end} expired {} upload sessions, dropped {} unused blob links, deleted {} blobs \
+             ({} bytes), removed {} stray files\n{end} finished\n",
+            count("uploads"),
+            count("links"),
+            count("blobs"),
+            count("bytes"),
+            count("stray_files"),
+        )),
+    }
+    log
+}
+
 /// Starts a manual run in the background (administrators; not in read-only
 /// mode); its id. A run already going is a 409.
 pub async fn start(state: &AppState, principal: &Principal) -> Result<i64, ApiError> {

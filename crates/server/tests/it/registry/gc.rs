@@ -106,6 +106,17 @@ registry_test!(
             tokio::time::sleep(Duration::from_millis(25)).await;
         }
         assert_eq!(status, "Success");
+        let res = app.get(&format!("{location}/log")).admin().send().await;
+        assert_eq!((res.status, res.header("content-type")), (StatusCode::OK, Some("text/plain; charset=utf-8")));
+        let log = res.text();
+        let lines: Vec<_> = log.lines().map(|l| l.split_once(' ').unwrap().1).collect();
+        assert!(lines[0].starts_with("garbage collection ") && lines[0].ends_with(" started (manual)"), "{log}");
+        assert!(lines[1].starts_with("expired 0 upload sessions, dropped "), "{log}");
+        assert_eq!(lines[2], "finished", "{log}");
+        let res = app.get("/api/v2.0/system/gc/999/log").admin().send().await;
+        assert_eq!(res.status, StatusCode::NOT_FOUND);
+        let res = app.get(&format!("{location}/log")).send().await;
+        assert_eq!(res.status, StatusCode::UNAUTHORIZED);
         let res = app.get("/api/v2.0/system/gc").admin().send().await;
         assert_eq!(res.json().as_array().unwrap().len(), 1);
         let res = app.get("/api/v2.0/system/gc/999").admin().send().await;
