@@ -98,6 +98,28 @@ pub async fn find_artifact(
     }
 }
 
+/// The repository [`reach`] finds for `action` on repositories; 404 when missing.
+async fn existing(
+    state: &AppState,
+    principal: &Principal,
+    project_name: &str,
+    name_in_project: &str,
+    action: Action,
+) -> Result<Repository, ApiError> {
+    let reached = reach(
+        state,
+        principal,
+        project_name,
+        name_in_project,
+        Resource::Repository,
+        action,
+    )
+    .await?;
+    reached
+        .repository
+        .ok_or_else(|| repository_not_found(&reached.name))
+}
+
 /// Deletes a repository and every artifact in it (repository delete
 /// permission), recording `repository.deleted`.
 pub async fn delete(
@@ -106,18 +128,14 @@ pub async fn delete(
     project_name: &str,
     name_in_project: &str,
 ) -> Result<(), ApiError> {
-    let reached = reach(
+    let repository = existing(
         state,
         principal,
         project_name,
         name_in_project,
-        Resource::Repository,
         Action::Delete,
     )
     .await?;
-    let repository = reached
-        .repository
-        .ok_or_else(|| repository_not_found(&reached.name))?;
     state
         .store
         .repositories()
@@ -135,18 +153,14 @@ pub async fn describe(
     name_in_project: &str,
     description: &str,
 ) -> Result<(), ApiError> {
-    let reached = reach(
+    let repository = existing(
         state,
         principal,
         project_name,
         name_in_project,
-        Resource::Repository,
         Action::Update,
     )
     .await?;
-    let repository = reached
-        .repository
-        .ok_or_else(|| repository_not_found(&reached.name))?;
     state
         .store
         .repositories()
