@@ -1,7 +1,8 @@
 //! Garbage collection: starting a run in the background and its history.
 
 use berth_domain::cron::Cron;
-use berth_store::repo::gc::{GcOptions, GcRun, run_garbage_collection};
+use berth_store::StoreError;
+use berth_store::repo::gc::{GcOptions, GcRun, GcStats, RunningGc, run_garbage_collection};
 use berth_store::repo::jobs::{NewSchedule, Schedule};
 use serde_json::{Value, json};
 use tracing::Instrument;
@@ -62,23 +63,31 @@ pub async fn start(state: &AppState, principal: &Principal) -> Result<i64, ApiEr
     let worker = state.clone();
     // The run's log lines carry the id of the request that started it.
     let task = async move {
-        match run_garbage_collection(
-            &worker.store,
-            &worker.registry.blobs,
-            GcOptions::default(),
-            run,
-        )
-        .await
-        {
-            Ok(stats) => worker.metrics.gc_finished(Some(stats.bytes)),
-            Err(err) => {
-                worker.metrics.gc_finished(None);
-                tracing::error!(error = %err, run = id, "garbage collection failed");
-            }
-        }
+        let _ = collect(&worker, run).await;
     };
     tokio::spawn(task.in_current_span());
     Ok(id)
+}
+
+/// Runs the collection of `run` to its end, counted in the metrics and, when
+/// it fails, logged.
+async fn collect(state: &AppState, run: RunningGc) -> Result<GcStats, StoreError> {
+    let id = run.id;
+    let result = run_garbage_collection(
+        &state.store,
+        &state.registry.blobs,
+        GcOptions::default(),
+        run,
+    )
+    .await;
+    match &result {
+        Ok(stats) => state.metrics.gc_finished(Some(stats.bytes)),
+        Err(err) => {
+            state.metrics.gc_finished(None);
+            tracing::error!(error = %err, run = id, "garbage collection failed");
+        }
+    }
+    result
 }
 
 /// The latest `limit` runs, newest first (administrators).
@@ -224,27 +233,13 @@ pub async fn run_scheduled(state: &AppState) -> Result<Value, String> {
         .await
         .map_err(|e| ApiError::from(e).message)?;
     let id = run.id;
-    match run_garbage_collection(
-        &state.store,
-        &state.registry.blobs,
-        GcOptions::default(),
-        run,
-    )
-    .await
-    {
-        Ok(stats) => {
-            state.metrics.gc_finished(Some(stats.bytes));
-            Ok(json!({"gc_run": id, "freed_bytes": stats.bytes}))
-        }
-        Err(err) => {
-            state.metrics.gc_finished(None);
-            tracing::error!(error = %err, run = id, "scheduled garbage collection failed");
-            Err(match ApiError::from(err) {
-                e if e.kind == ErrorKind::Internal => {
-                    "the collection failed; see the server log".into()
-                }
-                e => e.message,
-            })
-        }
+    match collect(state, run).await {
+        Ok(stats) => Ok(json!({"gc_run": id, "freed_bytes": stats.bytes})),
+        Err(err) => Err(match ApiError::from(err) {
+            e if e.kind == ErrorKind::Internal => {
+                "the collection failed; see the server log".into()
+            }
+            e => e.message,
+        }),
     }
 }

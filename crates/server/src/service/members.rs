@@ -154,10 +154,7 @@ pub async fn add(
             "Failed to update project member, role is not in 1,2,3,4,5",
         ));
     }
-    let change = MemberChange {
-        project_name: &project.name,
-        by: principal.audit_name(),
-    };
+    let change = change_of(access, principal);
     let id = state
         .store
         .members()
@@ -172,6 +169,14 @@ pub async fn add(
         })?;
     state.deliver_events();
     Ok(id)
+}
+
+/// Who changes the members of the project of `access`, as the store records it.
+fn change_of<'a>(access: &'a ProjectAccess, principal: &'a Principal) -> MemberChange<'a> {
+    MemberChange {
+        project_name: &access.project.name,
+        by: principal.audit_name(),
+    }
 }
 
 /// Gives member `mid` of the project of `access` role `role` (member update
@@ -191,10 +196,7 @@ pub async fn change_role(
             "Failed to update project member, role is not in 1,2,3,4,5",
         ));
     }
-    let change = MemberChange {
-        project_name: &project.name,
-        by: principal.audit_name(),
-    };
+    let change = change_of(access, principal);
     state
         .store
         .members()
@@ -214,10 +216,7 @@ pub async fn remove(
 ) -> Result<(), ApiError> {
     access.require(Resource::Member, Action::Delete)?;
     let project = &access.project;
-    let change = MemberChange {
-        project_name: &project.name,
-        by: principal.audit_name(),
-    };
+    let change = change_of(access, principal);
     state
         .store
         .members()

@@ -303,9 +303,9 @@ registry_test!(
                 }
                 // Runs on S3 take longer (listings): a longer pause between
                 // them leaves pushes the same chance to get their manifest in.
-                // Still about a hundred collections a second elsewhere; fewer
-                // than that (3 ms pauses) left a push on a busy two-core
-                // machine no chance in 200 tries (twice in nine runs).
+                // 3 ms pauses left a push on a busy two-core machine no
+                // chance in 200 tries (twice in nine runs); collections still
+                // run back to back, only less densely.
                 let pause = if app.storage == crate::util::Storage::S3 { 30 } else { 10 };
                 tokio::time::sleep(Duration::from_millis(pause)).await;
             }
