@@ -94,6 +94,8 @@ pub enum Resource {
     ImmutableTag,
     /// Robot accounts of the project.
     Robot,
+    /// The project's tag retention policy and its runs.
+    TagRetention,
 }
 
 impl Resource {
@@ -113,6 +115,7 @@ impl Resource {
             Self::Accessory => "accessory",
             Self::ImmutableTag => "immutable-tag",
             Self::Robot => "robot",
+            Self::TagRetention => "tag-retention",
         }
     }
 }
@@ -186,6 +189,7 @@ pub fn role_allows(role: Role, resource: Resource, action: Action) -> bool {
         (ImmutableTag, List | Create | Update | Delete) => pa_m,
         (Robot, Read | List) => not_limited,
         (Robot, Create | Update | Delete) => pa,
+        (TagRetention, _) => pa_m_d,
         _ => false,
     }
 }

@@ -9,7 +9,7 @@ use berth_store::repo::jobs::{Lease, NewTask, Outcome, Task};
 use serde_json::Value;
 use time::OffsetDateTime;
 
-use crate::service::gc;
+use crate::service::{gc, retention};
 use crate::state::AppState;
 
 /// How long a task is held without a renewal before another instance may take it.
@@ -20,7 +20,7 @@ const RENEW: Duration = Duration::from_secs(20);
 const TICK: Duration = Duration::from_secs(1);
 
 /// The job types this instance runs.
-const KINDS: [&str; 1] = [gc::VENDOR_TYPE];
+const KINDS: [&str; 2] = [gc::VENDOR_TYPE, retention::RETENTION];
 
 /// This instance's name as a task's owner: its host and process.
 pub fn owner() -> String {
@@ -64,6 +64,9 @@ pub async fn run_due(state: &AppState, owner: &str) -> Result<usize, berth_store
 
 /// The tasks an execution of a schedule starts with.
 fn tasks_of(schedule: &berth_store::repo::jobs::Schedule) -> Vec<NewTask> {
+    if schedule.vendor_type == retention::RETENTION {
+        return retention::tasks_of(schedule);
+    }
     vec![NewTask {
         parameters: serde_json::from_str(&schedule.parameters).unwrap_or(Value::Null),
         max_attempts: 1,
@@ -83,6 +86,7 @@ async fn run_task(state: &AppState, owner: &str, task: &Task) -> Option<Outcome>
     let work = async {
         match task.vendor_type.as_str() {
             gc::VENDOR_TYPE => gc::run_scheduled(state).await,
+            retention::RETENTION => retention::run_task(state, task).await,
             other => Err(format!("no worker runs {other} jobs")),
         }
     };

@@ -111,7 +111,12 @@ impl ImmutableRule {
     }
 }
 
-fn check_selector(selector: &mut Selector, decorations: &[&str]) -> Result<(), DomainError> {
+/// Checks a selector: kind `doublestar` (filled when empty), one of
+/// `decorations`, a pattern that compiles.
+pub(crate) fn check_selector(
+    selector: &mut Selector,
+    decorations: &[&str],
+) -> Result<(), DomainError> {
     if selector.kind.is_empty() {
         selector.kind = "doublestar".into();
     }

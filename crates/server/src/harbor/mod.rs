@@ -20,6 +20,7 @@ mod ping;
 pub(crate) mod projects;
 mod quotas;
 pub(crate) mod registries;
+mod retentions;
 mod robots;
 mod search;
 pub(crate) mod statistics;
@@ -56,6 +57,7 @@ pub fn routes() -> Routes {
         .merge(tags::routes())
         .merge(labels::routes())
         .merge(gc::routes())
+        .merge(retentions::routes())
         .map_router(|router| {
             router
                 .method_not_allowed_fallback(method_not_allowed)

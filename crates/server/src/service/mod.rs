@@ -16,6 +16,7 @@ pub mod projects;
 pub mod registries;
 pub mod registry_state;
 pub mod repositories;
+pub mod retention;
 pub mod robots;
 pub mod statistics;
 pub mod users;

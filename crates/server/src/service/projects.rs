@@ -173,6 +173,13 @@ pub async fn create(
         )
         .await?;
     state.deliver_events();
+    if project.registry_id.is_some() {
+        // Harbor's default for a proxy cache: what nobody pulled for a week
+        // goes (the project's retention policy, editable like any).
+        if let Err(err) = super::retention::create_proxy_cache_default(state, &project).await {
+            tracing::warn!(error = %err.message, project = project.id, "giving a proxy-cache project its retention policy failed");
+        }
+    }
     Ok(project)
 }
 

@@ -145,6 +145,70 @@ impl AuditLogs<'_> {
     }
 }
 
+/// Which entries a purge takes: those older than a time whose
+/// `(operation, resource_type)` is one of `kinds`, or, with `others`, whose
+/// pair is none of `except`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PurgeFilter {
+    /// Before this time (store format).
+    pub before: String,
+    /// The pairs taken.
+    pub kinds: Vec<(String, String)>,
+    /// Also every pair not in `except`.
+    pub others: bool,
+    /// The pairs `others` leaves.
+    pub except: Vec<(String, String)>,
+}
+
+impl PurgeFilter {
+    /// The condition on `sql`, after its `WHERE`.
+    fn push(&self, sql: &mut Sql) {
+        let pairs = |sql: &mut Sql, pairs: &[(String, String)]| {
+            sql.push("(1 = 0");
+            for (operation, resource_type) in pairs {
+                sql.push(" OR (operation = ")
+                    .text(operation)
+                    .push(" AND resource_type = ")
+                    .text(resource_type)
+                    .push(")");
+            }
+            sql.push(")");
+        };
+        sql.push("op_time < ").text(&self.before).push(" AND (");
+        pairs(sql, &self.kinds);
+        if self.others {
+            sql.push(" OR NOT ");
+            pairs(sql, &self.except);
+        }
+        sql.push(")");
+    }
+}
+
+impl AuditLogs<'_> {
+    /// How many entries `filter` takes (a dry run's count).
+    pub async fn count_purgeable(&self, filter: &PurgeFilter) -> StoreResult<i64> {
+        let mut sql = Sql::new("SELECT COUNT(*) FROM audit_logs WHERE ");
+        filter.push(&mut sql);
+        Ok(sql.fetch_count(&self.0.pool).await?)
+    }
+
+    /// Deletes up to `batch` of the oldest entries `filter` takes, in one
+    /// short transaction (a purge of millions goes batch by batch, so pushes,
+    /// whose events write entries, wait for one batch at most); how many.
+    pub async fn purge_batch(&self, filter: &PurgeFilter, batch: i64) -> StoreResult<u64> {
+        let mut sql =
+            Sql::new("DELETE FROM audit_logs WHERE id IN (SELECT id FROM audit_logs WHERE ");
+        filter.push(&mut sql);
+        sql.push(" ORDER BY op_time, id LIMIT ")
+            .int(batch)
+            .push(")");
+        let mut tx = self.0.begin_write().await?;
+        let done = sql.execute(&mut *tx).await?;
+        tx.commit().await?;
+        Ok(done)
+    }
+}
+
 /// Writes `entries` on `conn` (a transaction's, or the pool's): on SQLite one
 /// statement reading one JSON parameter (a multi-row `VALUES` list made the
 /// driver look parameters up in quadratic time), on PostgreSQL rows of 200.

@@ -56,6 +56,14 @@ async fn rules_of(
     rows.into_iter().map(RuleRow::into_rule).collect()
 }
 
+/// The enabled rules of project `project_id`, compiled.
+pub(crate) async fn protection_of(
+    conn: &mut sqlx::AnyConnection,
+    project_id: i64,
+) -> StoreResult<Protection> {
+    Ok(Protection::new(&rules_of(conn, project_id).await?))
+}
+
 /// Harbor's refusal of a change to tag `tag` of `repository`.
 fn immutable(repository: &str, tag: &str) -> crate::StoreError {
     DomainError::Precondition(format!(
@@ -82,7 +90,7 @@ pub(crate) async fn check_mutable(
     let Some((project_id, name)) = found else {
         return Ok(());
     };
-    let protection = Protection::new(&rules_of(conn, project_id).await?);
+    let protection = protection_of(conn, project_id).await?;
     let within = berth_domain::oci::within_project(&name);
     match tags.iter().find(|tag| protection.protects(within, tag)) {
         Some(tag) => Err(immutable(&name, tag)),
@@ -140,7 +148,7 @@ impl ImmutableRules<'_> {
     /// `with_immutable_status` reports, by the matcher that enforces them.
     pub async fn protection(&self, project_id: i64) -> StoreResult<Protection> {
         let mut conn = self.0.pool.acquire().await?;
-        Ok(Protection::new(&rules_of(&mut conn, project_id).await?))
+        protection_of(&mut conn, project_id).await
     }
 
     /// Rule `id` of project `project_id`.

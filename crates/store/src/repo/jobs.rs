@@ -14,6 +14,7 @@ use std::time::Duration;
 
 use ::time::OffsetDateTime;
 use berth_domain::cron::Cron;
+use berth_domain::query::Paging;
 use berth_domain::time;
 use serde_json::Value;
 
@@ -656,22 +657,60 @@ impl Jobs<'_> {
         .await?)
     }
 
-    /// The latest `limit` executions of `vendor_type` (of `vendor_id`), newest first.
+    /// A page of the executions of `vendor_type` (of `vendor_id`), newest
+    /// first, and how many there are.
     pub async fn executions(
         &self,
         vendor_type: &str,
         vendor_id: i64,
-        limit: i64,
-    ) -> StoreResult<Vec<Execution>> {
-        Ok(sqlx::query_as(sqlx::AssertSqlSafe(format!(
+        paging: Paging,
+    ) -> StoreResult<(i64, Vec<Execution>)> {
+        let (total,): (i64,) = sqlx::query_as(
+            "SELECT COUNT(*) FROM job_executions WHERE vendor_type = $1 AND vendor_id = $2",
+        )
+        .bind(vendor_type)
+        .bind(vendor_id)
+        .fetch_one(&self.0.pool)
+        .await?;
+        let (limit, offset) = paging.limit_offset().unwrap_or((i64::MAX, 0));
+        let page = sqlx::query_as(sqlx::AssertSqlSafe(format!(
             "SELECT {EXECUTION_COLUMNS} FROM job_executions WHERE vendor_type = $1 AND vendor_id = $2 \
-             ORDER BY id DESC LIMIT $3"
+             ORDER BY id DESC LIMIT $3 OFFSET $4"
         )))
         .bind(vendor_type)
         .bind(vendor_id)
         .bind(limit)
+        .bind(offset)
         .fetch_all(&self.0.pool)
+        .await?;
+        Ok((total, page))
+    }
+
+    /// Task `id`.
+    pub async fn task(&self, id: i64) -> StoreResult<Option<Task>> {
+        Ok(sqlx::query_as(sqlx::AssertSqlSafe(format!(
+            "SELECT {TASK_COLUMNS} FROM job_tasks WHERE id = $1"
+        )))
+        .bind(id)
+        .fetch_optional(&self.0.pool)
         .await?)
+    }
+
+    /// Adds `tasks`, pending, to execution `execution_id` (a running task
+    /// planning the rest of its execution adds them before it finishes, so
+    /// the execution does not end in between).
+    pub async fn add_tasks(&self, execution_id: i64, tasks: &[NewTask]) -> StoreResult<()> {
+        let now = time::now();
+        let mut tx = self.0.begin_write().await?;
+        self.lock_execution(&mut tx, execution_id).await?;
+        let (vendor_type,): (String,) =
+            sqlx::query_as("SELECT vendor_type FROM job_executions WHERE id = $1")
+                .bind(execution_id)
+                .fetch_one(&mut *tx)
+                .await?;
+        insert_tasks(&mut tx, execution_id, &vendor_type, tasks, &now).await?;
+        tx.commit().await?;
+        Ok(())
     }
 
     /// The tasks of execution `id`, in order.
@@ -707,13 +746,25 @@ async fn create_in(
     .bind(end_time)
     .fetch_one(&mut **tx)
     .await?;
+    insert_tasks(tx, id, &new.vendor_type, tasks, now).await?;
+    Ok(id)
+}
+
+/// Inserts `tasks`, pending, into execution `id` of `vendor_type`.
+async fn insert_tasks(
+    tx: &mut sqlx::Transaction<'static, sqlx::Any>,
+    id: i64,
+    vendor_type: &str,
+    tasks: &[NewTask],
+    now: &str,
+) -> StoreResult<()> {
     for task in tasks {
         sqlx::query(
             "INSERT INTO job_tasks (execution_id, vendor_type, status, parameters, max_attempts, \
              run_after, creation_time, update_time) VALUES ($1, $2, $3, $4, $5, $6, $6, $6)",
         )
         .bind(id)
-        .bind(&new.vendor_type)
+        .bind(vendor_type)
         .bind(PENDING)
         .bind(task.parameters.to_string())
         .bind(task.max_attempts.max(1))
@@ -721,7 +772,7 @@ async fn create_in(
         .execute(&mut **tx)
         .await?;
     }
-    Ok(id)
+    Ok(())
 }
 
 /// Sets execution `id`'s status from its tasks': running while any is

@@ -31,6 +31,7 @@ pub mod registries;
 pub mod registry;
 pub mod repositories;
 mod rest_list;
+pub mod retention;
 pub mod robots;
 pub mod sessions;
 pub(crate) mod sql;

@@ -705,6 +705,16 @@ impl Projects<'_> {
             .bind(id)
             .fetch_optional(&mut *tx)
             .await?;
+        // The schedule of its retention policy (the policy goes with the
+        // project); undone with the rest when the project stays.
+        sqlx::query(
+            "DELETE FROM job_schedules WHERE vendor_type = $2 AND vendor_id IN \
+             (SELECT id FROM retention_policies WHERE project_id = $1)",
+        )
+        .bind(id)
+        .bind(crate::repo::retention::VENDOR_TYPE)
+        .execute(&mut *tx)
+        .await?;
         let done = sqlx::query(
             "DELETE FROM projects WHERE id = $1 \
              AND NOT EXISTS (SELECT 1 FROM repositories WHERE project_id = $1)",

@@ -17,6 +17,7 @@ mod quotas;
 mod read_only;
 mod registries;
 mod registry_content;
+mod retention;
 mod robots;
 mod search_statistics;
 mod signin_security;

@@ -5,6 +5,7 @@ use std::collections::HashSet;
 use std::time::Duration;
 
 use berth_domain::cron::Cron;
+use berth_domain::query::Paging;
 use berth_store::repo::jobs::{self, Lease, NewExecution, NewSchedule, NewTask, Outcome};
 use serde_json::json;
 
@@ -60,8 +61,8 @@ backend_test!(
         let listed = jobs.tasks(id).await.unwrap();
         let statuses: Vec<_> = listed.iter().map(|t| (t.status.as_str(), t.extra_attrs.as_str())).collect();
         assert_eq!(statuses, vec![(jobs::SUCCESS, r#"{"freed":10}"#), (jobs::ERROR, "{}")]);
-        assert_eq!(jobs.executions(GC, 0, 10).await.unwrap().len(), 1);
-        assert_eq!(jobs.executions("RETENTION", 0, 10).await.unwrap(), vec![]);
+        assert_eq!(jobs.executions(GC, 0, Paging::default()).await.unwrap().1.len(), 1);
+        assert_eq!(jobs.executions("RETENTION", 0, Paging::default()).await.unwrap(), (0, vec![]));
 
         let empty = jobs.create(&execution(GC), &[]).await.unwrap();
         assert_eq!(jobs.execution(empty).await.unwrap().unwrap().status, jobs::SUCCESS);

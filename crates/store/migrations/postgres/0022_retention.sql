@@ -1,0 +1,13 @@
+-- Tag retention (issue #28): at most one policy per project, Harbor's
+-- RetentionPolicy kept as given once checked (its rules, trigger and scope
+-- as JSON); the project's `retention_id` metadata names it. Its runs are
+-- jobs (vendor type RETENTION, vendor id the policy's id), its schedule a
+-- job schedule of the same vendor.
+-- Keep in step with the other backend's file of the same name.
+CREATE TABLE retention_policies (
+    id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    project_id BIGINT NOT NULL UNIQUE REFERENCES projects (id) ON DELETE CASCADE,
+    policy TEXT NOT NULL,
+    creation_time TEXT NOT NULL,
+    update_time TEXT NOT NULL
+);

@@ -1,0 +1,292 @@
+//! Tag retention (migration 0022): each project's policy, the project's
+//! `retention_id` metadata that names it, what a run weighs in a repository
+//! and the deletions a run makes.
+//!
+//! A policy is kept as the checked JSON the API took; its runs are jobs
+//! (`crates/store/src/repo/jobs.rs`) of vendor type [`VENDOR_TYPE`] and
+//! vendor id the policy's.
+
+use berth_domain::time;
+
+use crate::Store;
+use crate::db::Locking;
+use crate::error::{StoreResult, conflict_on_unique};
+use crate::repo::events;
+use crate::repo::immutable::protection_of;
+use crate::repo::manifests::delete_artifact_tree;
+use crate::repo::projects::upsert_metadata;
+
+/// The jobs' name for tag retention (Harbor's vendor type).
+pub const VENDOR_TYPE: &str = "RETENTION";
+
+/// The project metadata key naming a project's policy.
+pub const METADATA_KEY: &str = "retention_id";
+
+/// A stored policy.
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+pub struct StoredPolicy {
+    /// Its id.
+    pub id: i64,
+    /// The project it is of.
+    pub project_id: i64,
+    /// Harbor's RetentionPolicy (JSON text).
+    pub policy: String,
+}
+
+/// One artifact as a run weighs it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Candidate {
+    /// The artifact's id.
+    pub id: i64,
+    /// Its digest.
+    pub digest: String,
+    /// Its tags, by name.
+    pub tags: Vec<String>,
+    /// When it or one of its tags was last pushed (store format).
+    pub pushed: String,
+    /// When it or one of its tags was last pulled (store format; Harbor's
+    /// zero time when never).
+    pub pulled: String,
+    /// Whether an index refers to it (a delete would be refused).
+    pub referenced: bool,
+}
+
+/// What became of one artifact a run meant to delete.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Retired {
+    /// Deleted, with its tags and accessories.
+    Deleted,
+    /// Kept: an immutable rule protects one of its tags.
+    Immutable,
+    /// Kept: an index refers to it.
+    Referenced,
+    /// Kept: it was pushed or tagged after the run looked, or is gone.
+    Changed,
+}
+
+/// Access to retention policies.
+pub struct Retentions<'a>(&'a Store);
+
+impl Store {
+    /// The retention repository.
+    pub fn retentions(&self) -> Retentions<'_> {
+        Retentions(self)
+    }
+}
+
+impl Retentions<'_> {
+    /// Stores `policy` as project `project_id`'s and names it in the
+    /// project's metadata, in one transaction; its id. A project that has a
+    /// policy already is a `Conflict`.
+    pub async fn create(&self, project_id: i64, policy: &str) -> StoreResult<i64> {
+        let now = time::now();
+        let mut tx = self.0.begin_write().await?;
+        let (id,): (i64,) = sqlx::query_as(
+            "INSERT INTO retention_policies (project_id, policy, creation_time, update_time) \
+             VALUES ($1, $2, $3, $3) RETURNING id",
+        )
+        .bind(project_id)
+        .bind(policy)
+        .bind(&now)
+        .fetch_one(&mut *tx)
+        .await
+        .map_err(|err| {
+            conflict_on_unique(err, || {
+                format!("project {project_id} already has a retention policy")
+            })
+        })?;
+        upsert_metadata(&mut tx, project_id, METADATA_KEY, &id.to_string(), &now).await?;
+        tx.commit().await?;
+        Ok(id)
+    }
+
+    /// Policy `id`.
+    pub async fn get(&self, id: i64) -> StoreResult<Option<StoredPolicy>> {
+        Ok(
+            sqlx::query_as("SELECT id, project_id, policy FROM retention_policies WHERE id = $1")
+                .bind(id)
+                .fetch_optional(&self.0.pool)
+                .await?,
+        )
+    }
+
+    /// Replaces policy `id`'s text; `false` when there is none.
+    pub async fn update(&self, id: i64, policy: &str) -> StoreResult<bool> {
+        let done = sqlx::query(
+            "UPDATE retention_policies SET policy = $2, update_time = $3 WHERE id = $1",
+        )
+        .bind(id)
+        .bind(policy)
+        .bind(time::now())
+        .execute(&self.0.pool)
+        .await?;
+        Ok(done.rows_affected() > 0)
+    }
+
+    /// Deletes policy `id`, the metadata that names it and its schedule, in
+    /// one transaction; `false` when there is none. Its past runs stay.
+    pub async fn delete(&self, id: i64) -> StoreResult<bool> {
+        let mut tx = self.0.begin_write().await?;
+        let found: Option<(i64,)> =
+            sqlx::query_as("DELETE FROM retention_policies WHERE id = $1 RETURNING project_id")
+                .bind(id)
+                .fetch_optional(&mut *tx)
+                .await?;
+        let Some((project_id,)) = found else {
+            return Ok(false);
+        };
+        sqlx::query(
+            "DELETE FROM project_metadata WHERE project_id = $1 AND name = $2 AND value = $3",
+        )
+        .bind(project_id)
+        .bind(METADATA_KEY)
+        .bind(id.to_string())
+        .execute(&mut *tx)
+        .await?;
+        sqlx::query("DELETE FROM job_schedules WHERE vendor_type = $1 AND vendor_id = $2")
+            .bind(VENDOR_TYPE)
+            .bind(id)
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        Ok(true)
+    }
+
+    /// The repositories of project `project_id`: id and full name, by name.
+    pub async fn repositories(&self, project_id: i64) -> StoreResult<Vec<(i64, String)>> {
+        Ok(
+            sqlx::query_as("SELECT id, name FROM repositories WHERE project_id = $1 ORDER BY name")
+                .bind(project_id)
+                .fetch_all(&self.0.pool)
+                .await?,
+        )
+    }
+
+    /// The artifacts of repository `repository_id` a run weighs, with their
+    /// tags, by id: as Harbor's artifact list gives them, every artifact but
+    /// accessories (which go with their subject) and the untagged children
+    /// of an index (which go with it). Two queries whatever their number.
+    pub async fn candidates(&self, repository_id: i64) -> StoreResult<Vec<Candidate>> {
+        let rows: Vec<(i64, String, String, String, i64)> = sqlx::query_as(
+            "SELECT a.id, a.digest, a.push_time, a.pull_time, \
+             CASE WHEN EXISTS (SELECT 1 FROM artifact_references r WHERE r.child_id = a.id) \
+             THEN 1 ELSE 0 END FROM artifacts a \
+             WHERE a.repository_id = $1 AND a.accessory_type IS NULL ORDER BY a.id",
+        )
+        .bind(repository_id)
+        .fetch_all(&self.0.pool)
+        .await?;
+        let tags: Vec<(i64, String, String, String)> = sqlx::query_as(
+            "SELECT artifact_id, name, push_time, pull_time FROM tags WHERE repository_id = $1 \
+             ORDER BY artifact_id, name",
+        )
+        .bind(repository_id)
+        .fetch_all(&self.0.pool)
+        .await?;
+        let mut tags = tags.into_iter().peekable();
+        let mut candidates = Vec::with_capacity(rows.len());
+        for (id, digest, pushed, pulled, referenced) in rows {
+            let mut candidate = Candidate {
+                id,
+                digest,
+                tags: Vec::new(),
+                pushed,
+                pulled,
+                referenced: referenced != 0,
+            };
+            while let Some((artifact_id, ..)) = tags.peek() {
+                if *artifact_id > id {
+                    break;
+                }
+                let Some((artifact_id, name, pushed, pulled)) = tags.next() else {
+                    break;
+                };
+                if artifact_id == id {
+                    candidate.tags.push(name);
+                    candidate.pushed = candidate.pushed.max(pushed);
+                    candidate.pulled = candidate.pulled.max(pulled);
+                }
+            }
+            if candidate.tags.is_empty() && candidate.referenced {
+                continue;
+            }
+            candidates.push(candidate);
+        }
+        Ok(candidates)
+    }
+
+    /// Deletes the artifacts `doomed` (id and digest) of repository
+    /// `repository` as `by`, in one transaction, each as the one artifact
+    /// delete does (tags, accessories, quota, an `artifact.deleted` event),
+    /// except those that changed after `looked_at` (pushed again or tagged
+    /// since), those an index refers to and those an immutable rule
+    /// protects, which stay. What became of each, in order.
+    pub async fn retire(
+        &self,
+        repository: &str,
+        doomed: &[(i64, String)],
+        looked_at: &str,
+        by: &str,
+    ) -> StoreResult<Vec<Retired>> {
+        let mut tx = self.0.begin_write().await?;
+        // The repository row first, as a push and the one delete take it.
+        let found: Option<(i64, i64)> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
+            "SELECT id, project_id FROM repositories WHERE name = $1{}",
+            self.0.locking(Locking::Update)
+        )))
+        .bind(repository)
+        .fetch_optional(&mut *tx)
+        .await?;
+        let Some((repository_id, project_id)) = found else {
+            return Ok(vec![Retired::Changed; doomed.len()]);
+        };
+        let protection = protection_of(&mut tx, project_id).await?;
+        let within = berth_domain::oci::within_project(repository);
+        let mut outcomes = Vec::with_capacity(doomed.len());
+        for (id, digest) in doomed {
+            let unchanged: Option<(i64,)> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
+                "SELECT a.id FROM artifacts a WHERE a.id = $1 AND a.repository_id = $2 \
+                 AND a.push_time <= $3 AND NOT EXISTS \
+                 (SELECT 1 FROM tags t WHERE t.artifact_id = a.id AND t.push_time > $3){}",
+                self.0.locking(Locking::Update)
+            )))
+            .bind(id)
+            .bind(repository_id)
+            .bind(looked_at)
+            .fetch_optional(&mut *tx)
+            .await?;
+            if unchanged.is_none() {
+                outcomes.push(Retired::Changed);
+                continue;
+            }
+            let referenced: Option<(i64,)> = sqlx::query_as(
+                "SELECT parent_id FROM artifact_references WHERE child_id = $1 LIMIT 1",
+            )
+            .bind(id)
+            .fetch_optional(&mut *tx)
+            .await?;
+            if referenced.is_some() {
+                outcomes.push(Retired::Referenced);
+                continue;
+            }
+            let tags: Vec<(String,)> =
+                sqlx::query_as("SELECT name FROM tags WHERE artifact_id = $1")
+                    .bind(id)
+                    .fetch_all(&mut *tx)
+                    .await?;
+            if tags.iter().any(|(tag,)| protection.protects(within, tag)) {
+                outcomes.push(Retired::Immutable);
+                continue;
+            }
+            delete_artifact_tree(self.0, &mut tx, *id, repository_id, digest).await?;
+            events::record(
+                &mut tx,
+                &events::artifact_deleted(project_id, repository, digest, by),
+            )
+            .await?;
+            outcomes.push(Retired::Deleted);
+        }
+        tx.commit().await?;
+        Ok(outcomes)
+    }
+}
