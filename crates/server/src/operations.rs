@@ -197,6 +197,7 @@ const HARBOR_SPELLINGS: &[&str] = &[
     "getGCHistory",
     "getGC",
     "getGCLog",
+    "stopGC",
 ];
 
 /// `id` as Harbor spells it.

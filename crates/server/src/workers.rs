@@ -9,7 +9,7 @@ use berth_store::repo::jobs::{Lease, NewTask, Outcome, Task};
 use serde_json::Value;
 use time::OffsetDateTime;
 
-use crate::service::{gc, retention};
+use crate::service::{audit_purge, gc, retention};
 use crate::state::AppState;
 
 /// How long a task is held without a renewal before another instance may take it.
@@ -20,7 +20,11 @@ const RENEW: Duration = Duration::from_secs(20);
 const TICK: Duration = Duration::from_secs(1);
 
 /// The job types this instance runs.
-const KINDS: [&str; 2] = [gc::VENDOR_TYPE, retention::RETENTION];
+const KINDS: [&str; 3] = [
+    gc::VENDOR_TYPE,
+    retention::RETENTION,
+    audit_purge::VENDOR_TYPE,
+];
 
 /// This instance's name as a task's owner: its host and process.
 pub fn owner() -> String {
@@ -64,8 +68,10 @@ pub async fn run_due(state: &AppState, owner: &str) -> Result<usize, berth_store
 
 /// The tasks an execution of a schedule starts with.
 fn tasks_of(schedule: &berth_store::repo::jobs::Schedule) -> Vec<NewTask> {
-    if schedule.vendor_type == retention::RETENTION {
-        return retention::tasks_of(schedule);
+    match schedule.vendor_type.as_str() {
+        retention::RETENTION => return retention::tasks_of(schedule),
+        audit_purge::VENDOR_TYPE => return audit_purge::tasks_of(schedule),
+        _ => {}
     }
     vec![NewTask {
         parameters: serde_json::from_str(&schedule.parameters).unwrap_or(Value::Null),
@@ -87,6 +93,7 @@ async fn run_task(state: &AppState, owner: &str, task: &Task) -> Option<Outcome>
         match task.vendor_type.as_str() {
             gc::VENDOR_TYPE => gc::run_scheduled(state).await,
             retention::RETENTION => retention::run_task(state, task).await,
+            audit_purge::VENDOR_TYPE => audit_purge::run_task(state, task).await,
             other => Err(format!("no worker runs {other} jobs")),
         }
     };

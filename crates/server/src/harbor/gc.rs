@@ -9,6 +9,7 @@ use axum::http::{HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use berth_domain::time::ZERO_TIME;
 use berth_store::repo::gc::GcRun;
+use berth_store::repo::jobs::Schedule;
 use serde_json::{Value, json};
 
 use crate::error::{ApiError, HarborResult};
@@ -44,7 +45,7 @@ fn run_json(run: &GcRun) -> Value {
 }
 
 /// `MANUAL` as Harbor shows it in a schedule's type: `Manual`.
-fn title_case(word: &str) -> String {
+pub(super) fn title_case(word: &str) -> String {
     let lower = word.to_ascii_lowercase();
     let mut chars = lower.chars();
     chars
@@ -55,7 +56,7 @@ fn title_case(word: &str) -> String {
 
 /// What a GCSchedule body asks: a manual run now (`Some(parameters)` with no
 /// plan), or a schedule.
-fn schedule_request(body: &[u8]) -> Result<(Option<gc::Plan>, Value), ApiError> {
+pub(super) fn schedule_request(body: &[u8]) -> Result<(Option<gc::Plan>, Value), ApiError> {
     let body: Value = serde_json::from_slice(body)
         .map_err(|e| ApiError::bad_request(format!("invalid schedule body: {e}")))?;
     let text = |pointer: &str| {
@@ -126,10 +127,16 @@ pub async fn get_gc_schedule(
     State(state): State<AppState>,
     principal: Principal,
 ) -> HarborResult<Response> {
-    let Some(schedule) = gc::schedule(&state, &principal).await? else {
-        return Ok(StatusCode::OK.into_response());
-    };
-    Ok(axum::Json(json!({
+    Ok(match gc::schedule(&state, &principal).await? {
+        Some(schedule) => axum::Json(schedule_json(&schedule)).into_response(),
+        None => StatusCode::OK.into_response(),
+    })
+}
+
+/// Harbor's ExecHistory of a job's schedule: its cron as `job_kind`, its
+/// parameters, the next time it fires.
+pub(super) fn schedule_json(schedule: &Schedule) -> Value {
+    json!({
         "id": schedule.id,
         "job_name": "",
         "job_kind": schedule.cron,
@@ -143,8 +150,7 @@ pub async fn get_gc_schedule(
         },
         "creation_time": schedule.creation_time,
         "update_time": schedule.update_time,
-    }))
-    .into_response())
+    })
 }
 
 /// `GET /system/gc`: recent runs, newest first.

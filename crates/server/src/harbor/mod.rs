@@ -18,6 +18,7 @@ pub(crate) mod members;
 mod metadata;
 mod ping;
 pub(crate) mod projects;
+mod purge;
 mod quotas;
 pub(crate) mod registries;
 mod retentions;
@@ -58,6 +59,7 @@ pub fn routes() -> Routes {
         .merge(labels::routes())
         .merge(gc::routes())
         .merge(retentions::routes())
+        .merge(purge::routes())
         .map_router(|router| {
             router
                 .method_not_allowed_fallback(method_not_allowed)

@@ -6,6 +6,7 @@
 //! shape; no surface calls another.
 
 pub mod artifacts;
+pub mod audit_purge;
 pub mod configuration;
 pub mod content;
 pub mod gc;

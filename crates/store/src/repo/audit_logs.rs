@@ -192,20 +192,43 @@ impl AuditLogs<'_> {
         Ok(sql.fetch_count(&self.0.pool).await?)
     }
 
-    /// Deletes up to `batch` of the oldest entries `filter` takes, in one
-    /// short transaction (a purge of millions goes batch by batch, so pushes,
-    /// whose events write entries, wait for one batch at most); how many.
-    pub async fn purge_batch(&self, filter: &PurgeFilter, batch: i64) -> StoreResult<u64> {
-        let mut sql =
-            Sql::new("DELETE FROM audit_logs WHERE id IN (SELECT id FROM audit_logs WHERE ");
-        filter.push(&mut sql);
-        sql.push(" ORDER BY op_time, id LIMIT ")
-            .int(batch)
-            .push(")");
+    /// Deletes up to `batch` of the entries `filter` takes whose id is past
+    /// `after`, in id order: they are looked up without a lock, then deleted
+    /// by id in one short transaction, so pushes, whose events write entries,
+    /// wait for one batch's delete at most (a look that sorted or skipped
+    /// through a million rows held SQLite's write lock for seconds). How
+    /// many it deleted and the id the next batch starts after; `None` when
+    /// no entry is left to look at.
+    pub async fn purge_batch(
+        &self,
+        filter: &PurgeFilter,
+        after: i64,
+        batch: i64,
+    ) -> StoreResult<(u64, Option<i64>)> {
+        let mut look = Sql::new("SELECT id FROM audit_logs WHERE id > ");
+        look.int(after).push(" AND ");
+        filter.push(&mut look);
+        look.push(" ORDER BY id LIMIT ").int(batch);
+        let ids: Vec<(i64,)> = look.fetch_all(&self.0.pool).await?;
+        let Some(&(last,)) = ids.last() else {
+            return Ok((0, None));
+        };
+        let list = serde_json::to_string(&ids.iter().map(|(id,)| id).collect::<Vec<_>>())
+            .unwrap_or_default();
+        let delete = match self.0.backend() {
+            crate::Backend::Sqlite => {
+                "DELETE FROM audit_logs WHERE id IN (SELECT value FROM json_each($1))"
+            }
+            crate::Backend::Postgres => {
+                "DELETE FROM audit_logs WHERE id IN \
+                 (SELECT jsonb_array_elements_text($1::jsonb)::bigint)"
+            }
+        };
         let mut tx = self.0.begin_write().await?;
-        let done = sql.execute(&mut *tx).await?;
+        let done = sqlx::query(delete).bind(list).execute(&mut *tx).await?;
         tx.commit().await?;
-        Ok(done)
+        let next = (i64::try_from(ids.len()).unwrap_or(i64::MAX) >= batch).then_some(last);
+        Ok((done.rows_affected(), next))
     }
 }
 

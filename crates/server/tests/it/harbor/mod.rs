@@ -13,6 +13,7 @@ pub(crate) mod ldap;
 mod members;
 mod metadata;
 mod projects;
+mod purge;
 mod quotas;
 mod read_only;
 mod registries;

@@ -79,6 +79,10 @@ impl TestApp {
 
     /// [`TestApp::new`] keeping blobs in `storage`.
     pub async fn with_storage(backend: Backend, storage: Storage) -> Self {
+        let _ = tracing_subscriber::fmt()
+            .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+            .with_test_writer()
+            .try_init();
         let dir = tempfile::tempdir().expect("temp dir");
         let url = database_url(backend, dir.path()).await;
         let store = Store::connect(&url)
