@@ -27,6 +27,7 @@ pub(super) fn routes() -> Routes {
         .get("/system/gc", get_gc_history)
         .get("/system/gc/{gc_id}", get_gc)
         .get("/system/gc/{gc_id}/log", get_gc_log)
+        .put("/system/gc/{gc_id}", stop_gc)
 }
 
 fn run_json(run: &GcRun) -> Value {
@@ -200,4 +201,19 @@ pub async fn get_gc_log(
         gc::log_of(&run),
     )
         .into_response())
+}
+
+/// `PUT /system/gc/{gc_id}`: stops the run at its next step (one that ended
+/// stays as it ended).
+pub async fn stop_gc(
+    State(state): State<AppState>,
+    principal: Principal,
+    Path(gc_id): Path<String>,
+) -> HarborResult<StatusCode> {
+    principal.require_sysadmin()?;
+    let id: i64 = gc_id
+        .parse()
+        .map_err(|_| ApiError::bad_request(format!("invalid gc id {gc_id}")))?;
+    gc::stop(&state, &principal, id).await?;
+    Ok(StatusCode::OK)
 }

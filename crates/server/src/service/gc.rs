@@ -12,12 +12,31 @@ use crate::extract::Principal;
 use crate::state::AppState;
 
 /// A run's status in Harbor's words, which the portal shows too: `Running`,
-/// `Success` or `Error`.
+/// `Success`, `Stopped` or `Error`.
 pub fn job_status(run: &GcRun) -> &'static str {
     match run.status.as_str() {
         "running" => "Running",
+        "done" if stopped(run) => "Stopped",
         "done" => "Success",
         _ => "Error",
+    }
+}
+
+/// Whether run `run` ended because it was asked to stop.
+fn stopped(run: &GcRun) -> bool {
+    serde_json::from_str::<Value>(&run.stats)
+        .ok()
+        .and_then(|stats| stats.get("stopped").and_then(Value::as_bool))
+        .unwrap_or(false)
+}
+
+/// Asks run `id` to stop at its next step (administrators); one that ended
+/// stays as it ended, as in Harbor. 404 when there is no such run.
+pub async fn stop(state: &AppState, principal: &Principal, id: i64) -> Result<(), ApiError> {
+    principal.require_sysadmin()?;
+    match state.store.stop_gc_run(id).await? {
+        Some(_) => Ok(()),
+        None => Err(ApiError::not_found(format!("execution {id} not found"))),
     }
 }
 
@@ -36,6 +55,9 @@ pub fn log_of(run: &GcRun) -> String {
         log.push_str(&format!("{} running\n", run.heartbeat_at));
         return log;
     };
+    if stopped(run) {
+        log.push_str(&format!("{end} received the stop signal, quit GC job.\n"));
+    }
     match stats.get("error").and_then(Value::as_str) {
         Some(error) => log.push_str(&format!("{end} failed: {error}\n")),
         None => log.push_str(&format!(

@@ -85,6 +85,8 @@ pub struct GcStats {
     pub bytes: i64,
     /// Stray files removed from the blob directory.
     pub stray_files: u64,
+    /// Stopped on request before the end.
+    pub stopped: bool,
 }
 
 /// A recorded run.
@@ -92,7 +94,7 @@ pub struct GcStats {
 pub struct GcRun {
     /// Id.
     pub id: i64,
-    /// `running`, `done` or `failed`.
+    /// `running`, `done` (its stats say whether it was stopped) or `failed`.
     pub status: String,
     /// Start, store format.
     pub started_at: String,
@@ -192,11 +194,11 @@ impl Store {
         result.map(|_| true)
     }
 
-    /// Records the end of run `id`.
-    pub async fn finish_gc_run(&self, id: i64, ok: bool, stats: &str) -> StoreResult<()> {
+    /// Records the end of run `id`: `status` is `done` or `failed`.
+    pub async fn finish_gc_run(&self, id: i64, status: &str, stats: &str) -> StoreResult<()> {
         sqlx::query("UPDATE gc_runs SET status = $2, finished_at = $3, heartbeat_at = $3, stats = $4 WHERE id = $1")
             .bind(id)
-            .bind(if ok { "done" } else { "failed" })
+            .bind(status)
             .bind(time::now())
             .bind(stats)
             .execute(&self.pool)
@@ -225,14 +227,32 @@ impl Store {
         .await?)
     }
 
-    /// Records that run `id` is making progress (shown as its update time).
-    async fn gc_heartbeat(&self, id: i64) -> StoreResult<()> {
-        sqlx::query("UPDATE gc_runs SET heartbeat_at = $2 WHERE id = $1")
-            .bind(id)
-            .bind(time::now())
-            .execute(&self.pool)
-            .await?;
-        Ok(())
+    /// Asks run `id` to stop at its next step; `None` when there is no such
+    /// run, `Some(false)` when it is not running (nothing changes).
+    pub async fn stop_gc_run(&self, id: i64) -> StoreResult<Option<bool>> {
+        let done = sqlx::query(
+            "UPDATE gc_runs SET stop_requested = 1 WHERE id = $1 AND status = 'running'",
+        )
+        .bind(id)
+        .execute(&self.pool)
+        .await?;
+        if done.rows_affected() > 0 {
+            return Ok(Some(true));
+        }
+        Ok(self.gc_run(id).await?.map(|_| false))
+    }
+
+    /// Records that run `id` is making progress (shown as its update time);
+    /// `false` when it was asked to stop.
+    async fn gc_heartbeat(&self, id: i64) -> StoreResult<bool> {
+        let row: Option<(i64,)> = sqlx::query_as(
+            "UPDATE gc_runs SET heartbeat_at = $2 WHERE id = $1 RETURNING stop_requested",
+        )
+        .bind(id)
+        .bind(time::now())
+        .fetch_optional(&self.pool)
+        .await?;
+        Ok(!matches!(row, Some((1,))))
     }
 }
 
@@ -255,15 +275,18 @@ pub async fn run_garbage_collection(
     run: RunningGc,
 ) -> StoreResult<GcStats> {
     let result = sweep(store, blobs, options, run.id).await;
-    let stats = match &result {
-        Ok(s) => json!({
-            "uploads": s.uploads, "links": s.links, "blobs": s.blobs,
-            "bytes": s.bytes, "stray_files": s.stray_files,
-        })
-        .to_string(),
-        Err(err) => json!({ "error": err.to_string() }).to_string(),
+    let (status, stats) = match &result {
+        Ok(s) => (
+            "done",
+            json!({
+                "uploads": s.uploads, "links": s.links, "blobs": s.blobs,
+                "bytes": s.bytes, "stray_files": s.stray_files, "stopped": s.stopped,
+            })
+            .to_string(),
+        ),
+        Err(err) => ("failed", json!({ "error": err.to_string() }).to_string()),
     };
-    let finished = store.finish_gc_run(run.id, result.is_ok(), &stats).await;
+    let finished = store.finish_gc_run(run.id, status, &stats).await;
     run.lock.release().await;
     finished?;
     result
@@ -355,7 +378,10 @@ async fn sweep(
         blobs.discard_upload_entry(name).await;
         stats.stray_files += 1;
     }
-    store.gc_heartbeat(run).await?;
+    if !store.gc_heartbeat(run).await? {
+        stats.stopped = true;
+        return Ok(stats);
+    }
 
     // B. Links no artifact of the project uses and no push renewed within the grace.
     let stale: Vec<(i64, i64, i64, i64)> = sqlx::query_as(
@@ -390,7 +416,10 @@ async fn sweep(
         tx.commit().await?;
         stats.links += u64::from(done.is_some());
     }
-    store.gc_heartbeat(run).await?;
+    if !store.gc_heartbeat(run).await? {
+        stats.stopped = true;
+        return Ok(stats);
+    }
 
     // C. Blobs nothing links or uses: claim each (CAS on its version), remove
     // the bytes, drop the row; one at a time, so a writer waiting for a
@@ -402,7 +431,11 @@ async fn sweep(
     )
     .fetch_all(pool)
     .await?;
-    for (id, digest, size, version) in orphans {
+    for (n, (id, digest, size, version)) in orphans.into_iter().enumerate() {
+        if n % 100 == 99 && !store.gc_heartbeat(run).await? {
+            stats.stopped = true;
+            return Ok(stats);
+        }
         let claimed = sqlx::query(
             "UPDATE blobs SET deleting = 1 WHERE id = $1 AND version = $2 AND deleting = 0 \
              AND NOT EXISTS (SELECT 1 FROM project_blobs pb WHERE pb.blob_id = $1) \
@@ -417,7 +450,10 @@ async fn sweep(
             stats.bytes += size;
         }
     }
-    store.gc_heartbeat(run).await?;
+    if !store.gc_heartbeat(run).await? {
+        stats.stopped = true;
+        return Ok(stats);
+    }
 
     // D. Blob files without a row (a commit that failed after placing its
     // file): each is claimed by inserting a claimed row for it, so a push of

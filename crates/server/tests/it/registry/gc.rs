@@ -194,6 +194,34 @@ registry_test!(
 );
 
 registry_test!(
+    async fn a_stopped_collection_stops_at_its_next_step(app) {
+        let (_, digest) = push_image(&app, "library/doomed", "v1", &[b"doomed layer"]).await;
+        let res = app.delete(&format!("/v2/library/doomed/manifests/{digest}")).admin().send().await;
+        assert_eq!(res.status, StatusCode::ACCEPTED);
+        let run = app.store().start_gc_run().await.unwrap();
+        let id = run.id;
+        let res = app.put(&format!("/api/v2.0/system/gc/{id}")).basic("nobody", "x").send().await;
+        assert_eq!(res.status, StatusCode::UNAUTHORIZED);
+        let res = app.put(&format!("/api/v2.0/system/gc/{id}")).admin().send().await;
+        assert_eq!(res.status, StatusCode::OK, "{}", res.text());
+        let options = GcOptions { grace: Duration::ZERO, upload_expiry: Duration::from_secs(24 * 3600) };
+        let stats = berth_store::repo::gc::run_garbage_collection(app.store(), &app.state.registry.blobs, options, run).await.unwrap();
+        assert!(stats.stopped && stats.blobs == 0, "{stats:?}");
+        let shown = app.get(&format!("/api/v2.0/system/gc/{id}")).admin().send().await.json();
+        assert_eq!(shown["job_status"], "Stopped", "{shown}");
+        let log = app.get(&format!("/api/v2.0/system/gc/{id}/log")).admin().send().await.text();
+        assert!(log.contains("received the stop signal, quit GC job."), "{log}");
+        // One that ended stays as it ended; none is a 404.
+        let res = app.put(&format!("/api/v2.0/system/gc/{id}")).admin().send().await;
+        assert_eq!(res.status, StatusCode::OK);
+        let res = app.put("/api/v2.0/system/gc/9999").admin().send().await;
+        assert_eq!(res.status, StatusCode::NOT_FOUND);
+        // The next run collects what the stopped one left.
+        assert!(gc(&app, 0).await.blobs > 0);
+    }
+);
+
+registry_test!(
     async fn quota_counts_linked_blobs_once_and_limits_pushes(app) {
         let projects = app.store().projects();
         assert_eq!(projects.quota(1).await.unwrap(), Some((-1, 0)));

@@ -11,3 +11,8 @@ CREATE TABLE retention_policies (
     creation_time TEXT NOT NULL,
     update_time TEXT NOT NULL
 );
+
+-- A garbage collection asked to stop (`PUT /system/gc/{id}`): the collector
+-- stops at its next step (between phases, every hundred blobs) and records
+-- its end as done, with `"stopped": true` in its stats.
+ALTER TABLE gc_runs ADD COLUMN stop_requested BIGINT NOT NULL DEFAULT 0 CHECK (stop_requested IN (0, 1));
