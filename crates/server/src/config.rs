@@ -214,6 +214,11 @@ pub struct Settings {
     /// CIDR blocks, comma-separated (`10.0.0.0/8,127.0.0.1`); empty trusts none.
     #[arg(long, env = "BERTH_TRUSTED_PROXIES", default_value = "", global = true)]
     pub trusted_proxies: TrustedProxies,
+    /// How long a job's task (garbage collection, retention, audit purge) is
+    /// held without a sign of life before another instance takes it over (its
+    /// instance died): `60s`, `2m` ...; its worker renews it a third of that.
+    #[arg(long, env = "BERTH_JOB_LEASE", default_value = "60s", value_parser = parse_duration_secs, global = true)]
+    pub job_lease: i64,
     /// Serve Prometheus metrics (`/metrics`) on this address (`127.0.0.1:9090`)
     /// instead of on the main port.
     #[arg(long, env = "BERTH_METRICS_ADDR", global = true)]
@@ -231,6 +236,11 @@ impl Settings {
             addr: self.metrics_addr,
             require_admin: self.metrics_require_admin,
         }
+    }
+
+    /// How long a job task is held without a renewal.
+    pub fn job_lease(&self) -> std::time::Duration {
+        std::time::Duration::from_secs(self.job_lease.max(3).unsigned_abs())
     }
 
     /// The limits of the server loop.

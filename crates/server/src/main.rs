@@ -73,7 +73,7 @@ async fn serve(settings: &Settings) -> anyhow::Result<()> {
         ));
     }
     tokio::spawn(berth::events::sweep(state.clone()));
-    tokio::spawn(berth::workers::run(state.clone()));
+    tokio::spawn(berth::workers::run(state.clone(), settings.job_lease()));
     tracing::info!(%addr, backend = ?state.store.backend(), "berth is listening");
     berth::serve::serve(
         listener,

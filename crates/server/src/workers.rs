@@ -8,14 +8,15 @@ use std::time::Duration;
 use berth_store::repo::jobs::{Lease, NewTask, Outcome, Task};
 use serde_json::Value;
 use time::OffsetDateTime;
+use tokio::sync::watch;
 
 use crate::service::{audit_purge, gc, retention};
 use crate::state::AppState;
 
-/// How long a task is held without a renewal before another instance may take it.
+/// How long a task is held without a renewal before another instance may
+/// take it, unless the settings say otherwise (`BERTH_JOB_LEASE`); the
+/// worker renews it every third of that.
 pub const LEASE: Duration = Duration::from_secs(60);
-/// How often a running task's lease is renewed.
-const RENEW: Duration = Duration::from_secs(20);
 /// How often due schedules and waiting tasks are looked for.
 const TICK: Duration = Duration::from_secs(1);
 
@@ -34,11 +35,12 @@ pub fn owner() -> String {
     format!("{host}:{}", std::process::id())
 }
 
-/// Looks for due schedules and tasks every second, for ever.
-pub async fn run(state: AppState) {
+/// Looks for due schedules and tasks every second, for ever, holding each
+/// task it takes for `lease` at a time.
+pub async fn run(state: AppState, lease: Duration) {
     let owner = owner();
     loop {
-        if let Err(err) = run_due(&state, &owner).await {
+        if let Err(err) = run_due_leased(&state, &owner, lease).await {
             tracing::warn!(error = %err, "running jobs failed; trying again");
         }
         tokio::time::sleep(TICK).await;
@@ -48,11 +50,20 @@ pub async fn run(state: AppState) {
 /// Fires the schedules due now, then runs the tasks waiting, one after the
 /// other, until none is left; how many tasks ran.
 pub async fn run_due(state: &AppState, owner: &str) -> Result<usize, berth_store::StoreError> {
+    run_due_leased(state, owner, LEASE).await
+}
+
+/// [`run_due`] holding each task for `lease` at a time.
+async fn run_due_leased(
+    state: &AppState,
+    owner: &str,
+    lease: Duration,
+) -> Result<usize, berth_store::StoreError> {
     let jobs = state.store.jobs();
     jobs.fire_due(OffsetDateTime::now_utc(), tasks_of).await?;
     let mut ran = 0;
-    while let Some(task) = jobs.claim(owner, &KINDS, LEASE).await? {
-        let outcome = run_task(state, owner, &task).await;
+    while let Some(task) = jobs.claim(owner, &KINDS, lease).await? {
+        let outcome = run_task(state, owner, &task, lease).await;
         if let Some(outcome) = outcome
             && !jobs.finish(task.id, owner, &outcome).await?
         {
@@ -81,7 +92,7 @@ fn tasks_of(schedule: &berth_store::repo::jobs::Schedule) -> Vec<NewTask> {
 
 /// Runs `task` under its lease; `None` when the lease was lost (another
 /// instance took the task, which it then finishes).
-async fn run_task(state: &AppState, owner: &str, task: &Task) -> Option<Outcome> {
+async fn run_task(state: &AppState, owner: &str, task: &Task, lease: Duration) -> Option<Outcome> {
     let jobs = state.store.jobs();
     let _ = jobs
         .log(
@@ -97,24 +108,35 @@ async fn run_task(state: &AppState, owner: &str, task: &Task) -> Option<Outcome>
             other => Err(format!("no worker runs {other} jobs")),
         }
     };
-    tokio::pin!(work);
-    let mut renew = tokio::time::interval(RENEW);
-    renew.tick().await;
-    let result = loop {
-        tokio::select! {
-            result = &mut work => break result,
-            _ = renew.tick() => match jobs.renew(task.id, owner, LEASE).await {
-                Ok(Lease::Held) => {}
-                // A collection stops on its own terms; the rest stops here.
-                Ok(Lease::StopAsked) if task.vendor_type != gc::VENDOR_TYPE => {
+    // The lease is renewed by a task of its own, not between polls of the
+    // work: on SQLite a renewal waits for the write lock, which the work may
+    // hold in a transaction it cannot commit until it is polled again (a
+    // renewal in the same loop waited its 5 s busy timeout for it, and the
+    // missed ticks that piled up meanwhile starved the work).
+    let (said, mut heard) = watch::channel(Lease::Held);
+    let renewer = tokio::spawn(renew_until_dropped(
+        state.clone(),
+        task.id,
+        owner.to_string(),
+        lease,
+        said,
+    ));
+    // A collection stops on its own terms; the rest stops here.
+    let stops = task.vendor_type != gc::VENDOR_TYPE;
+    let result = tokio::select! {
+        result = work => Some(result),
+        ended = heard.wait_for(|lease| *lease == Lease::Lost || (stops && *lease == Lease::StopAsked)) => {
+            match ended.map(|lease| *lease) {
+                Ok(Lease::StopAsked) => {
+                    renewer.abort();
                     return Some(Outcome::Stopped);
                 }
-                Ok(Lease::StopAsked) => {}
-                Ok(Lease::Lost) => return None,
-                Err(err) => tracing::warn!(error = %err, task = task.id, "renewing a job's lease failed"),
-            },
+                _ => None,
+            }
         }
     };
+    renewer.abort();
+    let result = result?;
     let line = match &result {
         Ok(found) => format!("finished: {found}"),
         Err(why) => format!("failed: {why}"),
@@ -124,4 +146,27 @@ async fn run_task(state: &AppState, owner: &str, task: &Task) -> Option<Outcome>
         Ok(found) => Outcome::Success(found),
         Err(why) => Outcome::Failed(why),
     })
+}
+
+/// Renews `owner`'s lease of task `id` every third of `lease` and tells what
+/// each renewal found, until aborted.
+async fn renew_until_dropped(
+    state: AppState,
+    id: i64,
+    owner: String,
+    lease: Duration,
+    said: watch::Sender<Lease>,
+) {
+    let jobs = state.store.jobs();
+    loop {
+        tokio::time::sleep(lease / 3).await;
+        match jobs.renew(id, &owner, lease).await {
+            Ok(found) => {
+                said.send_replace(found);
+            }
+            Err(err) => {
+                tracing::warn!(error = %err, task = id, "renewing a job's lease failed");
+            }
+        }
+    }
 }

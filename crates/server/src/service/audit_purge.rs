@@ -160,10 +160,12 @@ pub async fn start(
         .await?)
 }
 
+/// A purge's one task: tried up to three times (deleting what is left is
+/// safe to do again), where Harbor's job gives up after one.
 fn task(parameters: Value) -> NewTask {
     NewTask {
         parameters,
-        max_attempts: 1,
+        max_attempts: 3,
     }
 }
 

@@ -5,6 +5,7 @@ mod conformance_codes;
 mod gc;
 mod instances;
 mod integrity;
+mod jobs;
 mod object_store;
 mod protocol;
 mod proxy_cache;
