@@ -22,9 +22,16 @@ from harborapi.models import (
     ProjectReq,
     QuotaUpdateReq,
     ResourceList,
+    RetentionPolicy,
+    RetentionPolicyScope,
+    RetentionRule,
+    RetentionRuleTrigger,
+    RetentionSelector,
     Robot,
     RobotCreate,
     RobotPermission,
+    Schedule,
+    ScheduleObj,
     UserCreationReq,
     UserProfile,
 )
@@ -240,6 +247,69 @@ async def main(base, password):
     expect(any(e.operation == "create" and e.resource == "library/compat-src:v1" for e in entries), f"{entries}")
     library_logs = await admin.get_project_logs("library", page_size=100)
     expect(any(e.resource_type == "artifact" for e in library_logs), f"{library_logs}")
+
+    # Tag retention, an audit purge and the GC schedule, as the client words them.
+    metadata = await admin.get_retention_metadata()
+    expect([t.rule_template for t in metadata.templates][:2] == ["latestPushedK", "latestPulledN"], f"{metadata}")
+    selector = lambda decoration: RetentionSelector(kind="doublestar", decoration=decoration, pattern="**")
+    policy = RetentionPolicy(
+        algorithm="or",
+        rules=[RetentionRule(
+            action="retain", template="latestPushedK", params={"latestPushedK": 10},
+            tag_selectors=[selector("matches")], scope_selectors={"repository": [selector("repoMatches")]},
+        )],
+        trigger=RetentionRuleTrigger(kind="Schedule", settings={"cron": ""}, references={}),
+        scope=RetentionPolicyScope(level="project", ref=1),
+    )
+    retention_id = int((await admin.create_retention_policy(policy)).rsplit("/", 1)[1])
+    expect(await admin.get_project_retention_id("library") == retention_id, "the project names its policy")
+    stored = await admin.get_retention_policy(retention_id)
+    expect(stored.rules[0].params["latestPushedK"] == 10, f"{stored}")
+    stored.rules[0].params = {"latestPushedK": 20}
+    stored.trigger.settings = {"cron": "0 0 3 * * *"}
+    await admin.update_retention_policy(retention_id, stored)
+    expect((await admin.get_retention_policy(retention_id)).rules[0].params["latestPushedK"] == 20, "policy updated")
+    execution_id = int((await admin.start_retention_execution(retention_id, dry_run=True)).rsplit("/", 1)[1])
+    for _ in range(100):
+        executions = await admin.get_retention_executions(retention_id)
+        if executions and executions[0].status == "Success":
+            break
+        await asyncio.sleep(0.1)
+    expect(executions[0].id == execution_id and executions[0].dry_run, f"{executions}")
+    tasks = await admin.get_retention_tasks(retention_id, execution_id)
+    task = next(t for t in tasks if t.repository == "compat-src")
+    expect(task.total >= 1 and task.retained == task.total, f"{task}")
+    log = await admin.get_retention_execution_task_log(retention_id, execution_id, task.id)
+    expect("RETAIN" in log, log)
+    await admin.stop_retention_execution(retention_id, execution_id)
+    await admin.delete_retention_policy(retention_id)
+    await expect_error(NotFound, admin.get_retention_policy(retention_id))
+
+    purge = Schedule(
+        schedule=ScheduleObj(type="Manual"),
+        parameters={"audit_retention_hour": 168, "include_event_types": "create_artifact,pull_artifact", "dry_run": True},
+    )
+    purge_id = int((await admin.create_purge_job_schedule(purge)).rsplit("/", 1)[1])
+    for _ in range(100):
+        job = await admin.get_purge_job(purge_id)
+        if job.job_status == "Success":
+            break
+        await asyncio.sleep(0.1)
+    expect(job.job_status == "Success" and job.job_name == "PURGE_AUDIT_LOG", f"{job}")
+    expect("[DRYRUN]Purged" in await admin.get_purge_job_log(purge_id), "purge log")
+    expect(any(j.id == purge_id for j in await admin.get_purge_job_history()), "purge history")
+    await admin.stop_purge_job(purge_id)
+    purge.schedule = ScheduleObj(type="Daily")
+    await admin.update_purge_job_schedule(purge)
+    schedule_type = lambda schedule: getattr(schedule.type, "value", schedule.type)
+    expect(schedule_type((await admin.get_purge_job_schedule()).schedule) == "Daily", "purge schedule")
+    purge.schedule = ScheduleObj(type="None")
+    await admin.update_purge_job_schedule(purge)
+
+    await admin.create_gc_schedule(Schedule(schedule=ScheduleObj(type="Weekly"), parameters={"delete_untagged": False}))
+    gc = await admin.get_gc_schedule()
+    expect(schedule_type(gc.schedule) == "Weekly" and gc.schedule.cron == "0 0 0 * * 0", f"{gc}")
+    await admin.update_gc_schedule(Schedule(schedule=ScheduleObj(type="None")))
 
     # Clean-up paths.
     await admin.delete_project("compat-proj")
