@@ -17,11 +17,14 @@ use crate::state::AppState;
 /// take it, unless the settings say otherwise (`BERTH_JOB_LEASE`); the
 /// worker renews it every third of that.
 pub const LEASE: Duration = Duration::from_secs(60);
+/// How often this instance notes that its workers are alive (the job
+/// service's worker pools show the instances seen within a minute).
+pub const HEARTBEAT: Duration = Duration::from_secs(10);
 /// How often due schedules and waiting tasks are looked for.
 const TICK: Duration = Duration::from_secs(1);
 
 /// The job types this instance runs.
-const KINDS: [&str; 3] = [
+pub const KINDS: [&str; 3] = [
     gc::VENDOR_TYPE,
     retention::RETENTION,
     audit_purge::VENDOR_TYPE,
@@ -39,7 +42,15 @@ pub fn owner() -> String {
 /// task it takes for `lease` at a time.
 pub async fn run(state: AppState, lease: Duration) {
     let owner = owner();
+    let started = berth_domain::time::now();
+    let mut noted = None::<std::time::Instant>;
     loop {
+        if noted.is_none_or(|at| at.elapsed() >= HEARTBEAT) {
+            match state.store.jobs().heartbeat(&owner, &started).await {
+                Ok(()) => noted = Some(std::time::Instant::now()),
+                Err(err) => tracing::warn!(error = %err, "noting this instance's workers failed"),
+            }
+        }
         if let Err(err) = run_due_leased(&state, &owner, lease).await {
             tracing::warn!(error = %err, "running jobs failed; trying again");
         }

@@ -14,6 +14,7 @@ pub(crate) mod tags;
 pub(crate) mod users;
 
 pub(crate) mod configurations;
+mod jobservice;
 pub(crate) mod members;
 mod metadata;
 mod ping;
@@ -60,6 +61,7 @@ pub fn routes() -> Routes {
         .merge(gc::routes())
         .merge(retentions::routes())
         .merge(purge::routes())
+        .merge(jobservice::routes())
         .map_router(|router| {
             router
                 .method_not_allowed_fallback(method_not_allowed)

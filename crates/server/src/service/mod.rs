@@ -11,6 +11,7 @@ pub mod configuration;
 pub mod content;
 pub mod gc;
 pub mod health;
+pub mod jobservice;
 pub mod ldap_ping;
 pub mod members;
 pub mod projects;

@@ -34,6 +34,9 @@ pub const ERROR: &str = "Error";
 /// Done.
 pub const SUCCESS: &str = "Success";
 
+/// The pseudo job type whose pause holds every schedule (Harbor's `scheduler` queue).
+pub const SCHEDULER: &str = "SCHEDULER";
+
 /// The first retry waits this long; each next one twice as long, up to [`MAX_BACKOFF`].
 pub const FIRST_BACKOFF: Duration = Duration::from_secs(10);
 /// The longest wait before a retry.
@@ -233,6 +236,13 @@ impl Jobs<'_> {
         vendor_types: &[&str],
         lease: Duration,
     ) -> StoreResult<Option<Task>> {
+        let paused = self.paused_types().await?;
+        let vendor_types: Vec<&str> = vendor_types
+            .iter()
+            .copied()
+            .filter(|kind| !paused.iter().any(|p| p == kind))
+            .collect();
+        let vendor_types = vendor_types.as_slice();
         if vendor_types.is_empty() {
             return Ok(None);
         }
@@ -506,7 +516,8 @@ impl Jobs<'_> {
         .await?)
     }
 
-    /// Pauses or resumes the schedules of `vendor_type`.
+    /// Pauses or resumes the queue of `vendor_type` (its tasks wait; a task
+    /// running goes on), or, for [`SCHEDULER`], every schedule.
     pub async fn set_paused(&self, vendor_type: &str, paused: bool) -> StoreResult<()> {
         let sql = if paused {
             "INSERT INTO job_pauses (vendor_type) VALUES ($1) ON CONFLICT (vendor_type) DO NOTHING"
@@ -520,7 +531,7 @@ impl Jobs<'_> {
         Ok(())
     }
 
-    /// Whether the schedules of `vendor_type` are paused.
+    /// Whether the queue of `vendor_type` (or, for [`SCHEDULER`], the schedules) is paused.
     pub async fn paused(&self, vendor_type: &str) -> StoreResult<bool> {
         let found: Option<(String,)> =
             sqlx::query_as("SELECT vendor_type FROM job_pauses WHERE vendor_type = $1")
@@ -530,12 +541,134 @@ impl Jobs<'_> {
         Ok(found.is_some())
     }
 
-    /// Fires the schedules due at `now` whose job type is not paused: each
-    /// moves to its next time and starts an execution (trigger `SCHEDULE`,
-    /// the schedule's parameters, the tasks `tasks_of` gives it) in one
-    /// transaction, only where its `next_fire_at` was still the one read, so
-    /// a tick fires once whichever instances look. A paused schedule moves
-    /// on without firing. The executions started.
+    /// The job types paused.
+    pub async fn paused_types(&self) -> StoreResult<Vec<String>> {
+        let rows: Vec<(String,)> = sqlx::query_as("SELECT vendor_type FROM job_pauses")
+            .fetch_all(&self.0.pool)
+            .await?;
+        Ok(rows.into_iter().map(|(kind,)| kind).collect())
+    }
+
+    /// The waiting tasks of each job type: how many, and since when the
+    /// oldest may run.
+    pub async fn queues(&self) -> StoreResult<Vec<(String, i64, String)>> {
+        Ok(sqlx::query_as(
+            "SELECT vendor_type, COUNT(*), MIN(run_after) FROM job_tasks WHERE status = $1 \
+             GROUP BY vendor_type ORDER BY vendor_type",
+        )
+        .bind(PENDING)
+        .fetch_all(&self.0.pool)
+        .await?)
+    }
+
+    /// The tasks running now, by id.
+    pub async fn running(&self) -> StoreResult<Vec<Task>> {
+        Ok(sqlx::query_as(sqlx::AssertSqlSafe(format!(
+            "SELECT {TASK_COLUMNS} FROM job_tasks WHERE status = $1 ORDER BY id"
+        )))
+        .bind(RUNNING)
+        .fetch_all(&self.0.pool)
+        .await?)
+    }
+
+    /// Stops the waiting tasks of `vendor_type` (of every type with `None`),
+    /// execution by execution; how many.
+    pub async fn stop_waiting(&self, vendor_type: Option<&str>) -> StoreResult<u64> {
+        let executions: Vec<(i64,)> = match vendor_type {
+            Some(kind) => sqlx::query_as(
+                "SELECT DISTINCT execution_id FROM job_tasks WHERE status = $1 AND vendor_type = $2",
+            )
+            .bind(PENDING)
+            .bind(kind),
+            None => sqlx::query_as("SELECT DISTINCT execution_id FROM job_tasks WHERE status = $1")
+                .bind(PENDING),
+        }
+        .fetch_all(&self.0.pool)
+        .await?;
+        let now = time::now();
+        let mut stopped = 0;
+        for (execution_id,) in executions {
+            let mut tx = self.0.begin_write().await?;
+            self.lock_execution(&mut tx, execution_id).await?;
+            let done = sqlx::query(
+                "UPDATE job_tasks SET status = $2, status_message = 'stopped on request', end_time = $3, \
+                 update_time = $3 WHERE execution_id = $1 AND status = $4",
+            )
+            .bind(execution_id)
+            .bind(STOPPED)
+            .bind(&now)
+            .bind(PENDING)
+            .execute(&mut *tx)
+            .await?;
+            settle_execution(&mut tx, execution_id, &now).await?;
+            tx.commit().await?;
+            stopped += done.rows_affected();
+        }
+        Ok(stopped)
+    }
+
+    /// Stops task `id`: a waiting one now, a running one at its worker's
+    /// next renewal; `false` when there is no such task.
+    pub async fn stop_task(&self, id: i64) -> StoreResult<bool> {
+        let Some(task) = self.task(id).await? else {
+            return Ok(false);
+        };
+        let now = time::now();
+        let mut tx = self.0.begin_write().await?;
+        self.lock_execution(&mut tx, task.execution_id).await?;
+        sqlx::query(
+            "UPDATE job_tasks SET status = CASE WHEN status = $2 THEN $3 ELSE status END, \
+             stop_requested = CASE WHEN status = $4 THEN 1 ELSE stop_requested END, \
+             end_time = CASE WHEN status = $2 THEN $5 ELSE end_time END, update_time = $5 WHERE id = $1",
+        )
+        .bind(id)
+        .bind(PENDING)
+        .bind(STOPPED)
+        .bind(RUNNING)
+        .bind(&now)
+        .execute(&mut *tx)
+        .await?;
+        settle_execution(&mut tx, task.execution_id, &now).await?;
+        tx.commit().await?;
+        Ok(true)
+    }
+
+    /// Notes that `owner`'s workers, running since `started_at`, are alive.
+    pub async fn heartbeat(&self, owner: &str, started_at: &str) -> StoreResult<()> {
+        sqlx::query(
+            "INSERT INTO job_workers (owner, started_at, heartbeat_at) VALUES ($1, $2, $3) \
+             ON CONFLICT (owner) DO UPDATE SET heartbeat_at = excluded.heartbeat_at",
+        )
+        .bind(owner)
+        .bind(started_at)
+        .bind(time::now())
+        .execute(&self.0.pool)
+        .await?;
+        Ok(())
+    }
+
+    /// The instances seen since `since` (store format): owner, start and
+    /// last heartbeat, by owner. Those not seen since are forgotten.
+    pub async fn workers(&self, since: &str) -> StoreResult<Vec<(String, String, String)>> {
+        sqlx::query("DELETE FROM job_workers WHERE heartbeat_at < $1")
+            .bind(since)
+            .execute(&self.0.pool)
+            .await?;
+        Ok(
+            sqlx::query_as(
+                "SELECT owner, started_at, heartbeat_at FROM job_workers ORDER BY owner",
+            )
+            .fetch_all(&self.0.pool)
+            .await?,
+        )
+    }
+
+    /// Fires the schedules due at `now`: each moves to its next time and
+    /// starts an execution (trigger `SCHEDULE`, the schedule's parameters,
+    /// the tasks `tasks_of` gives it) in one transaction, only where its
+    /// `next_fire_at` was still the one read, so a tick fires once whichever
+    /// instances look. While [`SCHEDULER`] is paused, schedules move on
+    /// without firing. The executions started.
     pub async fn fire_due(
         &self,
         now: OffsetDateTime,
@@ -549,6 +682,7 @@ impl Jobs<'_> {
         .fetch_all(&self.0.pool)
         .await?;
         let mut started = Vec::new();
+        let paused = self.paused(SCHEDULER).await?;
         for schedule in due {
             let next = schedule
                 .cron
@@ -556,7 +690,6 @@ impl Jobs<'_> {
                 .ok()
                 .and_then(|cron| cron.next_after(now))
                 .map(time::format_timestamp);
-            let paused = self.paused(&schedule.vendor_type).await?;
             let mut tx = self.0.begin_write().await?;
             let moved = match &next {
                 Some(next) => sqlx::query(

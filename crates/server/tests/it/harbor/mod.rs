@@ -9,6 +9,7 @@ mod configurations;
 pub mod fixtures;
 mod immutable;
 mod input_edges;
+mod jobservice;
 pub(crate) mod ldap;
 mod members;
 mod metadata;

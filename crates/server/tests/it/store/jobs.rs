@@ -186,13 +186,13 @@ backend_test!(
         assert!(moved.next_fire_at > set.next_fire_at, "{} after {}", moved.next_fire_at, set.next_fire_at);
         assert_eq!(jobs.fire_due(due, |_| tasks(1, 1)).await.unwrap(), Vec::<i64>::new(), "that tick is gone");
 
-        jobs.set_paused(GC, true).await.unwrap();
-        assert!(jobs.paused(GC).await.unwrap());
+        jobs.set_paused(jobs::SCHEDULER, true).await.unwrap();
+        assert!(jobs.paused(jobs::SCHEDULER).await.unwrap());
         let next = berth_domain::time::parse_timestamp(&moved.next_fire_at).unwrap();
         assert_eq!(jobs.fire_due(next, |_| tasks(1, 1)).await.unwrap(), Vec::<i64>::new(), "paused");
         assert!(jobs.schedule(GC, 0).await.unwrap().unwrap().next_fire_at > moved.next_fire_at);
-        jobs.set_paused(GC, false).await.unwrap();
-        assert!(!jobs.paused(GC).await.unwrap());
+        jobs.set_paused(jobs::SCHEDULER, false).await.unwrap();
+        assert!(!jobs.paused(jobs::SCHEDULER).await.unwrap());
 
         let daily = NewSchedule {
             schedule_type: "Daily".into(),

@@ -16,3 +16,12 @@ CREATE TABLE retention_policies (
 -- stops at its next step (between phases, every hundred blobs) and records
 -- its end as done, with `"stopped": true` in its stats.
 ALTER TABLE gc_runs ADD COLUMN stop_requested BIGINT NOT NULL DEFAULT 0 CHECK (stop_requested IN (0, 1));
+
+-- The instances whose workers run jobs, as Harbor's job service shows its
+-- worker pools: each instance notes itself every few seconds; those not seen
+-- for a minute are gone.
+CREATE TABLE job_workers (
+    owner TEXT PRIMARY KEY,
+    started_at TEXT NOT NULL,
+    heartbeat_at TEXT NOT NULL
+);
