@@ -11,6 +11,7 @@ mod members;
 mod project_settings;
 mod projects;
 mod repositories;
+mod retention;
 mod signin;
 mod system;
 mod tabs;
@@ -49,6 +50,7 @@ pub fn router() -> Router<AppState> {
         .merge(members::router())
         .merge(labels::router())
         .merge(project_settings::router())
+        .merge(retention::router())
         .merge(repositories::router())
         .merge(artifacts::router())
         .merge(users::router())

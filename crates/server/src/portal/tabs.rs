@@ -1,5 +1,5 @@
 //! The head of every project page: where it is, the project's name and
-//! visibility, and the tabs (summary, repositories, members, labels, configuration).
+//! visibility, and the tabs (summary, repositories, members, labels, policy, configuration).
 
 use berth_domain::rbac::{Action, Resource};
 
@@ -17,16 +17,19 @@ pub(super) enum Tab {
     Members,
     /// `/harbor/projects/{p}/labels`.
     Labels,
+    /// `/harbor/projects/{p}/policy`: tag retention.
+    Policy,
     /// `/harbor/projects/{p}/configuration`.
     Configuration,
 }
 
 impl Tab {
-    const ALL: [Tab; 5] = [
+    const ALL: [Tab; 6] = [
         Tab::Summary,
         Tab::Repositories,
         Tab::Members,
         Tab::Labels,
+        Tab::Policy,
         Tab::Configuration,
     ];
 
@@ -36,6 +39,7 @@ impl Tab {
             Tab::Repositories => "Repositories",
             Tab::Members => "Members",
             Tab::Labels => "Labels",
+            Tab::Policy => "Policy",
             Tab::Configuration => "Configuration",
         }
     }
@@ -47,6 +51,7 @@ impl Tab {
             Tab::Repositories => "",
             Tab::Members => "/members",
             Tab::Labels => "/labels",
+            Tab::Policy => "/policy",
             Tab::Configuration => "/configuration",
         }
     }
@@ -57,6 +62,7 @@ impl Tab {
             Tab::Repositories => "tab_repositories",
             Tab::Members => "tab_members",
             Tab::Labels => "tab_labels",
+            Tab::Policy => "tab_policy",
             Tab::Configuration => "tab_configuration",
         }
     }
@@ -66,6 +72,7 @@ impl Tab {
     fn visible(self, access: &ProjectAccess) -> bool {
         match self {
             Tab::Members => access.allows(Resource::Member, Action::List),
+            Tab::Policy => access.allows(Resource::TagRetention, Action::List),
             _ => true,
         }
     }

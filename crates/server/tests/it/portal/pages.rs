@@ -629,3 +629,91 @@ backend_test!(
         assert!(!page.contains("banner_message"), "an ended banner is not shown");
     }
 );
+
+backend_test!(
+    async fn portal_policy_tab_adds_rules_runs_them_and_shows_the_runs(app) {
+        for n in 1..=3 {
+            push_image(&app, "library/app", &format!("v{n}"), &[format!("layer {n}").as_bytes()]).await;
+        }
+        let guest = app.create_user("gus", "Gus-pass-1").await;
+        fixtures::member(&app, 1, guest, 3).await;
+        let cookie = sign_in_admin(&app).await;
+        let csrf = csrf_for(&app, &cookie).await;
+        let page = app.get("/harbor/projects/library/policy").header("cookie", &cookie).send().await.text();
+        assert!(page.contains("No rules") && page.contains(r#"id="tab_policy""#), "{page}");
+        let rule = [("template", "latestPushedK"), ("count", "1"), ("tags", "**"), ("repositories", "app")];
+        let res = post_form(&app, &cookie, "/harbor/projects/library/policy/rules", Some(&csrf), &rule).await;
+        assert_eq!(res.status, StatusCode::SEE_OTHER, "{}", res.text());
+        let bad = [("template", "latestPushedK"), ("count", "-3"), ("tags", "**"), ("repositories", "**")];
+        let res = post_form(&app, &cookie, "/harbor/projects/library/policy/rules", Some(&csrf), &bad).await;
+        assert_eq!(res.status, StatusCode::BAD_REQUEST, "{}", res.text());
+        let res = post_form(&app, &cookie, "/harbor/projects/library/policy/schedule", Some(&csrf), &[("cron", "0 0 2 * * *")]).await;
+        assert_eq!(res.status, StatusCode::SEE_OTHER, "{}", res.text());
+        let page = app.get("/harbor/projects/library/policy").header("cookie", &cookie).send().await.text();
+        assert!(page.contains("retain the most recently pushed 1 artifacts"), "{page}");
+        assert!(page.contains(r#"value="0 0 2 * * *""#), "{page}");
+
+        let res = post_form(&app, &cookie, "/harbor/projects/library/policy/run", Some(&csrf), &[("dry_run", "true")]).await;
+        assert_eq!(res.status, StatusCode::SEE_OTHER, "{}", res.text());
+        berth::workers::run_due(&app.state, "test").await.unwrap();
+        let page = app.get("/harbor/projects/library/policy").header("cookie", &cookie).send().await.text();
+        assert!(page.contains("dry run") && page.contains("1 of 3 kept"), "{page}");
+        let log_path = page.split("href=\"").find(|s| s.contains("/log\"")).unwrap().split('"').next().unwrap().to_string();
+        let log = app.get(&log_path).header("cookie", &cookie).send().await;
+        assert!(log.header("content-type").unwrap().starts_with("text/plain"));
+        assert!(log.text().contains("| DEL |"), "{}", log.text());
+        let res = post_form(&app, &cookie, "/harbor/projects/library/policy/run", Some(&csrf), &[("dry_run", "false")]).await;
+        assert_eq!(res.status, StatusCode::SEE_OTHER);
+        berth::workers::run_due(&app.state, "test").await.unwrap();
+        let tags = app.get("/v2/library/app/tags/list").admin().send().await.json();
+        assert_eq!(tags["tags"], json!(["v3"]));
+
+        // A guest does not see the tab, nor change the policy.
+        let gus = sign_in(&app, "gus", "Gus-pass-1").await;
+        let gus_csrf = csrf_for(&app, &gus).await;
+        let page = app.get("/harbor/projects/library").header("cookie", &gus).send().await.text();
+        assert!(!page.contains("tab_policy"), "{page}");
+        let res = app.get("/harbor/projects/library/policy").header("cookie", &gus).send().await;
+        assert_eq!(res.status, StatusCode::FORBIDDEN);
+        let res = post_form(&app, &gus, "/harbor/projects/library/policy/rules/0/delete", Some(&gus_csrf), &[]).await;
+        assert_eq!(res.status, StatusCode::FORBIDDEN);
+        let res = post_form(&app, &cookie, "/harbor/projects/library/policy/rules/0/delete", None, &[]).await;
+        assert_eq!(res.status, StatusCode::FORBIDDEN, "no CSRF token, no change");
+        let res = post_form(&app, &cookie, "/harbor/projects/library/policy/rules/0/delete", Some(&csrf), &[]).await;
+        assert_eq!(res.status, StatusCode::SEE_OTHER);
+        let page = app.get("/harbor/projects/library/policy").header("cookie", &cookie).send().await.text();
+        assert!(page.contains("No rules"), "{page}");
+    }
+);
+
+backend_test!(
+    async fn portal_system_page_schedules_gc_and_purges_and_pauses_queues(app) {
+        let cookie = sign_in_admin(&app).await;
+        let csrf = csrf_for(&app, &cookie).await;
+        let res = post_form(&app, &cookie, "/harbor/system/gc/schedule", Some(&csrf), &[("kind", "Daily"), ("cron", "")]).await;
+        assert_eq!(res.status, StatusCode::SEE_OTHER, "{}", res.text());
+        let res = post_form(&app, &cookie, "/harbor/system/gc/schedule", Some(&csrf), &[("kind", "Custom"), ("cron", "")]).await;
+        assert_eq!(res.status, StatusCode::BAD_REQUEST);
+        let purge = [("hours", "24"), ("types", "pull_artifact,other"), ("dry_run", "true")];
+        let res = post_form(&app, &cookie, "/harbor/system/purge", Some(&csrf), &purge).await;
+        assert_eq!(res.status, StatusCode::SEE_OTHER, "{}", res.text());
+        let res = post_form(&app, &cookie, "/harbor/system/purge", Some(&csrf), &[("hours", "soon"), ("types", "other")]).await;
+        assert_eq!(res.status, StatusCode::BAD_REQUEST);
+        let schedule = [("kind", "Weekly"), ("cron", ""), ("hours", "720"), ("types", "pull_artifact")];
+        let res = post_form(&app, &cookie, "/harbor/system/purge/schedule", Some(&csrf), &schedule).await;
+        assert_eq!(res.status, StatusCode::SEE_OTHER, "{}", res.text());
+        let res = post_form(&app, &cookie, "/harbor/system/queues/RETENTION/pause", Some(&csrf), &[]).await;
+        assert_eq!(res.status, StatusCode::SEE_OTHER, "{}", res.text());
+        berth::workers::run_due(&app.state, "test").await.unwrap();
+        let page = app.get("/harbor/system").header("cookie", &cookie).send().await.text();
+        assert!(page.contains(r#"<option value="Daily" selected>"#), "the GC schedule: {page}");
+        assert!(page.contains(r#"<option value="Weekly" selected>"#), "the purge schedule");
+        assert!(page.contains("24 h, pull_artifact,other, dry run") && page.contains("Success"), "{page}");
+        assert!(page.contains(r#"<tr data-queue="RETENTION"><td>RETENTION</td><td>0</td><td>0 s</td><td class="status">paused</td>"#), "{page}");
+        app.create_user("dave", "Dave-pass-1").await;
+        let dave = sign_in(&app, "dave", "Dave-pass-1").await;
+        let dave_csrf = csrf_for(&app, &dave).await;
+        let res = post_form(&app, &dave, "/harbor/system/purge", Some(&dave_csrf), &purge).await;
+        assert_eq!(res.status, StatusCode::FORBIDDEN);
+    }
+);
