@@ -34,9 +34,14 @@ pub use berth_store::repo::retention::VENDOR_TYPE as RETENTION;
 /// Who the runs a schedule starts act as, in audit logs and events.
 pub const SCHEDULER: &str = "berth-scheduler";
 
-/// How many artifacts one transaction of a run deletes: pushes to the
+/// How many artifacts one transaction of a run deletes (100: on SQLite a
+/// run over 3,000 took 0.6 s with 200, 1.5 s with 50): pushes to the
 /// repository wait for one batch at most.
-const BATCH: usize = 200;
+const BATCH: usize = 100;
+
+/// The pause between two batches: room for the pushes waiting on the
+/// repository, and for SQLite's log to be checkpointed between deletes.
+const PAUSE: Duration = Duration::from_millis(20);
 
 /// How many times a repository's task is tried (Harbor's retention job: 3).
 const ATTEMPTS: i64 = 3;
@@ -584,10 +589,7 @@ async fn prune(state: &AppState, task: &Task, run: &RepositoryRun) -> Result<Val
             .filter(|&i| verdicts[i] == Verdict::Delete)
             .collect();
         for batch in doomed.chunks(BATCH) {
-            let ids: Vec<(i64, String)> = batch
-                .iter()
-                .map(|&i| (candidates[i].id, candidates[i].digest.clone()))
-                .collect();
+            let ids: Vec<i64> = batch.iter().map(|&i| candidates[i].id).collect();
             let outcomes = retentions
                 .retire(&run.repository, &ids, &looked_at, &run.operator)
                 .await?;
@@ -600,13 +602,16 @@ async fn prune(state: &AppState, task: &Task, run: &RepositoryRun) -> Result<Val
                 };
             }
             state.deliver_events();
-            // Room for the pushes waiting on the repository.
-            tokio::time::sleep(Duration::from_millis(1)).await;
+            tokio::time::sleep(PAUSE).await;
         }
     }
     let deleted = verdicts.iter().filter(|v| **v == Verdict::Delete).count();
-    jobs.log(task.id, &table(&run.repository, &candidates, &verdicts))
-        .await?;
+    // A thousand rows per entry: one write of a 100,000-row table held
+    // SQLite's write lock long enough to stall pushes.
+    let table = table(&run.repository, &candidates, &verdicts);
+    for part in table.lines().collect::<Vec<_>>().chunks(1000) {
+        jobs.log(task.id, &part.join("\n")).await?;
+    }
     for (candidate, verdict) in candidates.iter().zip(&verdicts) {
         let why = match verdict {
             Verdict::Immutable => "Immutable tag",

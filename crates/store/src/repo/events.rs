@@ -107,6 +107,41 @@ pub(crate) async fn record(conn: &mut sqlx::AnyConnection, event: &NewEvent) -> 
     Ok(())
 }
 
+/// Records `events` inside the caller's transaction, one statement per 100.
+pub(crate) async fn record_all(
+    conn: &mut sqlx::AnyConnection,
+    events: &[NewEvent],
+) -> StoreResult<()> {
+    let now = time::now();
+    for chunk in events.chunks(100) {
+        let values = (0..chunk.len())
+            .map(|i| {
+                format!(
+                    "(${}, ${}, ${}, ${}, $1)",
+                    i * 4 + 2,
+                    i * 4 + 3,
+                    i * 4 + 4,
+                    i * 4 + 5
+                )
+            })
+            .collect::<Vec<_>>()
+            .join(", ");
+        let sql = format!(
+            "INSERT INTO events (kind, project_id, resource, actor, occurred_at) VALUES {values}"
+        );
+        let mut query = sqlx::query(sqlx::AssertSqlSafe(sql)).bind(&now);
+        for event in chunk {
+            query = query
+                .bind(event.kind)
+                .bind(event.project_id)
+                .bind(&event.resource)
+                .bind(&event.actor);
+        }
+        query.execute(&mut *conn).await?;
+    }
+    Ok(())
+}
+
 /// The [`ARTIFACT_DELETED`] event of artifact `digest` of `repository`.
 pub(crate) fn artifact_deleted(
     project_id: i64,

@@ -15,6 +15,7 @@ use crate::repo::registry::{
     release_unused,
 };
 use crate::repo::repositories::lock_repository;
+use crate::repo::sql::Sql;
 
 /// A child of an index, as stored in `artifact_references`.
 #[derive(Debug, Clone)]
@@ -832,6 +833,55 @@ impl Registry<'_> {
         tx.commit().await?;
         Ok(())
     }
+}
+
+/// [`delete_artifact_tree`] for several artifacts of repository
+/// `repository_id` (of `project_id`) at once, `going` being their ids and
+/// digests: a handful of statements whatever their number. The caller has
+/// locked the repository row, then the artifacts' (on PostgreSQL).
+pub(crate) async fn delete_artifacts(
+    store: &crate::Store,
+    tx: &mut sqlx::Transaction<'_, sqlx::Any>,
+    repository_id: i64,
+    project_id: i64,
+    going: &[(i64, String)],
+) -> StoreResult<()> {
+    let ids: Vec<i64> = going.iter().map(|(id, _)| *id).collect();
+    let digests = |sql: &mut Sql| {
+        sql.push("(NULL");
+        for (_, digest) in going {
+            sql.push(", ").text(digest);
+        }
+        sql.push(")");
+    };
+    // What the artifacts and their accessories use (two selects, each on
+    // its own index, rather than an OR across them).
+    let mut used = Sql::new("SELECT blob_id FROM artifact_blobs WHERE artifact_id IN ");
+    used.int_list(&ids).push(
+        " UNION SELECT ab.blob_id FROM artifact_blobs ab JOIN artifacts a ON a.id = ab.artifact_id \
+         WHERE a.repository_id = ",
+    );
+    used.int(repository_id).push(" AND a.subject_digest IN ");
+    digests(&mut used);
+    used.push(" AND a.accessory_type IS NOT NULL ORDER BY 1");
+    let used: Vec<(i64,)> = used.fetch_all(&mut **tx).await?;
+    let mut accessories = Sql::new("DELETE FROM artifacts WHERE repository_id = ");
+    accessories
+        .int(repository_id)
+        .push(" AND accessory_type IS NOT NULL AND subject_digest IN ");
+    digests(&mut accessories);
+    accessories.push(
+        " AND NOT EXISTS (SELECT 1 FROM artifact_references r WHERE r.child_id = artifacts.id)",
+    );
+    accessories.execute(&mut **tx).await?;
+    let mut artifacts = Sql::new("DELETE FROM artifacts WHERE id IN ");
+    artifacts.int_list(&ids);
+    artifacts.execute(&mut **tx).await?;
+    let blob_ids: Vec<i64> = used.into_iter().map(|(id,)| id).collect();
+    if !blob_ids.is_empty() {
+        release_unused(store, tx, project_id, &blob_ids).await?;
+    }
+    Ok(())
 }
 
 /// Deletes an artifact and, first, the accessories whose subject it is;

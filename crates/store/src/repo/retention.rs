@@ -12,9 +12,12 @@ use crate::Store;
 use crate::db::Locking;
 use crate::error::{StoreResult, conflict_on_unique};
 use crate::repo::events;
+use std::collections::HashMap;
+
 use crate::repo::immutable::protection_of;
-use crate::repo::manifests::delete_artifact_tree;
+use crate::repo::manifests::delete_artifacts;
 use crate::repo::projects::upsert_metadata;
+use crate::repo::sql::Sql;
 
 /// The jobs' name for tag retention (Harbor's vendor type).
 pub const VENDOR_TYPE: &str = "RETENTION";
@@ -215,16 +218,18 @@ impl Retentions<'_> {
         Ok(candidates)
     }
 
-    /// Deletes the artifacts `doomed` (id and digest) of repository
-    /// `repository` as `by`, in one transaction, each as the one artifact
-    /// delete does (tags, accessories, quota, an `artifact.deleted` event),
-    /// except those that changed after `looked_at` (pushed again or tagged
-    /// since), those an index refers to and those an immutable rule
-    /// protects, which stay. What became of each, in order.
+    /// Deletes the artifacts `doomed` (ids) of repository `repository` as
+    /// `by`, in one transaction, as the one artifact delete does each
+    /// (accessories, tags, quota, an `artifact.deleted` event), except those
+    /// that changed after `looked_at` (pushed again or tagged since), those an
+    /// index refers to and those an immutable rule protects, which stay.
+    /// Set-based: a handful of statements for the whole batch, so the
+    /// repository's row (which pushes to it take) is held briefly. What
+    /// became of each, in order.
     pub async fn retire(
         &self,
         repository: &str,
-        doomed: &[(i64, String)],
+        doomed: &[i64],
         looked_at: &str,
         by: &str,
     ) -> StoreResult<Vec<Retired>> {
@@ -240,53 +245,52 @@ impl Retentions<'_> {
         let Some((repository_id, project_id)) = found else {
             return Ok(vec![Retired::Changed; doomed.len()]);
         };
+        let mut look = Sql::new(
+            "SELECT a.id, a.digest, CASE WHEN EXISTS (SELECT 1 FROM artifact_references r WHERE r.child_id = a.id) THEN 1 ELSE 0 END FROM artifacts a WHERE a.repository_id = ",
+        );
+        look.int(repository_id)
+            .push(" AND a.id IN ")
+            .int_list(doomed)
+            .push(" AND a.push_time <= ")
+            .text(looked_at)
+            .push(" AND NOT EXISTS (SELECT 1 FROM tags t WHERE t.artifact_id = a.id AND t.push_time > ")
+            .text(looked_at)
+            .push(") ORDER BY a.id")
+            .push(self.0.locking(Locking::Update));
+        let unchanged: Vec<(i64, String, i64)> = look.fetch_all(&mut *tx).await?;
+        let mut tags = Sql::new("SELECT artifact_id, name FROM tags WHERE artifact_id IN ");
+        tags.int_list(&unchanged.iter().map(|(id, ..)| *id).collect::<Vec<_>>());
+        let tags: Vec<(i64, String)> = tags.fetch_all(&mut *tx).await?;
         let protection = protection_of(&mut tx, project_id).await?;
         let within = berth_domain::oci::within_project(repository);
-        let mut outcomes = Vec::with_capacity(doomed.len());
-        for (id, digest) in doomed {
-            let unchanged: Option<(i64,)> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
-                "SELECT a.id FROM artifacts a WHERE a.id = $1 AND a.repository_id = $2 \
-                 AND a.push_time <= $3 AND NOT EXISTS \
-                 (SELECT 1 FROM tags t WHERE t.artifact_id = a.id AND t.push_time > $3){}",
-                self.0.locking(Locking::Update)
-            )))
-            .bind(id)
-            .bind(repository_id)
-            .bind(looked_at)
-            .fetch_optional(&mut *tx)
-            .await?;
-            if unchanged.is_none() {
-                outcomes.push(Retired::Changed);
-                continue;
-            }
-            let referenced: Option<(i64,)> = sqlx::query_as(
-                "SELECT parent_id FROM artifact_references WHERE child_id = $1 LIMIT 1",
-            )
-            .bind(id)
-            .fetch_optional(&mut *tx)
-            .await?;
-            if referenced.is_some() {
-                outcomes.push(Retired::Referenced);
-                continue;
-            }
-            let tags: Vec<(String,)> =
-                sqlx::query_as("SELECT name FROM tags WHERE artifact_id = $1")
-                    .bind(id)
-                    .fetch_all(&mut *tx)
-                    .await?;
-            if tags.iter().any(|(tag,)| protection.protects(within, tag)) {
-                outcomes.push(Retired::Immutable);
-                continue;
-            }
-            delete_artifact_tree(self.0, &mut tx, *id, repository_id, digest).await?;
-            events::record(
-                &mut tx,
-                &events::artifact_deleted(project_id, repository, digest, by),
-            )
-            .await?;
-            outcomes.push(Retired::Deleted);
+        let mut outcome: HashMap<i64, Retired> = HashMap::new();
+        let mut going: Vec<(i64, String)> = Vec::new();
+        for (id, digest, referenced) in unchanged {
+            let protected = tags
+                .iter()
+                .any(|(artifact, tag)| *artifact == id && protection.protects(within, tag));
+            let verdict = match () {
+                _ if referenced != 0 => Retired::Referenced,
+                _ if protected => Retired::Immutable,
+                _ => {
+                    going.push((id, digest));
+                    Retired::Deleted
+                }
+            };
+            outcome.insert(id, verdict);
+        }
+        if !going.is_empty() {
+            delete_artifacts(self.0, &mut tx, repository_id, project_id, &going).await?;
+            let events: Vec<events::NewEvent> = going
+                .iter()
+                .map(|(_, digest)| events::artifact_deleted(project_id, repository, digest, by))
+                .collect();
+            events::record_all(&mut tx, &events).await?;
         }
         tx.commit().await?;
-        Ok(outcomes)
+        Ok(doomed
+            .iter()
+            .map(|id| outcome.get(id).copied().unwrap_or(Retired::Changed))
+            .collect())
     }
 }

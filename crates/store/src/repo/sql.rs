@@ -123,6 +123,14 @@ impl Sql {
         query
     }
 
+    /// Runs the statement (a write); how many rows it changed.
+    pub(crate) async fn execute<'e, E>(&self, executor: E) -> Result<u64, sqlx::Error>
+    where
+        E: sqlx::Executor<'e, Database = Any>,
+    {
+        Ok(self.bound().execute(executor).await?.rows_affected())
+    }
+
     /// Runs the statement, returning every row decoded as `T`.
     pub(crate) async fn fetch_all<'e, T, E>(&self, executor: E) -> Result<Vec<T>, sqlx::Error>
     where
