@@ -4,7 +4,7 @@
 //! getGCSchedule, getGCHistory and getGC.
 
 use axum::extract::{Path, State};
-use axum::http::header::{CONTENT_TYPE, LOCATION};
+use axum::http::header::LOCATION;
 use axum::http::{HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use berth_domain::time::ZERO_TIME;
@@ -193,14 +193,7 @@ pub async fn get_gc_log(
     Path(gc_id): Path<String>,
 ) -> HarborResult<Response> {
     let run = run_of(&state, &principal, &gc_id).await?;
-    Ok((
-        [(
-            CONTENT_TYPE,
-            HeaderValue::from_static("text/plain; charset=utf-8"),
-        )],
-        gc::log_of(&run),
-    )
-        .into_response())
+    Ok(super::text(gc::log_of(&run)))
 }
 
 /// `PUT /system/gc/{gc_id}`: stops the run at its next step (one that ended

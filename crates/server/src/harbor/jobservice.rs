@@ -5,9 +5,8 @@
 //! (listSchedules, getSchedulePaused).
 
 use axum::extract::{Path, State};
-use axum::http::header::CONTENT_TYPE;
-use axum::http::{HeaderValue, StatusCode};
-use axum::response::{IntoResponse, Response};
+use axum::http::StatusCode;
+use axum::response::Response;
 use serde_json::{Value, json};
 
 use crate::error::{ApiError, HarborResult};
@@ -94,14 +93,7 @@ pub async fn action_get_job_log(
     Path(job_id): Path<String>,
 ) -> HarborResult<Response> {
     let log = jobservice::job_log(&state, &principal, &job_id).await?;
-    Ok((
-        [(
-            CONTENT_TYPE,
-            HeaderValue::from_static("text/plain; charset=utf-8"),
-        )],
-        log,
-    )
-        .into_response())
+    Ok(super::text(log))
 }
 
 /// `GET /jobservice/queues`: each job type's waiting tasks.

@@ -34,6 +34,19 @@ use axum::http::Method;
 use crate::error::{ApiError, ErrorKind, HarborError};
 use crate::operations::{Routes, Surface};
 
+/// A `text/plain` answer: a job's log.
+pub(crate) fn text(body: String) -> axum::response::Response {
+    use axum::response::IntoResponse;
+    (
+        [(
+            axum::http::header::CONTENT_TYPE,
+            axum::http::HeaderValue::from_static("text/plain; charset=utf-8"),
+        )],
+        body,
+    )
+        .into_response()
+}
+
 /// The `/api/v2.0` routes (paths relative to the mount).
 pub fn routes() -> Routes {
     Routes::new(Surface::Harbor)

@@ -4,7 +4,7 @@
 //! stopPurge.
 
 use axum::extract::{Path, State};
-use axum::http::header::{CONTENT_TYPE, LOCATION};
+use axum::http::header::LOCATION;
 use axum::http::{HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use berth_domain::time::ZERO_TIME;
@@ -148,12 +148,5 @@ pub async fn get_purge_job_log(
 ) -> HarborResult<Response> {
     let id = path_int("purge_id", &id)?;
     let log = audit_purge::log(&state, &principal, id).await?;
-    Ok((
-        [(
-            CONTENT_TYPE,
-            HeaderValue::from_static("text/plain; charset=utf-8"),
-        )],
-        log,
-    )
-        .into_response())
+    Ok(super::text(log))
 }

@@ -4,7 +4,7 @@
 //! and developers manage them.
 
 use axum::extract::{Path, State};
-use axum::http::header::{CONTENT_TYPE, LOCATION};
+use axum::http::header::LOCATION;
 use axum::http::{HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use berth_domain::model::retention::{RetentionPolicy, metadata};
@@ -233,12 +233,5 @@ pub async fn get_retention_task_log(
 ) -> HarborResult<Response> {
     let (id, eid, tid) = (id_of(&id)?, path_int("eid", &eid)?, path_int("tid", &tid)?);
     let log = retention::task_log(&state, &principal, id, eid, tid).await?;
-    Ok((
-        [(
-            CONTENT_TYPE,
-            HeaderValue::from_static("text/plain; charset=utf-8"),
-        )],
-        log,
-    )
-        .into_response())
+    Ok(super::text(log))
 }

@@ -5,11 +5,10 @@
 
 use std::time::Duration;
 
-use berth_domain::cron::Cron;
 use berth_domain::query::Paging;
 use berth_domain::time;
 use berth_store::repo::audit_logs::PurgeFilter;
-use berth_store::repo::jobs::{Execution, NewExecution, NewSchedule, NewTask, Schedule, Task};
+use berth_store::repo::jobs::{Execution, NewExecution, NewTask, Schedule, Task};
 use serde_json::{Map, Value, json};
 
 use crate::error::ApiError;
@@ -185,36 +184,19 @@ pub async fn set_schedule(
     given: &Map<String, Value>,
 ) -> Result<(), ApiError> {
     principal.require_sysadmin()?;
-    let jobs = state.store.jobs();
-    let Plan::Every { kind, cron } = plan else {
-        jobs.delete_schedule(VENDOR_TYPE, 0).await?;
-        return Ok(());
-    };
-    let parsed: Cron = cron.parse().map_err(|err| {
-        ApiError::bad_request(format!(
-            "invalid cron string for scheduled log rotation purge: {cron}, error: {err}"
-        ))
-    })?;
     // What each run gets is the checked parameters; what the schedule shows
     // is what was given (Harbor shows the parameters as posted).
     let mut shown = given.clone();
     if let Value::Object(checked) = parameters.to_json() {
         shown.extend(checked);
     }
-    let new = NewSchedule {
-        vendor_type: VENDOR_TYPE.into(),
-        vendor_id: 0,
-        schedule_type: (*kind).to_string(),
-        cron: parsed,
-        cron_text: cron.clone(),
-        parameters: Value::Object(shown),
-    };
-    match jobs.set_schedule(&new).await? {
-        Some(_) => Ok(()),
-        None => Err(ApiError::bad_request(format!(
-            "the cron string {cron:?} never fires"
-        ))),
-    }
+    plan.apply(
+        state,
+        VENDOR_TYPE,
+        "scheduled log rotation purge",
+        Value::Object(shown),
+    )
+    .await
 }
 
 /// The purge's schedule, if any (administrators).

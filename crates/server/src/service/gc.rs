@@ -165,6 +165,44 @@ impl Plan {
     }
 }
 
+impl Plan {
+    /// Sets (or, for [`Plan::None`], removes) the schedule of the system job
+    /// `vendor_type`, whose runs get `parameters`; a cron that does not parse
+    /// is refused in Harbor's words for `what` (`scheduled gc`, ...).
+    pub async fn apply(
+        &self,
+        state: &AppState,
+        vendor_type: &str,
+        what: &str,
+        parameters: Value,
+    ) -> Result<(), ApiError> {
+        let jobs = state.store.jobs();
+        let Plan::Every { kind, cron } = self else {
+            jobs.delete_schedule(vendor_type, 0).await?;
+            return Ok(());
+        };
+        let parsed: Cron = cron.parse().map_err(|err| {
+            ApiError::bad_request(format!(
+                "invalid cron string for {what}: {cron}, error: {err}"
+            ))
+        })?;
+        let new = NewSchedule {
+            vendor_type: vendor_type.into(),
+            vendor_id: 0,
+            schedule_type: (*kind).to_string(),
+            cron: parsed,
+            cron_text: cron.clone(),
+            parameters,
+        };
+        match jobs.set_schedule(&new).await? {
+            Some(_) => Ok(()),
+            None => Err(ApiError::bad_request(format!(
+                "the cron string {cron:?} never fires"
+            ))),
+        }
+    }
+}
+
 /// Checks the parameters of a run (Harbor's `delete_untagged`, `dry_run`,
 /// `workers`): what Berth's collection does not do yet is refused, never
 /// accepted and ignored.
@@ -205,28 +243,8 @@ pub async fn set_schedule(
 ) -> Result<(), ApiError> {
     principal.require_sysadmin()?;
     check_parameters(&parameters)?;
-    let jobs = state.store.jobs();
-    let Plan::Every { kind, cron } = plan else {
-        jobs.delete_schedule(VENDOR_TYPE, 0).await?;
-        return Ok(());
-    };
-    let parsed: Cron = cron
-        .parse()
-        .map_err(|err| ApiError::bad_request(format!("invalid cron string {cron:?}: {err}")))?;
-    let new = NewSchedule {
-        vendor_type: VENDOR_TYPE.into(),
-        vendor_id: 0,
-        schedule_type: (*kind).to_string(),
-        cron: parsed,
-        cron_text: cron.clone(),
-        parameters,
-    };
-    match jobs.set_schedule(&new).await? {
-        Some(_) => Ok(()),
-        None => Err(ApiError::bad_request(format!(
-            "the cron string {cron:?} never fires"
-        ))),
-    }
+    plan.apply(state, VENDOR_TYPE, "scheduled gc", parameters)
+        .await
 }
 
 /// The schedule of garbage collection, if any (administrators).
