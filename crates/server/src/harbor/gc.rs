@@ -86,7 +86,8 @@ async fn kick(state: &AppState, principal: &Principal, body: &[u8]) -> Result<i6
     match schedule_request(body)? {
         (None, parameters) => {
             gc::check_parameters(&parameters)?;
-            gc::start(state, principal).await
+            let dry_run = parameters.get("dry_run").and_then(Value::as_bool) == Some(true);
+            gc::start(state, principal, dry_run).await
         }
         (Some(plan), parameters) => {
             gc::set_schedule(state, principal, &plan, parameters).await?;

@@ -2,7 +2,9 @@
 
 use berth_domain::cron::Cron;
 use berth_store::StoreError;
-use berth_store::repo::gc::{GcOptions, GcRun, GcStats, RunningGc, run_garbage_collection};
+use berth_store::repo::gc::{
+    GcOptions, GcRun, GcStats, RunningGc, estimate_garbage, run_garbage_collection,
+};
 use berth_store::repo::jobs::{NewSchedule, Schedule};
 use serde_json::{Value, json};
 use tracing::Instrument;
@@ -58,8 +60,18 @@ pub fn log_of(run: &GcRun) -> String {
     if stopped(run) {
         log.push_str(&format!("{end} received the stop signal, quit GC job.\n"));
     }
+    let dry_run = stats.get("dry_run").and_then(Value::as_bool) == Some(true);
     match stats.get("error").and_then(Value::as_str) {
         Some(error) => log.push_str(&format!("{end} failed: {error}\n")),
+        None if dry_run => log.push_str(&format!(
+            "{end} dry run: would expire {} upload sessions, drop {} unused blob links, delete {} blobs \
+             ({} bytes) and remove {} stray files; nothing was removed\n{end} finished\n",
+            count("uploads"),
+            count("links"),
+            count("blobs"),
+            count("bytes"),
+            count("stray_files"),
+        )),
         None => log.push_str(&format!(
             "{end} expired {} upload sessions, dropped {} unused blob links, deleted {} blobs \
              ({} bytes), removed {} stray files\n{end} finished\n",
@@ -74,10 +86,15 @@ pub fn log_of(run: &GcRun) -> String {
 }
 
 /// Starts a manual run in the background (administrators; not in read-only
-/// mode); its id. A run already going is a 409.
-pub async fn start(state: &AppState, principal: &Principal) -> Result<i64, ApiError> {
+/// mode, unless a dry run, which only counts what a run would remove); its
+/// id. A run already going is a 409.
+pub async fn start(
+    state: &AppState,
+    principal: &Principal,
+    dry_run: bool,
+) -> Result<i64, ApiError> {
     principal.require_sysadmin()?;
-    if state.configuration().await?.flag("read_only") {
+    if !dry_run && state.configuration().await?.flag("read_only") {
         return Err(crate::read_only::refusal());
     }
     let run = state.store.start_gc_run().await?;
@@ -85,7 +102,16 @@ pub async fn start(state: &AppState, principal: &Principal) -> Result<i64, ApiEr
     let worker = state.clone();
     // The run's log lines carry the id of the request that started it.
     let task = async move {
-        let _ = collect(&worker, run).await;
+        if dry_run {
+            let options = GcOptions::default();
+            if let Err(err) =
+                estimate_garbage(&worker.store, &worker.registry.blobs, options, run).await
+            {
+                tracing::error!(error = %err, run = id, "a garbage collection dry run failed");
+            }
+        } else {
+            let _ = collect(&worker, run).await;
+        }
     };
     tokio::spawn(task.in_current_span());
     Ok(id)
@@ -203,9 +229,9 @@ impl Plan {
     }
 }
 
-/// Checks the parameters of a run (Harbor's `delete_untagged`, `dry_run`,
-/// `workers`): what Berth's collection does not do yet is refused, never
-/// accepted and ignored.
+/// Checks the parameters of a run (Harbor's `delete_untagged`, `workers`;
+/// `dry_run` is the caller's to read): what Berth's collection does not do
+/// is refused, never accepted and ignored.
 pub fn check_parameters(parameters: &Value) -> Result<(), ApiError> {
     let flag = |name: &str| {
         parameters
@@ -217,11 +243,6 @@ pub fn check_parameters(parameters: &Value) -> Result<(), ApiError> {
         return Err(ApiError::bad_request(
             "delete_untagged is not supported: garbage collection keeps untagged artifacts \
              (delete them through the API or, once it exists, tag retention)",
-        ));
-    }
-    if flag("dry_run") {
-        return Err(ApiError::bad_request(
-            "dry_run is not supported for garbage collection yet",
         ));
     }
     match parameters.get("workers") {
@@ -243,6 +264,11 @@ pub async fn set_schedule(
 ) -> Result<(), ApiError> {
     principal.require_sysadmin()?;
     check_parameters(&parameters)?;
+    if parameters.get("dry_run").and_then(Value::as_bool) == Some(true) && *plan != Plan::None {
+        return Err(ApiError::bad_request(
+            "dry_run applies to a manual run: a scheduled collection removes what it finds",
+        ));
+    }
     plan.apply(state, VENDOR_TYPE, "scheduled gc", parameters)
         .await
 }

@@ -292,6 +292,74 @@ pub async fn run_garbage_collection(
     result
 }
 
+/// A dry run of `run` (from [`Store::start_gc_run`]): counts what a
+/// collection with `options` would remove now, changes nothing else,
+/// records the counts (with `"dry_run": true`) and releases the lock.
+pub async fn estimate_garbage(
+    store: &Store,
+    blobs: &BlobStore,
+    options: GcOptions,
+    run: RunningGc,
+) -> StoreResult<GcStats> {
+    let result = estimate(store, blobs, options).await;
+    let (status, stats) = match &result {
+        Ok(s) => (
+            "done",
+            json!({
+                "uploads": s.uploads, "links": s.links, "blobs": s.blobs,
+                "bytes": s.bytes, "stray_files": s.stray_files, "dry_run": true,
+            })
+            .to_string(),
+        ),
+        Err(err) => (
+            "failed",
+            json!({ "error": err.to_string(), "dry_run": true }).to_string(),
+        ),
+    };
+    let finished = store.finish_gc_run(run.id, status, &stats).await;
+    run.lock.release().await;
+    finished?;
+    result
+}
+
+/// What [`sweep`] would remove now, counted with reads only.
+async fn estimate(store: &Store, blobs: &BlobStore, options: GcOptions) -> StoreResult<GcStats> {
+    let pool = &store.pool;
+    let link_cutoff = time::now_plus_seconds(-seconds(options.grace));
+    let upload_cutoff = time::now_plus_seconds(-seconds(options.upload_expiry));
+    let uploads = store.registry().stale_uploads(&upload_cutoff).await?.len();
+    let (links,): (i64,) = sqlx::query_as(
+        "SELECT COUNT(*) FROM project_blobs pb \
+         WHERE (pb.pending_since IS NULL OR pb.pending_since < $1) AND NOT EXISTS (\
+         SELECT 1 FROM artifact_blobs ab JOIN artifacts a ON a.id = ab.artifact_id \
+         WHERE a.project_id = pb.project_id AND ab.blob_id = pb.blob_id)",
+    )
+    .bind(&link_cutoff)
+    .fetch_one(pool)
+    .await?;
+    // Blobs no artifact uses and no link keeps once the stale links are gone
+    // (a link pending within the grace keeps its blob), and those claimed.
+    let (blob_count, bytes): (i64, i64) = sqlx::query_as(
+        "SELECT COUNT(*), CAST(COALESCE(SUM(b.size), 0) AS BIGINT) FROM blobs b WHERE b.deleting = 1 OR (\
+         NOT EXISTS (SELECT 1 FROM artifact_blobs ab WHERE ab.blob_id = b.id) AND NOT EXISTS (\
+         SELECT 1 FROM project_blobs pb WHERE pb.blob_id = b.id \
+         AND pb.pending_since IS NOT NULL AND pb.pending_since >= $1))",
+    )
+    .bind(&link_cutoff)
+    .fetch_one(pool)
+    .await?;
+    let (_, stray) = stray_files(store, blobs).await?;
+    let whole = |n: i64| u64::try_from(n).unwrap_or(0);
+    Ok(GcStats {
+        uploads: u64::try_from(uploads).unwrap_or(0),
+        links: whole(links),
+        blobs: whole(blob_count),
+        bytes,
+        stray_files: u64::try_from(stray.len()).unwrap_or(0),
+        stopped: false,
+    })
+}
+
 /// Removes the bytes, then the rows, of every claimed blob; returns (count, bytes).
 async fn remove_claimed(store: &Store, blobs: &BlobStore) -> StoreResult<(u64, i64)> {
     let claimed: Vec<(i64, String, i64)> =

@@ -149,9 +149,12 @@ registry_test!(
         let res = app.get("/api/v2.0/system/gc/schedule").send().await;
         assert_eq!(res.status, StatusCode::UNAUTHORIZED);
         // What the collection does not do is refused, not accepted and ignored.
+        let body = json!({"schedule": {"type": "Daily"}, "parameters": {"dry_run": true}});
+        let res = app.post("/api/v2.0/system/gc/schedule").admin().json(&body).send().await;
+        assert_eq!(res.status, StatusCode::BAD_REQUEST);
+        assert!(error_message(&res).starts_with("dry_run applies to a manual run"), "{}", res.text());
         for (parameters, why) in [
             (json!({"delete_untagged": true}), "delete_untagged is not supported"),
-            (json!({"dry_run": true}), "dry_run is not supported"),
             (json!({"workers": 9}), "workers must be between 1 and 5"),
         ] {
             for kind in ["Manual", "Daily"] {
@@ -190,6 +193,37 @@ registry_test!(
         assert_eq!(res.text(), "");
         tokio::time::sleep(Duration::from_millis(1100)).await;
         assert_eq!(berth::workers::run_due(&app.state, "one").await.unwrap(), 0, "no schedule, no run");
+    }
+);
+
+registry_test!(
+    async fn a_dry_run_counts_what_a_collection_would_remove_and_removes_nothing(app) {
+        let (_, digest) = push_image(&app, "library/doomed", "v1", &[b"a doomed layer"]).await;
+        let res = app.delete(&format!("/v2/library/doomed/manifests/{digest}")).admin().send().await;
+        assert_eq!(res.status, StatusCode::ACCEPTED);
+        let layer = super::digest_of(b"a doomed layer");
+        let body = json!({"schedule": {"type": "Manual"}, "parameters": {"dry_run": true}});
+        let res = app.post("/api/v2.0/system/gc/schedule").admin().json(&body).send().await;
+        assert_eq!(res.status, StatusCode::CREATED, "{}", res.text());
+        let id = res.header("location").unwrap().rsplit('/').next().unwrap().to_string();
+        let mut shown = json!(null);
+        for _ in 0..200 {
+            shown = app.get(&format!("/api/v2.0/system/gc/{id}")).admin().send().await.json();
+            if shown["job_status"] != "Running" {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        assert_eq!(shown["job_status"], "Success", "{shown}");
+        let stats: serde_json::Value = serde_json::from_str(shown["job_parameters"].as_str().unwrap()).unwrap();
+        assert_eq!(stats["dry_run"], true);
+        let log = app.get(&format!("/api/v2.0/system/gc/{id}/log")).admin().send().await.text();
+        assert!(log.contains("dry run: would") && log.contains("nothing was removed"), "{log}");
+        assert!(blob_file_exists(&app, &layer).await, "a dry run removes nothing");
+        // The default grace keeps the links of a fresh push; a run with the
+        // same options removes what the dry run counted.
+        let real = gc(&app, 24 * 3600).await;
+        assert_eq!(real.blobs as i64, stats["blobs"].as_i64().unwrap(), "{real:?} vs {stats}");
     }
 );
 
