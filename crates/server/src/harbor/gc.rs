@@ -4,8 +4,8 @@
 //! getGCSchedule, getGCHistory and getGC.
 
 use axum::extract::{Path, State};
+use axum::http::StatusCode;
 use axum::http::header::LOCATION;
-use axum::http::{HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use berth_domain::time::ZERO_TIME;
 use berth_store::repo::gc::GcRun;
@@ -106,11 +106,11 @@ pub async fn create_gc_schedule(
     HarborBytes(body): HarborBytes,
 ) -> HarborResult<Response> {
     let id = kick(&state, &principal, &body).await?;
-    let mut response = StatusCode::CREATED.into_response();
-    if let Ok(location) = HeaderValue::from_str(&format!("/api/v2.0/system/gc/{id}")) {
-        response.headers_mut().insert(LOCATION, location);
-    }
-    Ok(response)
+    Ok((
+        StatusCode::CREATED,
+        [(LOCATION, format!("/api/v2.0/system/gc/{id}"))],
+    )
+        .into_response())
 }
 
 /// `PUT /system/gc/schedule`: as the POST, answered 200.

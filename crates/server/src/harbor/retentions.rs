@@ -4,8 +4,8 @@
 //! and developers manage them.
 
 use axum::extract::{Path, State};
+use axum::http::StatusCode;
 use axum::http::header::LOCATION;
-use axum::http::{HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use berth_domain::model::retention::{RetentionPolicy, metadata};
 use berth_domain::time::ZERO_TIME;
@@ -110,11 +110,11 @@ pub async fn create_retention(
 ) -> HarborResult<Response> {
     principal.require_authenticated()?;
     let id = retention::create(&state, &principal, body.parse()?).await?;
-    let mut response = StatusCode::CREATED.into_response();
-    if let Ok(location) = HeaderValue::from_str(&format!("/api/v2.0/retentions/{id}")) {
-        response.headers_mut().insert(LOCATION, location);
-    }
-    Ok(response)
+    Ok((
+        StatusCode::CREATED,
+        [(LOCATION, format!("/api/v2.0/retentions/{id}"))],
+    )
+        .into_response())
 }
 
 /// `GET /retentions/{id}`.
@@ -172,13 +172,14 @@ pub async fn trigger_retention_execution(
         }
     };
     let eid = retention::trigger(&state, &principal, id, dry_run).await?;
-    let mut response = StatusCode::CREATED.into_response();
-    if let Ok(location) =
-        HeaderValue::from_str(&format!("/api/v2.0/retentions/{id}/executions/{eid}"))
-    {
-        response.headers_mut().insert(LOCATION, location);
-    }
-    Ok(response)
+    Ok((
+        StatusCode::CREATED,
+        [(
+            LOCATION,
+            format!("/api/v2.0/retentions/{id}/executions/{eid}"),
+        )],
+    )
+        .into_response())
 }
 
 /// `GET /retentions/{id}/executions`: newest first, paged.

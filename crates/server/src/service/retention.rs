@@ -52,8 +52,6 @@ pub struct Reached {
     pub stored: StoredPolicy,
     /// The policy.
     pub policy: RetentionPolicy,
-    /// The caller's standing in its project.
-    pub access: ProjectAccess,
 }
 
 fn not_found(id: i64) -> ApiError {
@@ -80,7 +78,7 @@ pub async fn reach(
     policy.scope.reference = stored.project_id;
     let project = ProjectRef::Id(stored.project_id);
     let found = state.store.projects().find(&project).await?;
-    let access = require_found_project(
+    require_found_project(
         state,
         principal.actor(),
         &project,
@@ -89,11 +87,7 @@ pub async fn reach(
         action,
     )
     .await?;
-    Ok(Reached {
-        stored,
-        policy,
-        access,
-    })
+    Ok(Reached { stored, policy })
 }
 
 /// The project `policy` is of, if the caller may do `action` on its

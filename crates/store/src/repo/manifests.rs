@@ -723,7 +723,14 @@ impl Registry<'_> {
             return Ok(DeleteManifest::Referenced);
         }
         check_artifact_mutable(&mut tx, artifact_id, repository_id).await?;
-        delete_artifact_tree(self.0, &mut tx, artifact_id, repository_id, digest).await?;
+        delete_artifacts(
+            self.0,
+            &mut tx,
+            repository_id,
+            project_id,
+            &[(artifact_id, digest.to_string())],
+        )
+        .await?;
         events::record(
             &mut tx,
             &events::artifact_deleted(project_id, repository, digest, by),
@@ -835,10 +842,12 @@ impl Registry<'_> {
     }
 }
 
-/// [`delete_artifact_tree`] for several artifacts of repository
-/// `repository_id` (of `project_id`) at once, `going` being their ids and
-/// digests: a handful of statements whatever their number. The caller has
-/// locked the repository row, then the artifacts' (on PostgreSQL).
+/// Deletes artifacts of repository `repository_id` (of `project_id`),
+/// `going` being their ids and digests, with the accessories whose subject
+/// they are, then releases from the project's quota the blobs none of its
+/// artifacts uses any more (see [`release_unused`]): a handful of statements
+/// whatever their number. The caller has locked the repository row, then
+/// the artifacts' (on PostgreSQL).
 pub(crate) async fn delete_artifacts(
     store: &crate::Store,
     tx: &mut sqlx::Transaction<'_, sqlx::Any>,
@@ -879,48 +888,6 @@ pub(crate) async fn delete_artifacts(
     artifacts.execute(&mut **tx).await?;
     let blob_ids: Vec<i64> = used.into_iter().map(|(id,)| id).collect();
     if !blob_ids.is_empty() {
-        release_unused(store, tx, project_id, &blob_ids).await?;
-    }
-    Ok(())
-}
-
-/// Deletes an artifact and, first, the accessories whose subject it is;
-/// then releases from the project's quota the blobs none of its artifacts
-/// uses any more (see [`release_unused`]). The caller has locked the
-/// repository row, then the artifact's (on PostgreSQL).
-pub(crate) async fn delete_artifact_tree(
-    store: &crate::Store,
-    tx: &mut sqlx::Transaction<'_, sqlx::Any>,
-    artifact_id: i64,
-    repository_id: i64,
-    digest: &str,
-) -> StoreResult<()> {
-    // What the artifact and its accessories use (an accessory that is kept,
-    // being an index's child, still uses its blobs and so keeps them charged).
-    let used: Vec<(i64, i64)> = sqlx::query_as(
-        "SELECT DISTINCT a.project_id, ab.blob_id FROM artifact_blobs ab JOIN artifacts a ON a.id = ab.artifact_id \
-         WHERE a.id = $1 OR (a.repository_id = $2 AND a.subject_digest = $3 AND a.accessory_type IS NOT NULL) \
-         ORDER BY ab.blob_id",
-    )
-    .bind(artifact_id)
-    .bind(repository_id)
-    .bind(digest)
-    .fetch_all(&mut **tx)
-    .await?;
-    sqlx::query(
-        "DELETE FROM artifacts WHERE repository_id = $1 AND subject_digest = $2 AND accessory_type IS NOT NULL \
-         AND NOT EXISTS (SELECT 1 FROM artifact_references r WHERE r.child_id = artifacts.id)",
-    )
-    .bind(repository_id)
-    .bind(digest)
-    .execute(&mut **tx)
-    .await?;
-    sqlx::query("DELETE FROM artifacts WHERE id = $1")
-        .bind(artifact_id)
-        .execute(&mut **tx)
-        .await?;
-    if let Some(&(project_id, _)) = used.first() {
-        let blob_ids: Vec<i64> = used.iter().map(|(_, blob_id)| *blob_id).collect();
         release_unused(store, tx, project_id, &blob_ids).await?;
     }
     Ok(())
