@@ -43,6 +43,7 @@ pub fn build(state: AppState) -> App {
 pub fn routes(state: &AppState, metrics: &MetricsSettings) -> Routes {
     let routes = Routes::new(Surface::Berth)
         .merge(crate::openapi::routes())
+        .merge(crate::probes::routes())
         .nest("/api/v2.0", harbor::routes())
         .merge(rest::routes(&state.rest))
         .adopt(

@@ -35,15 +35,22 @@ const USER_TIMES: CacheTimes = CacheTimes {
 /// How many users read by id are kept at most.
 const USER_CAPACITY: usize = 10_000;
 
-/// Connects to the database named by the settings and migrates it.
+/// Connects to the database named by the settings and migrates it (with
+/// `--no-migrate`: checks that it needs no migration, and changes nothing).
 pub async fn open_store(settings: &Settings) -> anyhow::Result<Store> {
     std::fs::create_dir_all(&settings.data_dir)
         .with_context(|| format!("creating data directory {}", settings.data_dir.display()))?;
-    let url = settings.database_url();
+    let url = settings.database_url()?;
     let store = Store::connect(&url)
         .await
         .context("connecting to the database (check --database-url / DATABASE_URL)")?;
-    store.migrate().await.context("migrating the database")?;
+    if settings.no_migrate {
+        if let Err(differs) = store.check_schema().await? {
+            anyhow::bail!("--no-migrate: {differs}");
+        }
+    } else {
+        store.migrate().await.context("migrating the database")?;
+    }
     Ok(store)
 }
 
@@ -116,9 +123,7 @@ async fn ensure_admin_password(store: &Store) -> anyhow::Result<()> {
     if admin.is_none_or(|a| a.password_hash.is_some()) {
         return Ok(());
     }
-    let given = std::env::var("HARBOR_ADMIN_PASSWORD")
-        .ok()
-        .filter(|p| !p.is_empty());
+    let given = crate::config::secret("HARBOR_ADMIN_PASSWORD").map_err(anyhow::Error::msg)?;
     let chosen = given.clone().unwrap_or_else(|| random_alphanumeric(16));
     let hash = crate::identity::hash_password(&chosen)
         .await

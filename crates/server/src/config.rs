@@ -14,7 +14,11 @@ use crate::units::parse_duration_secs;
 /// Berth: one binary serving Harbor's management API, the OCI distribution API
 /// and a generator-rest users/auth/articles API over one user store.
 #[derive(Debug, Parser)]
-#[command(name = "berth", version, about)]
+#[command(
+    name = "berth",
+    version = concat!(env!("CARGO_PKG_VERSION"), " (", env!("BERTH_COMMIT"), ")"),
+    about
+)]
 pub struct Cli {
     /// Settings shared by every subcommand.
     #[command(flatten)]
@@ -31,12 +35,32 @@ pub enum Command {
     Serve,
     /// Bring the database schema up to date and exit.
     Migrate,
-    /// Exit 0 when a running server answers healthy, 1 otherwise.
+    /// Exit 0 when a running server is ready (`/readyz` answers 200), 1
+    /// otherwise: a container's `HEALTHCHECK`.
     Healthcheck {
-        /// The health URL to ask; defaults to this instance's `--ip`/`--port`.
+        /// The URL to ask; defaults to `/readyz` on this instance's
+        /// `--ip`/`--port`, over TLS when `--tls-cert` is set.
         #[arg(long)]
         url: Option<String>,
     },
+    /// Copy a single instance (its SQLite database, blob directory and
+    /// generated secrets) into a new or empty directory, while it serves.
+    Backup {
+        /// The directory to write the copy to.
+        #[arg(long, value_name = "DIR")]
+        to: PathBuf,
+    },
+    /// Put a copy made by `berth backup` in place of an empty data directory
+    /// (and blob directory); start the server afterwards.
+    Restore {
+        /// The directory `berth backup --to` wrote.
+        #[arg(long, value_name = "DIR")]
+        from: PathBuf,
+    },
+    /// Check the configuration (file, environment, flags) and print the
+    /// settings in effect, secrets masked; exit 1 when it is not valid.
+    #[command(subcommand)]
+    Config(ConfigCommand),
     /// Manage users from the command line (operators).
     #[command(subcommand)]
     User(UserCommand),
@@ -61,6 +85,13 @@ pub enum Command {
         #[arg(long)]
         repair: bool,
     },
+}
+
+/// `berth config ...`
+#[derive(Debug, Subcommand)]
+pub enum ConfigCommand {
+    /// Validate the configuration and print the settings in effect.
+    Check,
 }
 
 /// `berth user ...`
@@ -101,12 +132,44 @@ pub enum LogFormat {
 /// Settings shared by every subcommand.
 #[derive(Debug, Clone, Args)]
 pub struct Settings {
+    /// Read the flags' values from this TOML file (a key per flag, without its
+    /// dashes: `data-dir = "/srv/berth"`); the environment and flags win over it.
+    #[arg(long, env = "BERTH_CONFIG", value_name = "FILE", global = true)]
+    pub config: Option<PathBuf>,
     /// Address to listen on.
     #[arg(long, env = "IP", default_value = "0.0.0.0", global = true)]
     pub ip: IpAddr,
     /// Port to listen on.
     #[arg(long, env = "PORT", default_value_t = 9000, global = true)]
     pub port: u16,
+    /// Serve HTTPS (HTTP/2 and HTTP/1.1) with this certificate chain (PEM,
+    /// leaf first); read again when the file changes.
+    #[arg(
+        long,
+        env = "BERTH_TLS_CERT",
+        value_name = "PEM",
+        requires = "tls_key",
+        global = true
+    )]
+    pub tls_cert: Option<PathBuf>,
+    /// The private key of `--tls-cert` (PEM).
+    #[arg(
+        long,
+        env = "BERTH_TLS_KEY",
+        value_name = "PEM",
+        requires = "tls_cert",
+        global = true
+    )]
+    pub tls_key: Option<PathBuf>,
+    /// Require client certificates signed by this CA (PEM): mutual TLS.
+    #[arg(
+        long,
+        env = "BERTH_TLS_CLIENT_CA",
+        value_name = "PEM",
+        requires = "tls_cert",
+        global = true
+    )]
+    pub tls_client_ca: Option<PathBuf>,
     /// Directory for the SQLite database, blobs and generated secrets.
     #[arg(long, env = "BERTH_DATA_DIR", default_value = "data", global = true)]
     pub data_dir: PathBuf,
@@ -125,6 +188,11 @@ pub struct Settings {
     /// seconds, or with a unit (`30s`, `5m`, `1h`).
     #[arg(long, env = "PROXY_CACHE_TTL", default_value = "5m", value_parser = parse_duration_secs, global = true)]
     pub proxy_cache_ttl: i64,
+    /// Leave the database schema as it is: refuse to start (or to run a
+    /// subcommand) unless it is the schema of this version. For a `berth gc`
+    /// cron job or a new instance that must never migrate under running servers.
+    #[arg(long, env = "BERTH_NO_MIGRATE", global = true)]
+    pub no_migrate: bool,
     /// `sqlite://...` or `postgres://...`; defaults to `<data-dir>/berth.db`.
     #[arg(long, env = "DATABASE_URL", global = true)]
     pub database_url: Option<String>,
@@ -135,7 +203,7 @@ pub struct Settings {
     #[arg(long, env = "JWT_EXPIRES_IN", default_value = "7d", value_parser = parse_duration_secs, global = true)]
     pub jwt_expires_in: i64,
     /// Log filter (`info`, `debug`, `berth=debug,tower_http=info` ...).
-    #[arg(long, env = "BERTH_LOG", default_value = "info", global = true)]
+    #[arg(long, env = "BERTH_LOG", default_value = "info", value_parser = parse_log_filter, global = true)]
     pub log: String,
     /// Log format.
     #[arg(
@@ -214,6 +282,10 @@ pub struct Settings {
     /// CIDR blocks, comma-separated (`10.0.0.0/8,127.0.0.1`); empty trusts none.
     #[arg(long, env = "BERTH_TRUSTED_PROXIES", default_value = "", global = true)]
     pub trusted_proxies: TrustedProxies,
+    /// On SIGTERM or SIGINT, how long requests in flight (a push, a pull) may
+    /// take to finish before their connections are closed.
+    #[arg(long, env = "BERTH_SHUTDOWN_TIMEOUT", default_value = "30s", value_parser = parse_duration_secs, global = true)]
+    pub shutdown_timeout: i64,
     /// How long a job's task (garbage collection, retention, audit purge) is
     /// held without a sign of life before another instance takes it over (its
     /// instance died): `60s`, `2m` ...; its worker renews it a third of that.
@@ -250,7 +322,19 @@ impl Settings {
                 self.header_timeout.max(1).unsigned_abs(),
             ),
             max_connections: self.max_connections.max(1),
+            shutdown_timeout: std::time::Duration::from_secs(
+                self.shutdown_timeout.max(0).unsigned_abs(),
+            ),
         }
+    }
+
+    /// The files TLS is served from, when it is.
+    pub fn tls(&self) -> Option<crate::tls::TlsFiles> {
+        Some(crate::tls::TlsFiles {
+            cert: self.tls_cert.clone()?,
+            key: self.tls_key.clone()?,
+            client_ca: self.tls_client_ca.clone(),
+        })
     }
 
     /// The sign-in protection in effect.
@@ -261,15 +345,23 @@ impl Settings {
         }
     }
 
-    /// The database URL in effect.
-    pub fn database_url(&self) -> String {
-        match &self.database_url {
-            Some(url) => url.clone(),
-            None => format!(
-                "sqlite://{}?mode=rwc",
-                self.data_dir.join("berth.db").display()
-            ),
+    /// The database URL in effect: `--database-url` / `DATABASE_URL`, the file
+    /// `DATABASE_URL_FILE` names, else SQLite in the data directory.
+    pub fn database_url(&self) -> anyhow::Result<String> {
+        if let Some(url) = &self.database_url {
+            anyhow::ensure!(
+                std::env::var_os("DATABASE_URL_FILE").is_none(),
+                "both DATABASE_URL (or --database-url) and DATABASE_URL_FILE are set: keep one"
+            );
+            return Ok(url.clone());
         }
+        if let Some(url) = secret("DATABASE_URL").map_err(anyhow::Error::msg)? {
+            return Ok(url);
+        }
+        Ok(format!(
+            "sqlite://{}?mode=rwc",
+            self.data_dir.join("berth.db").display()
+        ))
     }
 
     /// The blob store in effect: the `--blob-store` one, else the directory `<data-dir>/blobs`.
@@ -279,23 +371,61 @@ impl Settings {
             .unwrap_or_else(|| BlobLocation::Directory(blob_dir(&self.data_dir)))
     }
 
+    /// This instance's own listener as a URL a local client reaches it at
+    /// (loopback when listening on every address).
+    pub fn local_url(&self) -> String {
+        let host = if self.ip.is_unspecified() {
+            "127.0.0.1".to_string()
+        } else {
+            match self.ip {
+                IpAddr::V6(v6) => format!("[{v6}]"),
+                IpAddr::V4(v4) => v4.to_string(),
+            }
+        };
+        let scheme = if self.tls_cert.is_some() {
+            "https"
+        } else {
+            "http"
+        };
+        format!("{scheme}://{host}:{}", self.port)
+    }
+
     /// The external URL in effect: the configured one, else this listener's address.
     pub fn external_url(&self) -> String {
         match &self.external_url {
             Some(url) => url.trim_end_matches('/').to_string(),
-            None => {
-                let host = if self.ip.is_unspecified() {
-                    "127.0.0.1".to_string()
-                } else {
-                    match self.ip {
-                        IpAddr::V6(v6) => format!("[{v6}]"),
-                        IpAddr::V4(v4) => v4.to_string(),
-                    }
-                };
-                format!("http://{host}:{}", self.port)
-            }
+            None => self.local_url(),
         }
     }
+}
+
+/// The secret `name` from the environment: the variable itself, or the
+/// contents of the file `<name>_FILE` names (as Docker and Kubernetes secrets
+/// are mounted; one trailing newline dropped). Both set is an error, as is a
+/// file that cannot be read.
+pub fn secret(name: &str) -> Result<Option<String>, String> {
+    secret_with(name, |var| std::env::var(var).ok())
+}
+
+/// [`secret`] with the environment read through `env`.
+pub fn secret_with(
+    name: &str,
+    env: impl Fn(&str) -> Option<String>,
+) -> Result<Option<String>, String> {
+    let file_var = format!("{name}_FILE");
+    let direct = env(name).filter(|v| !v.is_empty());
+    let Some(path) = env(&file_var).filter(|v| !v.is_empty()) else {
+        return Ok(direct);
+    };
+    if direct.is_some() {
+        return Err(format!("both {name} and {file_var} are set: keep one"));
+    }
+    let text = std::fs::read_to_string(&path)
+        .map_err(|e| format!("{file_var}: cannot read {path}: {e}"))?;
+    let text = text
+        .strip_suffix('\n')
+        .map_or(text.as_str(), |t| t.strip_suffix('\r').unwrap_or(t));
+    Ok(Some(text.to_string()).filter(|t| !t.is_empty()))
 }
 
 /// Where blobs are kept.
@@ -311,7 +441,14 @@ pub enum BlobLocation {
 /// `s3://BUCKET[/PREFIX]?endpoint=...&region=...` with credentials from the
 /// AWS environment variables.
 pub fn parse_blob_store(text: &str) -> Result<BlobLocation, String> {
-    parse_blob_store_with(text, |name| std::env::var(name).ok())
+    // A credential file that cannot be read is reported as missing credentials
+    // by the parser, with `secret`'s reason logged first.
+    parse_blob_store_with(text, |name| {
+        secret(name)
+            .map_err(|e| eprintln!("berth: {e}"))
+            .ok()
+            .flatten()
+    })
 }
 
 /// [`parse_blob_store`] with the environment read through `env`.
@@ -419,6 +556,13 @@ impl Providers {
 
 /// The providers `POST /auth/{provider}` knows.
 pub const PROVIDERS: [&str; 3] = ["github", "google", "facebook"];
+
+/// A log filter `tracing` understands (`info`, `berth=debug,sqlx=warn`).
+fn parse_log_filter(text: &str) -> Result<String, String> {
+    tracing_subscriber::EnvFilter::try_new(text)
+        .map(|_| text.to_string())
+        .map_err(|e| format!("not a log filter: {e}"))
+}
 
 fn parse_providers(text: &str) -> Result<Providers, String> {
     let mut enabled = Vec::new();

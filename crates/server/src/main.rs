@@ -5,14 +5,20 @@ use std::net::SocketAddr;
 use std::process::ExitCode;
 
 use anyhow::{Context, bail};
-use berth::config::{Cli, Command, Settings, UserCommand};
+use berth::config::{Command, ConfigCommand, Settings, UserCommand};
 use berth::{app, bootstrap, identity};
 use berth_domain::model::NewUser;
-use clap::Parser;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let parsed = match berth::settings_file::parse(std::env::args_os()) {
+        Ok(parsed) => parsed,
+        Err(err) => err.exit(),
+    };
+    if let Some(Command::Config(ConfigCommand::Check)) = &parsed.cli.command {
+        return config_check(&parsed);
+    }
+    let cli = parsed.cli;
     init_logging(&cli.settings);
     let runtime = match tokio::runtime::Runtime::new() {
         Ok(rt) => rt,
@@ -25,8 +31,29 @@ fn main() -> ExitCode {
         match cli.command.unwrap_or(Command::Serve) {
             Command::Serve => serve(&cli.settings).await,
             Command::Migrate => migrate(&cli.settings).await,
+            Command::Backup { to } => berth::backup::backup(&cli.settings, &to).await.map(
+                |copied| {
+                    println!(
+                        "backed up the database, {} blob files ({} bytes) and the secrets to {}",
+                        copied.blobs,
+                        copied.bytes,
+                        to.display()
+                    );
+                },
+            ),
+            Command::Restore { from } => berth::backup::restore(&cli.settings, &from).await.map(
+                |copied| {
+                    println!(
+                        "restored the database, {} blob files ({} bytes) and the secrets from {}",
+                        copied.blobs,
+                        copied.bytes,
+                        from.display()
+                    );
+                },
+            ),
             Command::Healthcheck { url } => healthcheck(&cli.settings, url).await,
             Command::User(command) => user(&cli.settings, command).await,
+            Command::Config(ConfigCommand::Check) => unreachable!("answered before the runtime"),
             Command::Gc {
                 grace,
                 upload_expiry,
@@ -47,11 +74,36 @@ fn main() -> ExitCode {
     }
 }
 
+/// `berth config check`: the settings in effect, or why they are not valid.
+fn config_check(parsed: &berth::settings_file::Parsed) -> ExitCode {
+    let checked = berth::settings_file::report(parsed).and_then(|report| {
+        let settings = &parsed.cli.settings;
+        if let Some(files) = settings.tls() {
+            berth::tls::server_config(&files).map_err(|e| format!("TLS: {e:#}"))?;
+        }
+        Ok(report)
+    });
+    match checked {
+        Ok(report) => {
+            println!("{report}\nthe configuration is valid");
+            ExitCode::SUCCESS
+        }
+        Err(err) => {
+            eprintln!("berth: {err}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
 fn init_logging(settings: &Settings) {
     berth::logging::init(settings.log_format, &settings.log);
 }
 
 async fn serve(settings: &Settings) -> anyhow::Result<()> {
+    let tls = settings
+        .tls()
+        .map(|files| berth::tls::server_config(&files))
+        .transpose()?;
     let state = bootstrap::open(settings).await?;
     let addr = SocketAddr::new(settings.ip, settings.port);
     let listener = tokio::net::TcpListener::bind(addr)
@@ -69,16 +121,18 @@ async fn serve(settings: &Settings) -> anyhow::Result<()> {
             listener,
             router,
             limits,
+            None,
             shutdown_signal(),
         ));
     }
     tokio::spawn(berth::events::sweep(state.clone()));
     tokio::spawn(berth::workers::run(state.clone(), settings.job_lease()));
-    tracing::info!(%addr, backend = ?state.store.backend(), "berth is listening");
+    tracing::info!(%addr, backend = ?state.store.backend(), tls = tls.is_some(), "berth is listening");
     berth::serve::serve(
         listener,
         app::build_with(state.clone(), &metrics),
         settings.serve_limits(),
+        tls,
         shutdown_signal(),
     )
     .await;
@@ -132,34 +186,47 @@ fn shutdown_signal() -> impl std::future::Future<Output = ()> {
 }
 
 async fn migrate(settings: &Settings) -> anyhow::Result<()> {
+    if settings.no_migrate {
+        bail!("`berth migrate` and --no-migrate (BERTH_NO_MIGRATE) contradict each other");
+    }
     bootstrap::open_store(settings).await?;
     println!("database is up to date");
     Ok(())
 }
 
-/// Asks `/api/v2.0/health` over plain HTTP/1.1; succeeds only on a healthy answer.
+/// Asks a running instance whether it is ready: by default this instance's
+/// `/readyz` (over TLS when `--tls-cert` is set); succeeds on a 200 whose
+/// body does not say `unhealthy` (Harbor's `/api/v2.0/health` can be given
+/// with `--url`).
 async fn healthcheck(settings: &Settings, url: Option<String>) -> anyhow::Result<()> {
-    let url = url.unwrap_or_else(|| {
-        let host = if settings.ip.is_unspecified() {
-            "127.0.0.1".to_string()
-        } else {
-            settings.ip.to_string()
-        };
-        format!("http://{host}:{}/api/v2.0/health", settings.port)
-    });
-    let rest = url
-        .strip_prefix("http://")
-        .context("healthcheck supports http:// URLs only")?;
+    let url = url.unwrap_or_else(|| format!("{}/readyz", settings.local_url()));
+    let (tls, rest) = if let Some(rest) = url.strip_prefix("https://") {
+        (true, rest)
+    } else if let Some(rest) = url.strip_prefix("http://") {
+        (false, rest)
+    } else {
+        bail!("healthcheck takes http:// or https:// URLs");
+    };
     let (authority, path) = rest
         .split_once('/')
         .map_or((rest, "/".to_string()), |(a, p)| (a, format!("/{p}")));
+    let request = format!("GET {path} HTTP/1.1\r\nHost: {authority}\r\nConnection: close\r\n\r\n");
     let exchange = async {
-        let mut stream = tokio::net::TcpStream::connect(authority).await?;
-        let request =
-            format!("GET {path} HTTP/1.1\r\nHost: {authority}\r\nConnection: close\r\n\r\n");
-        stream.write_all(request.as_bytes()).await?;
+        let stream = tokio::net::TcpStream::connect(authority).await?;
         let mut response = Vec::new();
-        stream.read_to_end(&mut response).await?;
+        if tls {
+            let mut stream = berth::tls::probe_connector()
+                .connect(berth::tls::probe_server_name(authority)?, stream)
+                .await?;
+            stream.write_all(request.as_bytes()).await?;
+            // A server may end a TLS connection without close_notify after
+            // `Connection: close`; what arrived is the answer.
+            let _ = stream.read_to_end(&mut response).await;
+        } else {
+            let mut stream = stream;
+            stream.write_all(request.as_bytes()).await?;
+            stream.read_to_end(&mut response).await?;
+        }
         anyhow::Ok(String::from_utf8_lossy(&response).into_owned())
     };
     let response = tokio::time::timeout(std::time::Duration::from_secs(5), exchange)
@@ -167,12 +234,12 @@ async fn healthcheck(settings: &Settings, url: Option<String>) -> anyhow::Result
         .context("timed out")??;
     let status_ok = response.starts_with("HTTP/1.1 200");
     let body = response.split_once("\r\n\r\n").map_or("", |(_, b)| b);
-    let healthy = body.contains("\"status\":\"healthy\"") && !body.contains("\"unhealthy\"");
-    if status_ok && healthy {
+    if status_ok && !body.contains("unhealthy") {
         println!("healthy");
         Ok(())
     } else {
-        bail!("not healthy: {}", body.trim())
+        let status = response.lines().next().unwrap_or("no answer");
+        bail!("not healthy: {status} {}", body.trim())
     }
 }
 

@@ -39,9 +39,13 @@ impl std::fmt::Debug for Secrets {
     }
 }
 
-/// Reads the secrets from the environment or `<data_dir>/secrets.json`, creating the file on first start.
+/// Reads the secrets from the environment (each variable or the file its
+/// `_FILE` variant names) or `<data_dir>/secrets.json`, creating the file on
+/// first start.
 pub fn load_or_create(data_dir: &Path) -> anyhow::Result<Secrets> {
-    let from_env = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
+    let master_key = crate::config::secret("MASTER_KEY").map_err(anyhow::Error::msg)?;
+    let jwt_secret = crate::config::secret("JWT_SECRET").map_err(anyhow::Error::msg)?;
+    let env_config_key = crate::config::secret("CONFIG_SECRET_KEY").map_err(anyhow::Error::msg)?;
     let path = data_dir.join(FILE_NAME);
     let (mut stored, created) = if path.exists() {
         let text =
@@ -58,16 +62,14 @@ pub fn load_or_create(data_dir: &Path) -> anyhow::Result<Secrets> {
         write_private(&path, &serde_json::to_vec_pretty(&stored)?)?;
         (stored, true)
     };
-    let env_config_key = from_env("CONFIG_SECRET_KEY");
     if stored.config_secret_key.is_none() && env_config_key.is_none() {
         stored.config_secret_key = Some(random_alphanumeric(48));
         write_private(&path, &serde_json::to_vec_pretty(&stored)?)?;
     }
-    let env_master = from_env("MASTER_KEY");
     Ok(Secrets {
-        master_key_generated: created && env_master.is_none(),
-        master_key: env_master.unwrap_or(stored.master_key),
-        jwt_secret: from_env("JWT_SECRET").unwrap_or(stored.jwt_secret),
+        master_key_generated: created && master_key.is_none(),
+        master_key: master_key.unwrap_or(stored.master_key),
+        jwt_secret: jwt_secret.unwrap_or(stored.jwt_secret),
         config_secret_key: env_config_key
             .or(stored.config_secret_key)
             .expect("a stored or given key"),

@@ -58,6 +58,55 @@ pub struct Store {
     pub(crate) text_totals: Arc<Versioned<(i64, String), i64>>,
     /// Writes image manifest PUTs in groups; `None` on PostgreSQL.
     pub(crate) image_puts: Option<ImagePuts>,
+    /// The one connection SQLite transactions write on, handed over in the
+    /// order asked ([`Store::begin_write`]); `None` on PostgreSQL.
+    writer: Option<Pool>,
+}
+
+/// The options of a pool of at most `max` connections to `backend`, each set
+/// up as Berth needs.
+fn pool_options(backend: Backend, max: u32) -> AnyPoolOptions {
+    AnyPoolOptions::new()
+        .max_connections(max)
+        .acquire_timeout(Duration::from_secs(5))
+        // A pooled SQLite connection is a thread of this process: pinging it
+        // before each use only costs a round trip through its channel (as
+        // much as a short query). A PostgreSQL connection can die with the
+        // server, so it is still checked.
+        .test_before_acquire(backend == Backend::Postgres)
+        .after_connect(move |conn, _meta| {
+            Box::pin(async move {
+                match backend {
+                    // Each connection has its own page cache, filled as pages are
+                    // read. With SQLite's default of 2 MiB, a member's listProjects
+                    // over 10,000 projects x 100 members read about 890 pages per
+                    // request from the OS, one pread each; with 8 MiB, next to none.
+                    // The log's size limits go with the checkpoint task (`wal.rs`).
+                    // Statement journals (kept by every statement that fires a
+                    // trigger or changes several rows inside a transaction) stay
+                    // in memory: with the default they spill to a temporary file
+                    // past 64 KiB: grouped manifest PUTs made 70 pwrite calls per
+                    // PUT with the default, 25 with memory (strace -c). Berth's
+                    // queries are paged, so no sort or DISTINCT of theirs holds
+                    // more than a page's worth of rows.
+                    Backend::Sqlite => {
+                        conn.execute(sqlx::AssertSqlSafe(format!(
+                            "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; \
+                             PRAGMA foreign_keys = ON; PRAGMA busy_timeout = 5000; \
+                             PRAGMA cache_size = -8192; PRAGMA temp_store = MEMORY; PRAGMA journal_size_limit = {WAL_LIMIT}; \
+                             PRAGMA wal_autocheckpoint = {AUTOCHECKPOINT_PAGES};"
+                        )))
+                        .await?;
+                    }
+                    // Every query here is short; PostgreSQL's JIT only adds its
+                    // compile time (17 ms measured on a member's listProjects).
+                    Backend::Postgres => {
+                        conn.execute("SET jit = off").await?;
+                    }
+                }
+                Ok(())
+            })
+        })
 }
 
 impl Store {
@@ -68,53 +117,36 @@ impl Store {
             sqlx::Error::Configuration(format!("unsupported database URL scheme: {url}").into())
         })?;
         let options: AnyConnectOptions = url.parse()?;
-        let pool = AnyPoolOptions::new()
-            .max_connections(match backend {
-                Backend::Sqlite => 8,
-                Backend::Postgres => 16,
-            })
-            .acquire_timeout(Duration::from_secs(5))
-            // A pooled SQLite connection is a thread of this process: pinging it
-            // before each use only costs a round trip through its channel (as
-            // much as a short query). A PostgreSQL connection can die with the
-            // server, so it is still checked.
-            .test_before_acquire(backend == Backend::Postgres)
-            .after_connect(move |conn, _meta| {
-                Box::pin(async move {
-                    match backend {
-                        // Each connection has its own page cache, filled as pages are
-                        // read. With SQLite's default of 2 MiB, a member's listProjects
-                        // over 10,000 projects x 100 members read about 890 pages per
-                        // request from the OS, one pread each; with 8 MiB, next to none.
-                        // The log's size limits go with the checkpoint task (`wal.rs`).
-                        // Statement journals (kept by every statement that fires a
-                        // trigger or changes several rows inside a transaction) stay
-                        // in memory: with the default they spill to a temporary file
-                        // past 64 KiB: grouped manifest PUTs made 70 pwrite calls per
-                        // PUT with the default, 25 with memory (strace -c). Berth's
-                        // queries are paged, so no sort or DISTINCT of theirs holds
-                        // more than a page's worth of rows.
-                        Backend::Sqlite => {
-                            conn.execute(sqlx::AssertSqlSafe(format!(
-                                "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; \
-                                 PRAGMA foreign_keys = ON; PRAGMA busy_timeout = 5000; \
-                                 PRAGMA cache_size = -8192; PRAGMA temp_store = MEMORY; PRAGMA journal_size_limit = {WAL_LIMIT}; \
-                                 PRAGMA wal_autocheckpoint = {AUTOCHECKPOINT_PAGES};"
-                            )))
-                            .await?;
-                        }
-                        // Every query here is short; PostgreSQL's JIT only adds its
-                        // compile time (17 ms measured on a member's listProjects).
-                        Backend::Postgres => {
-                            conn.execute("SET jit = off").await?;
-                        }
-                    }
-                    Ok(())
-                })
-            })
+        let pool = Pool::new(
+            pool_options(
+                backend,
+                match backend {
+                    Backend::Sqlite => 8,
+                    Backend::Postgres => 16,
+                },
+            )
             .connect_with(options.clone())
-            .await?;
-        let pool = Pool::new(pool);
+            .await?,
+        );
+        // SQLite lets one transaction write at a time; the others wait in its
+        // busy handler, which polls with growing sleeps (up to 100 ms apart)
+        // and so gives the lock to whoever asks at the right moment rather
+        // than to who waited longest. A writer that starts again and again
+        // (tag retention's batches) kept one PUT waiting through several of
+        // its transactions: p99 3x idle, and 35x without pauses. So every
+        // transaction of this process takes the one connection of a pool of
+        // its own, and sqlx hands that over in the order asked (statements
+        // outside transactions still take SQLite's lock by themselves). An
+        // in-memory database is one per connection: it writes on the pool.
+        let in_memory = url.contains(":memory:") || url.contains("mode=memory");
+        let writer = match backend {
+            Backend::Sqlite if !in_memory => Some(Pool::new(
+                pool_options(backend, 1)
+                    .connect_with(options.clone())
+                    .await?,
+            )),
+            Backend::Sqlite | Backend::Postgres => None,
+        };
         let checkpointer = match backend {
             Backend::Sqlite => Checkpointer::start(&options).await?.map(Arc::new),
             Backend::Postgres => None,
@@ -124,7 +156,9 @@ impl Store {
             Backend::Postgres => Changes::listening(url.to_string()),
         });
         Ok(Self {
-            image_puts: (backend == Backend::Sqlite).then(|| ImagePuts::start(pool.clone())),
+            image_puts: (backend == Backend::Sqlite)
+                .then(|| ImagePuts::start(writer.clone().unwrap_or_else(|| pool.clone()))),
+            writer,
             pool,
             backend,
             changes,
@@ -144,14 +178,62 @@ impl Store {
 
     /// Brings the schema up to date.
     pub async fn migrate(&self) -> StoreResult<()> {
+        self.migrator().run(&self.pool).await?;
+        Ok(())
+    }
+
+    /// The migrations this build brings the schema to.
+    fn migrator(&self) -> sqlx::migrate::Migrator {
         match self.backend {
-            Backend::Sqlite => sqlx::migrate!("migrations/sqlite").run(&self.pool).await?,
-            Backend::Postgres => {
-                sqlx::migrate!("migrations/postgres")
-                    .run(&self.pool)
-                    .await?
-            }
+            Backend::Sqlite => sqlx::migrate!("migrations/sqlite"),
+            Backend::Postgres => sqlx::migrate!("migrations/postgres"),
         }
+    }
+
+    /// Whether the schema is the one this build migrates to, changing
+    /// nothing (`--no-migrate`): `Err` says how it differs.
+    pub async fn check_schema(&self) -> StoreResult<Result<(), String>> {
+        let applied: Vec<(i64,)> =
+            match sqlx::query_as("SELECT version FROM _sqlx_migrations WHERE success")
+                .fetch_all(&self.pool)
+                .await
+            {
+                Ok(rows) => rows,
+                // No table: a database never migrated.
+                Err(sqlx::Error::Database(_)) => Vec::new(),
+                Err(err) => return Err(err.into()),
+            };
+        let applied: std::collections::BTreeSet<i64> = applied.into_iter().map(|(v,)| v).collect();
+        let known: std::collections::BTreeSet<i64> =
+            self.migrator().iter().map(|m| m.version).collect();
+        if let Some(newer) = applied.difference(&known).last() {
+            return Ok(Err(format!(
+                "the database schema is newer than this berth (migration {newer}): upgrade berth"
+            )));
+        }
+        if let Some(missing) = known.difference(&applied).next() {
+            return Ok(Err(format!(
+                "the database schema is older than this berth (migration {missing} not applied): \
+                 run `berth migrate` with this version first"
+            )));
+        }
+        Ok(Ok(()))
+    }
+
+    /// Writes a consistent copy of this SQLite database to the new file
+    /// `path` (`VACUUM INTO`: one read transaction, so writers go on while it
+    /// runs and nothing they commit after it began is in the copy).
+    pub async fn backup_into(&self, path: &std::path::Path) -> StoreResult<()> {
+        let Some(path) = path.to_str().filter(|_| self.backend == Backend::Sqlite) else {
+            return Err(sqlx::Error::Configuration(
+                "a copy of the database is made of a SQLite database to a UTF-8 path".into(),
+            )
+            .into());
+        };
+        let literal = path.replace('\'', "''");
+        sqlx::query(sqlx::AssertSqlSafe(format!("VACUUM INTO '{literal}'")))
+            .execute(&self.pool)
+            .await?;
         Ok(())
     }
 
@@ -197,6 +279,9 @@ impl Store {
         if let Some(checkpointer) = &self.checkpointer {
             checkpointer.stop().await;
         }
+        if let Some(writer) = &self.writer {
+            writer.close().await;
+        }
         self.pool.close().await;
     }
 
@@ -218,7 +303,10 @@ impl Store {
         &self,
     ) -> crate::error::StoreResult<sqlx::Transaction<'static, sqlx::Any>> {
         Ok(match self.backend {
-            Backend::Sqlite => self.pool.begin_with("BEGIN IMMEDIATE").await?,
+            Backend::Sqlite => {
+                let writer = self.writer.as_ref().unwrap_or(&self.pool);
+                writer.begin_with("BEGIN IMMEDIATE").await?
+            }
             Backend::Postgres => self.pool.begin().await?,
         })
     }

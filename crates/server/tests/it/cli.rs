@@ -572,3 +572,253 @@ async fn a_killed_server_delivers_the_events_of_acknowledged_pushes_sqlite() {
 async fn a_killed_server_delivers_the_events_of_acknowledged_pushes_postgres() {
     a_killed_server_delivers_the_events_of_acknowledged_pushes(Backend::Postgres).await;
 }
+
+#[test]
+fn version_names_the_commit_and_bad_log_filters_are_refused() {
+    let out = Command::new(BERTH_BIN).arg("--version").output().unwrap();
+    assert!(out.status.success());
+    let said = String::from_utf8_lossy(&out.stdout);
+    let commit = said
+        .strip_prefix(concat!("berth ", env!("CARGO_PKG_VERSION"), " ("))
+        .and_then(|rest| rest.trim_end().strip_suffix(')'))
+        .unwrap_or_else(|| panic!("{said}"));
+    assert!(
+        commit == "unknown"
+            || (commit.len() == 12 && commit.bytes().all(|b| b.is_ascii_hexdigit())),
+        "{said}"
+    );
+    let out = Command::new(BERTH_BIN)
+        .args(["--log", "berth=[", "migrate"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("not a log filter"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// Probes and `berth healthcheck` while the database refuses connections,
+/// and after it takes them again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn readyz_answers_503_while_the_database_is_down() {
+    use sqlx::Connection as _;
+    let dir = tempfile::tempdir().unwrap();
+    let url = database_url(Backend::Postgres, dir.path()).await;
+    let name = url.rsplit('/').next().unwrap().to_string();
+    let server = serve(dir.path(), &url).await;
+    let get = |path: &str| {
+        let url = server.url(path);
+        async move {
+            let res = reqwest::get(url).await.unwrap();
+            (res.status().as_u16(), res.text().await.unwrap())
+        }
+    };
+    let healthcheck = || {
+        Command::new(BERTH_BIN)
+            .args(["healthcheck", "--port", &server.port().to_string()])
+            .output()
+            .unwrap()
+    };
+    assert_eq!(get("/livez").await, (200, "ok\n".to_string()));
+    assert_eq!(get("/readyz").await, (200, "ok\n".to_string()));
+    assert!(healthcheck().status.success());
+
+    sqlx::any::install_default_drivers();
+    let mut admin =
+        sqlx::AnyConnection::connect(&std::env::var("BERTH_TEST_POSTGRES_URL").unwrap())
+            .await
+            .unwrap();
+    let statement = |sql: String| sqlx::query(sqlx::AssertSqlSafe(sql));
+    statement(format!("ALTER DATABASE {name} ALLOW_CONNECTIONS false"))
+        .execute(&mut admin)
+        .await
+        .unwrap();
+    statement(format!(
+        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '{name}'"
+    ))
+    .execute(&mut admin)
+    .await
+    .unwrap();
+    let (status, body) = get("/readyz").await;
+    assert_eq!(status, 503, "{body}");
+    assert!(body.starts_with("database: "), "{body}");
+    assert_eq!(get("/livez").await.0, 200, "the process still answers");
+    let (status, body) = get("/api/v2.0/health").await;
+    assert_eq!(status, 200, "Harbor's shape: always 200");
+    assert!(body.contains("\"status\":\"unhealthy\""), "{body}");
+    let out = healthcheck();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("503"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    statement(format!("ALTER DATABASE {name} ALLOW_CONNECTIONS true"))
+        .execute(&mut admin)
+        .await
+        .unwrap();
+    let mut ready = get("/readyz").await;
+    for _ in 0..50 {
+        if ready.0 == 200 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        ready = get("/readyz").await;
+    }
+    assert_eq!(ready, (200, "ok\n".to_string()), "ready again");
+}
+
+/// `--config FILE` and the `*_FILE` secrets, as a container platform mounts
+/// them; `berth config check`.
+#[tokio::test]
+async fn a_config_file_and_secret_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = database_url(Backend::Sqlite, dir.path()).await;
+    let file = |name: &str, text: &str| {
+        let path = dir.path().join(name);
+        std::fs::write(&path, text).unwrap();
+        path.display().to_string()
+    };
+    let master = file("master-key", "Master-Key-From-A-File-0123456789\n");
+    let admin = file("admin-password", "Admin-From-A-File-42\n");
+    let config = file(
+        "berth.toml",
+        "# Berth's settings\nmetrics-require-admin = true\njwt-expires-in = \"1h\"\ncors-origins = [\"https://a.example\", \"https://b.example\"]\n",
+    );
+    let with_files = |command: &mut Command| {
+        command
+            .args(["--config", &config])
+            .env("MASTER_KEY_FILE", &master)
+            .env("HARBOR_ADMIN_PASSWORD_FILE", &admin);
+    };
+    let server = ServedBerth::start(|_port| {
+        let mut command = berth(dir.path(), &url);
+        with_files(&mut command);
+        command
+    })
+    .await;
+    assert_eq!(
+        current_user_status(&server, "admin", "Admin-From-A-File-42").await,
+        200
+    );
+    let client = reqwest::Client::new();
+    let created = client
+        .post(server.url("/users"))
+        .json(&serde_json::json!({
+            "email": "filed@example.com",
+            "password": "123456",
+            "access_token": "Master-Key-From-A-File-0123456789",
+        }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        created.status().as_u16(),
+        201,
+        "the master key from its file"
+    );
+    let metrics = client.get(server.url("/metrics")).send().await.unwrap();
+    assert_eq!(
+        metrics.status().as_u16(),
+        401,
+        "metrics-require-admin from the file"
+    );
+    server.stop();
+
+    let mut check = berth(dir.path(), &url);
+    with_files(&mut check);
+    let out = check.args(["config", "check"]).output().unwrap();
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{said}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for line in [
+        "metrics-require-admin = \"true\"  # file",
+        "cors-origins = \"https://a.example,https://b.example\"  # file",
+        "database-url = ",
+        "port = \"9000\"  # default",
+        &format!("# MASTER_KEY: set, from MASTER_KEY_FILE ({master})"),
+        "# JWT_SECRET: not set",
+        "the configuration is valid",
+    ] {
+        assert!(said.contains(line), "{line:?} in {said}");
+    }
+    assert!(!said.contains("Master-Key-From-A-File"), "{said}");
+
+    let mut both = berth(dir.path(), &url);
+    with_files(&mut both);
+    let out = both
+        .env("MASTER_KEY", "another")
+        .args(["config", "check"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("both MASTER_KEY and MASTER_KEY_FILE"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let bad = file("bad.toml", "port = 9000\nlisten-adress = \"0.0.0.0\"\n");
+    let out = berth(dir.path(), &url)
+        .args(["--config", &bad, "config", "check"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("unknown key `listen-adress`"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// `--no-migrate` changes no schema: it refuses a database older or newer
+/// than the binary, and runs on one that is the same.
+#[tokio::test]
+async fn no_migrate_leaves_the_schema_alone() {
+    use sqlx::Connection as _;
+    let dir = tempfile::tempdir().unwrap();
+    let url = database_url(Backend::Sqlite, dir.path()).await;
+    let run = |args: &[&str]| {
+        let out = berth(dir.path(), &url).args(args).output().unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (code, said) = run(&["--no-migrate", "fsck"]);
+    assert_eq!(code, Some(1));
+    assert!(said.contains("older than this berth"), "{said}");
+    let (code, said) = run(&["--no-migrate", "migrate"]);
+    assert_eq!(code, Some(1));
+    assert!(said.contains("contradict"), "{said}");
+    assert_eq!(run(&["migrate"]).0, Some(0));
+    let (code, said) = run(&["--no-migrate", "fsck"]);
+    assert_eq!(code, Some(0), "{said}");
+
+    sqlx::any::install_default_drivers();
+    let mut conn = sqlx::AnyConnection::connect(&url).await.unwrap();
+    sqlx::query(
+        "INSERT INTO _sqlx_migrations (version, description, success, checksum, execution_time) \
+         VALUES (99999, 'from a newer berth', 1, x'00', 0)",
+    )
+    .execute(&mut conn)
+    .await
+    .unwrap();
+    conn.close().await.unwrap();
+    let (code, said) = run(&["--no-migrate", "fsck"]);
+    assert_eq!(code, Some(1));
+    assert!(
+        said.contains("newer than this berth (migration 99999)"),
+        "{said}"
+    );
+    assert_eq!(
+        run(&["fsck"]).0,
+        Some(1),
+        "an older berth never migrates a newer schema"
+    );
+}

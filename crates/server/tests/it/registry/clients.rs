@@ -536,7 +536,7 @@ async fn crash_in_the_middle_of_a_chunked_upload_then_resume_postgres_s3() {
 }
 
 /// `podman` with private storage under `dir` (vfs: no kernel overlay needed).
-fn podman(dir: &Path) -> Command {
+pub(super) fn podman(dir: &Path) -> Command {
     let mut command = Command::new("podman");
     command
         .arg("--root")
@@ -631,4 +631,99 @@ async fn podman_push_and_pull_round_trips_postgres() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn podman_push_and_pull_round_trips_postgres_s3() {
     podman_round_trip(Backend::Postgres, Storage::S3).await;
+}
+
+/// `berth backup` while the server serves, then `berth restore` into an empty
+/// data directory: every manifest and blob pushed before the backup pulls
+/// back with the same digest, what came after is not there, and fsck is clean.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn backup_while_serving_then_restore_pulls_the_same_digests() {
+    require("skopeo");
+    let work = tempfile::tempdir().unwrap();
+    let layout = build_layout(work.path());
+    let (data, restored, backup) = (
+        work.path().join("data"),
+        work.path().join("restored"),
+        work.path().join("backup"),
+    );
+    let url_of = |dir: &Path| format!("sqlite://{}?mode=rwc", dir.join("berth.db").display());
+    let server = serve(&data, &url_of(&data), None).await;
+    let creds = format!("admin:{ADMIN_PASSWORD}");
+    let push = |server: &ServedBerth, tag: &str, target: &str| {
+        run(skopeo()
+            .args([
+                "copy",
+                "--all",
+                "--dest-tls-verify=false",
+                "--dest-creds",
+                &creds,
+            ])
+            .arg(format!("oci:{}:{tag}", layout.dir.display()))
+            .arg(format!("docker://{}/library/{target}", server.host())));
+    };
+    push(&server, "v3", "image:v3");
+    push(&server, "multi", "nested/multi:latest");
+
+    let berth = |data_dir: &Path| {
+        let mut command = Command::new(BERTH_BIN);
+        command
+            .arg("--data-dir")
+            .arg(data_dir)
+            .env("DATABASE_URL", url_of(data_dir))
+            .env_remove("BLOB_STORE");
+        command
+    };
+    let said = run(berth(&data).arg("backup").arg("--to").arg(&backup));
+    assert!(said.starts_with("backed up the database, "), "{said}");
+    push(&server, "v3", "after:v3");
+    let refused = berth(&data)
+        .arg("backup")
+        .arg("--to")
+        .arg(&backup)
+        .output()
+        .unwrap();
+    assert!(
+        !refused.status.success(),
+        "a backup never overwrites another"
+    );
+    server.stop();
+
+    let said = run(berth(&restored).arg("restore").arg("--from").arg(&backup));
+    assert!(said.starts_with("restored the database, "), "{said}");
+    let again = berth(&restored)
+        .arg("restore")
+        .arg("--from")
+        .arg(&backup)
+        .output()
+        .unwrap();
+    assert!(
+        !again.status.success(),
+        "a restore never overwrites a database"
+    );
+    assert!(run(berth(&restored).arg("fsck")).contains(": 0 problems"));
+
+    let server = serve(&restored, &url_of(&restored), None).await;
+    for (reference, tag, digest) in [
+        ("image:v3", "v3", &layout.v3),
+        ("nested/multi:latest", "multi", &layout.multi),
+    ] {
+        let out = work.path().join(format!("pulled-{tag}"));
+        run(skopeo()
+            .args([
+                "copy",
+                "--all",
+                "--src-tls-verify=false",
+                "--src-creds",
+                &creds,
+            ])
+            .arg(format!("docker://{}/library/{reference}", server.host()))
+            .arg(format!("oci:{}:{tag}", out.display())));
+        assert_eq!(&layout_ref(&out, tag), digest, "{reference}");
+    }
+    let missing = skopeo()
+        .args(["inspect", "--raw", "--tls-verify=false", "--creds", &creds])
+        .arg(format!("docker://{}/library/after:v3", server.host()))
+        .output()
+        .unwrap();
+    assert!(!missing.status.success(), "pushed after the backup");
 }

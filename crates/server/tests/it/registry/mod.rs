@@ -11,6 +11,7 @@ mod protocol;
 mod proxy_cache;
 mod signed_pulls;
 mod spec;
+mod tls;
 
 use axum::http::{Method, StatusCode};
 use serde_json::{Value, json};

@@ -10,6 +10,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use super::certs::{Purpose, TestCa};
 use super::free_port;
 
 /// What distribution logs once its socket is bound.
@@ -40,67 +41,6 @@ pub struct DockerRegistry {
     _dir: tempfile::TempDir,
 }
 
-/// Runs `command`, failing the test with its output when it fails.
-fn run(command: &mut Command) {
-    let output = command
-        .output()
-        .unwrap_or_else(|e| panic!("{command:?}: {e}"));
-    assert!(
-        output.status.success(),
-        "{command:?} failed: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-}
-
-/// A CA and a server certificate for 127.0.0.1 it signed, made with the
-/// `openssl` command: returns (CA PEM, certificate path, key path).
-fn make_certificates(dir: &Path) -> (String, PathBuf, PathBuf) {
-    let path = |name: &str| dir.join(name);
-    let ec = [
-        "-newkey",
-        "ec",
-        "-pkeyopt",
-        "ec_paramgen_curve:prime256v1",
-        "-nodes",
-    ];
-    run(Command::new("openssl")
-        .args(["req", "-x509"])
-        .args(ec)
-        .arg("-keyout")
-        .arg(path("ca.key"))
-        .arg("-out")
-        .arg(path("ca.pem"))
-        .args(["-days", "2", "-subj", "/CN=berth test CA"]));
-    run(Command::new("openssl")
-        .arg("req")
-        .args(ec)
-        .arg("-keyout")
-        .arg(path("server.key"))
-        .arg("-out")
-        .arg(path("server.csr"))
-        .args(["-subj", "/CN=127.0.0.1"]));
-    std::fs::write(
-        path("server.ext"),
-        "subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\n\
-         keyUsage=digitalSignature\nextendedKeyUsage=serverAuth\n",
-    )
-    .unwrap();
-    run(Command::new("openssl")
-        .args(["x509", "-req", "-days", "2", "-in"])
-        .arg(path("server.csr"))
-        .arg("-CA")
-        .arg(path("ca.pem"))
-        .arg("-CAkey")
-        .arg(path("ca.key"))
-        .arg("-CAcreateserial")
-        .arg("-extfile")
-        .arg(path("server.ext"))
-        .arg("-out")
-        .arg(path("server.pem")));
-    let ca = std::fs::read_to_string(path("ca.pem")).unwrap();
-    (ca, path("server.pem"), path("server.key"))
-}
-
 impl DockerRegistry {
     /// Starts a peer with `options` and waits until it listens.
     pub async fn start(options: PeerOptions) -> Self {
@@ -115,7 +55,9 @@ impl DockerRegistry {
             );
         }
         let (ca_pem, tls) = if options.tls {
-            let (ca, cert, key) = make_certificates(dir.path());
+            let ca = TestCa::new(dir.path());
+            let (cert, key) = ca.issue("server", Purpose::Server);
+            let ca = ca.pem();
             let tls = format!(
                 "  tls:\n    certificate: {}\n    key: {}\n",
                 cert.display(),

@@ -2,6 +2,7 @@
 //! and the real binary on a loopback port.
 
 mod app;
+mod certs;
 mod docker_registry;
 mod request;
 mod served;
@@ -10,6 +11,7 @@ pub use app::{
     ADMIN_PASSWORD, Backend, CONFIG_SECRET_KEY, JWT_SECRET, MASTER_KEY, Storage, TestApp,
     database_url, postgres_database_url, s3_blob_store, s3_blob_store_url, s3_client,
 };
+pub use certs::{Purpose, TestCa};
 pub use docker_registry::{DockerRegistry, PeerOptions};
 pub use request::TestResponse;
 pub use served::{BERTH_BIN, RefusedPort, ServedBerth, free_port};

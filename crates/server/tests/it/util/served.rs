@@ -141,6 +141,25 @@ impl ServedBerth {
         ports: impl IntoIterator<Item = u16>,
         command: impl Fn(u16) -> Command,
     ) -> Self {
+        Self::start_probed(ports, command, false).await
+    }
+
+    /// [`ServedBerth::start`] for a server given `--tls-cert`: it counts as
+    /// up once it logged that it listens (its socket is bound then).
+    pub async fn start_tls(command: impl Fn(u16) -> Command) -> Self {
+        Self::start_probed(
+            std::iter::repeat_with(free_port).take(ATTEMPTS),
+            command,
+            true,
+        )
+        .await
+    }
+
+    async fn start_probed(
+        ports: impl IntoIterator<Item = u16>,
+        command: impl Fn(u16) -> Command,
+        tls: bool,
+    ) -> Self {
         let (stdout_sender, stdout) = channel();
         let client = reqwest::Client::builder()
             .timeout(Duration::from_secs(5))
@@ -169,13 +188,15 @@ impl ServedBerth {
                     panic!("berth exited ({status}) before serving on port {port}:\n{log}");
                 }
                 if stderr.listening.load(Ordering::Acquire) {
-                    let health = format!("http://127.0.0.1:{port}/api/v2.0/health");
-                    if client
-                        .get(&health)
-                        .send()
-                        .await
-                        .is_ok_and(|res| res.status() == 200)
-                    {
+                    let up = tls || {
+                        let health = format!("http://127.0.0.1:{port}/api/v2.0/health");
+                        client
+                            .get(&health)
+                            .send()
+                            .await
+                            .is_ok_and(|res| res.status() == 200)
+                    };
+                    if up {
                         return Self {
                             child,
                             port,
