@@ -59,6 +59,12 @@ const MAX_BACKOFF: Duration = Duration::from_secs(2);
 /// older snapshots, before it gives up (milliseconds). Writers wait while it
 /// holds the lock.
 const BUSY_TIMEOUT_MS: u32 = 250;
+/// How long writers are given to start a copied log over before a TRUNCATE
+/// checkpoint does it ([`checkpoint`]).
+const WRITERS_TIME: Duration = Duration::from_secs(1);
+/// The size past which a log the writers have not started over is truncated
+/// at once.
+const HARD_LIMIT: u64 = 4 * WAL_LIMIT;
 /// At most so many PASSIVE checkpoints before the TRUNCATE one ([`checkpoint`]).
 const PASSIVE_ROUNDS: usize = 3;
 /// Frames (pages) left uncopied that a TRUNCATE checkpoint copies quickly.
@@ -107,11 +113,14 @@ impl Checkpointer {
     }
 }
 
-/// Checkpoints and truncates the log at `wal` whenever it is over the limit,
-/// until told to stop (or the sender is gone); then closes `conn`.
+/// Checkpoints the log at `wal` whenever it is over the limit, until told to
+/// stop (or the sender is gone); then closes `conn`.
 async fn keep_short(mut conn: AnyConnection, wal: PathBuf, mut stopped: watch::Receiver<bool>) {
     let mut pause = CHECK_IDLE;
     let mut last_size = 0;
+    // The log's restart count when a checkpoint first left its restart to
+    // the writers ([`checkpoint`]), and when.
+    let mut left_to_writers: Option<(u32, std::time::Instant)> = None;
     loop {
         tokio::select! {
             _ = stopped.changed() => break,
@@ -128,15 +137,34 @@ async fn keep_short(mut conn: AnyConnection, wal: PathBuf, mut stopped: watch::R
             last_size = size;
             continue;
         }
+        let restarts = restarts(&wal);
+        let writers_can = match (restarts, left_to_writers) {
+            (None, _) => false,
+            (Some(now), Some((then, since))) if now == then => {
+                since.elapsed() < WRITERS_TIME && size <= HARD_LIMIT
+            }
+            _ => true,
+        };
         let started = std::time::Instant::now();
-        let outcome = checkpoint(&mut conn).await;
+        let outcome = checkpoint(&mut conn, writers_can).await;
         let took = started.elapsed();
         match outcome {
-            Ok(true) => {
+            Ok(Checkpoint::Copied) => {
+                tracing::debug!(
+                    size,
+                    ?took,
+                    "copied the SQLite log back; writers restart it"
+                );
+                if restarts != left_to_writers.map(|(then, _)| then) {
+                    left_to_writers = restarts.map(|now| (now, std::time::Instant::now()));
+                }
+                pause = CHECK_GROWING;
+            }
+            Ok(Checkpoint::Truncated) => {
                 tracing::debug!(size, ?took, "checkpointed and truncated the SQLite log");
                 pause = CHECK_GROWING;
             }
-            Ok(false) => {
+            Ok(Checkpoint::Busy) => {
                 tracing::debug!(
                     size,
                     ?took,
@@ -154,29 +182,69 @@ async fn keep_short(mut conn: AnyConnection, wal: PathBuf, mut stopped: watch::R
     let _ = conn.close().await;
 }
 
-/// One checkpoint; whether it got through (copied the whole log back and
-/// emptied it) rather than giving up on a busy lock.
+/// How many times the log at `wal` started over: the checkpoint sequence
+/// number of its header (big-endian, at byte 12), which SQLite increments
+/// each time a writer or a checkpoint restarts the log.
+fn restarts(wal: &std::path::Path) -> Option<u32> {
+    use std::io::Read;
+    let mut header = [0; 16];
+    std::fs::File::open(wal)
+        .and_then(|mut file| file.read_exact(&mut header))
+        .ok()?;
+    Some(u32::from_be_bytes([
+        header[12], header[13], header[14], header[15],
+    ]))
+}
+
+/// What one checkpoint did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Checkpoint {
+    /// Copied the whole log back without holding writers off; the next
+    /// writer that finds no reader on it starts it over, and cuts the file
+    /// to the size limit.
+    Copied,
+    /// Copied the whole log back and emptied the file.
+    Truncated,
+    /// Gave up on a busy lock.
+    Busy,
+}
+
+/// One checkpoint of the log.
 ///
-/// PASSIVE checkpoints first copy back what they can while writers go on,
-/// until little is left; the TRUNCATE that holds writers off then copies that
-/// rest only. A TRUNCATE of the whole log held them 100-250 ms on this kind
-/// of machine while tag retention deleted (a log of 16 MiB every 0.4 s), and
-/// every push that came meanwhile waited for it.
-async fn checkpoint(conn: &mut AnyConnection) -> StoreResult<bool> {
+/// PASSIVE checkpoints first copy back what they can while writers go on.
+/// When they copy it all and `writers_can` (the log started over since a
+/// checkpoint last left that to them, or they were given that less than
+/// [`WRITERS_TIME`] ago and it is under [`HARD_LIMIT`]), that is all: a
+/// writer starts the log over at a transaction that finds no reader on it.
+/// Otherwise a TRUNCATE, which holds writers off while it waits for readers of
+/// older snapshots and empties the file, copies what is left. Under tag
+/// retention's deletes (a log of 16 MiB every 0.4 s) a TRUNCATE of the whole
+/// log held pushes 100-250 ms; after PASSIVE passes, with nothing left to
+/// copy, still 55-150 ms (waiting for readers, syncing, truncating).
+async fn checkpoint(conn: &mut AnyConnection, writers_can: bool) -> StoreResult<Checkpoint> {
+    let mut left = 0;
     for _ in 0..PASSIVE_ROUNDS {
         let (_busy, frames, copied): (i64, i64, i64) =
             sqlx::query_as("PRAGMA wal_checkpoint(PASSIVE)")
                 .fetch_one(&mut *conn)
                 .await?;
-        if frames - copied <= FEW_FRAMES {
+        left = frames - copied;
+        if left <= FEW_FRAMES {
             break;
         }
+    }
+    if left == 0 && writers_can {
+        return Ok(Checkpoint::Copied);
     }
     let (busy, _frames, _copied): (i64, i64, i64) =
         sqlx::query_as("PRAGMA wal_checkpoint(TRUNCATE)")
             .fetch_one(conn)
             .await?;
-    Ok(busy == 0)
+    Ok(if busy == 0 {
+        Checkpoint::Truncated
+    } else {
+        Checkpoint::Busy
+    })
 }
 
 #[cfg(test)]
