@@ -9,19 +9,20 @@
 //! after that searched its index (1.6 s for the first page of articles).
 //!
 //! So each SQLite store runs a task that looks at the size of the `-wal` file
-//! and, once it is over [`WAL_LIMIT`], runs `PRAGMA wal_checkpoint(TRUNCATE)`
-//! on a connection of its own. That holds off new writers, waits for the
+//! and, once it is over [`WAL_LIMIT`], checkpoints it on a connection of its
+//! own. PASSIVE passes first copy the log back while writers go on. When they
+//! copied it all, the next writer that finds no reader on the log starts it
+//! over (and cuts the file to the limit): nothing holds writers off. When the
+//! writers have not started it over a second later (a reader keeps an old
+//! snapshot), or the file is past [`HARD_LIMIT`], `PRAGMA
+//! wal_checkpoint(TRUNCATE)` does: it holds off new writers, waits for the
 //! readers of older snapshots to finish (new readers read the database file),
-//! copies the log back and truncates it to nothing: 21 ms in the median, 67 ms
-//! at most, under 64 connections writing articles (mostly syncing the 16 MiB
-//! of log, then freeing it). Its waits are bounded by a short busy timeout; a
-//! checkpoint that gives up (a long reader) is retried later, less often each
-//! time it gives up again. PASSIVE checkpoints go first and copy most of the
-//! log back without holding writers off, so that the TRUNCATE holds them only
-//! for the rest: writers keep writing meanwhile, and under 64 connections
-//! writing articles the log reached up to 59 MiB instead of 24 (measured
-//! when this was weighed against a lone TRUNCATE), while a TRUNCATE of a
-//! whole 16 MiB log under tag retention's deletes held pushes 100-250 ms.
+//! copies what is left and truncates the file to nothing: 21 ms in the median,
+//! 67 ms at most, under 64 connections writing articles (mostly syncing the 16
+//! MiB of log, then freeing it); but 55-250 ms every 0.4 s under tag
+//! retention's deletes, where every push meanwhile waited for it. Its waits
+//! are bounded by a short busy timeout; a checkpoint that gives up (a long
+//! reader) is retried later, less often each time it gives up again.
 //!
 //! SQLite's own checkpoints would get in the way: a checkpoint that finds
 //! another one running gives up at once, without waiting, and once the log is
