@@ -215,7 +215,7 @@ async fn healthcheck(settings: &Settings, url: Option<String>) -> anyhow::Result
         let stream = tokio::net::TcpStream::connect(authority).await?;
         let mut response = Vec::new();
         if tls {
-            let mut stream = berth::tls::probe_connector()
+            let mut stream = berth::tls::probe_connector()?
                 .connect(berth::tls::probe_server_name(authority)?, stream)
                 .await?;
             stream.write_all(request.as_bytes()).await?;

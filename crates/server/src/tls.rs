@@ -153,15 +153,9 @@ impl ResolvesServerCert for Reloading {
 /// server's certificate as given (a local probe reaches the listener by an
 /// address its certificate rarely names). The handshake's signatures are
 /// still checked.
-pub fn probe_connector() -> tokio_rustls::TlsConnector {
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let config = rustls::ClientConfig::builder_with_provider(provider.clone())
-        .with_safe_default_protocol_versions()
-        .expect("ring supports the default protocol versions")
-        .dangerous()
-        .with_custom_certificate_verifier(Arc::new(AnyCertificate(provider)))
-        .with_no_client_auth();
-    tokio_rustls::TlsConnector::from(Arc::new(config))
+pub fn probe_connector() -> anyhow::Result<tokio_rustls::TlsConnector> {
+    let config = crate::upstream::tls::any_certificate_config().context("TLS set-up")?;
+    Ok(tokio_rustls::TlsConnector::from(Arc::new(config)))
 }
 
 /// The server name to send for `authority` (`host:port`).
@@ -175,53 +169,4 @@ pub fn probe_server_name(
         .trim_end_matches(']');
     rustls::pki_types::ServerName::try_from(host.to_string())
         .with_context(|| format!("`{host}` is not a host name or address"))
-}
-
-/// Takes any certificate; checks the handshake signatures ([`probe_connector`]).
-#[derive(Debug)]
-struct AnyCertificate(Arc<CryptoProvider>);
-
-impl rustls::client::danger::ServerCertVerifier for AnyCertificate {
-    fn verify_server_cert(
-        &self,
-        _end_entity: &CertificateDer<'_>,
-        _intermediates: &[CertificateDer<'_>],
-        _server_name: &rustls::pki_types::ServerName<'_>,
-        _ocsp_response: &[u8],
-        _now: rustls::pki_types::UnixTime,
-    ) -> Result<rustls::client::danger::ServerCertVerified, rustls::Error> {
-        Ok(rustls::client::danger::ServerCertVerified::assertion())
-    }
-
-    fn verify_tls12_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &rustls::DigitallySignedStruct,
-    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls12_signature(
-            message,
-            cert,
-            dss,
-            &self.0.signature_verification_algorithms,
-        )
-    }
-
-    fn verify_tls13_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &rustls::DigitallySignedStruct,
-    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls13_signature(
-            message,
-            cert,
-            dss,
-            &self.0.signature_verification_algorithms,
-        )
-    }
-
-    fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
-        self.0.signature_verification_algorithms.supported_schemes()
-    }
 }

@@ -46,13 +46,7 @@ pub fn connector(
     let tls_error = |e: rustls::Error| format!("TLS set-up: {e}");
     let builder = hyper_rustls::HttpsConnectorBuilder::new();
     let builder = if insecure {
-        let config = ClientConfig::builder_with_provider(provider.clone())
-            .with_safe_default_protocol_versions()
-            .map_err(tls_error)?
-            .dangerous()
-            .with_custom_certificate_verifier(Arc::new(AnyCertificate(provider)))
-            .with_no_client_auth();
-        builder.with_tls_config(config)
+        builder.with_tls_config(any_certificate_config().map_err(tls_error)?)
     } else if !ca_certificate.trim().is_empty() {
         let config = ClientConfig::builder_with_provider(provider)
             .with_safe_default_protocol_versions()
@@ -68,8 +62,19 @@ pub fn connector(
     Ok(builder.https_or_http().enable_http1().build())
 }
 
-/// Accepts any server certificate (a registry marked `insecure`); the
+/// A client configuration that takes any server certificate (a registry
+/// marked `insecure`, `berth healthcheck` asking its own listener); the
 /// handshake's signatures are still checked against the presented one.
+pub fn any_certificate_config() -> Result<ClientConfig, rustls::Error> {
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    Ok(ClientConfig::builder_with_provider(provider.clone())
+        .with_safe_default_protocol_versions()?
+        .dangerous()
+        .with_custom_certificate_verifier(Arc::new(AnyCertificate(provider)))
+        .with_no_client_auth())
+}
+
+/// Accepts any server certificate ([`any_certificate_config`]).
 #[derive(Debug)]
 struct AnyCertificate(Arc<CryptoProvider>);
 
