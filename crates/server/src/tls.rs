@@ -154,7 +154,7 @@ impl ResolvesServerCert for Reloading {
 /// address its certificate rarely names). The handshake's signatures are
 /// still checked.
 pub fn probe_connector() -> anyhow::Result<tokio_rustls::TlsConnector> {
-    let config = crate::upstream::tls::any_certificate_config().context("TLS set-up")?;
+    let config = berth_net::any_certificate_config().context("TLS set-up")?;
     Ok(tokio_rustls::TlsConnector::from(Arc::new(config)))
 }
 

@@ -1,14 +1,18 @@
 //! A minimal S3 client for blob storage.
 //!
 //! Requests are signed with AWS Signature Version 4 (headers; bodies travel as
-//! `UNSIGNED-PAYLOAD` with a `Content-MD5` the server checks) and sent over the
-//! workspace's hyper-util client: pooled keep-alive connections, rustls with ring and the
-//! platform's roots. An S3-compatible endpoint is addressed path-style
+//! `UNSIGNED-PAYLOAD` with a `Content-MD5` the server checks), with the keys of
+//! [`credentials`] (given, or AWS's credential chain), and sent over the
+//! workspace's hyper-util client: pooled keep-alive connections through the
+//! environment's proxies (`berth_net`), rustls with ring and the platform's roots, or
+//! the CA bundle `AWS_CA_BUNDLE` names. Throttled and failed requests are retried
+//! with exponential backoff and full jitter, as the AWS SDKs' standard mode does. An S3-compatible endpoint is addressed path-style
 //! (`http://HOST:PORT/BUCKET/KEY`), AWS itself virtual-hosted style
 //! (`https://BUCKET.s3.REGION.amazonaws.com/KEY`). Keys are relative to the configured
 //! prefix. Object bodies are streamed, never buffered whole.
 
 mod config;
+mod credentials;
 mod response;
 mod sign;
 #[cfg(test)]
@@ -16,6 +20,9 @@ mod tests;
 mod xml;
 
 pub use config::S3Config;
+pub use credentials::Keys;
+
+use credentials::{AwsChain, Chain, Credentials};
 
 use std::fmt;
 use std::io;
@@ -31,21 +38,23 @@ use hyper::body::Incoming;
 use hyper::{Method, Request, Response, StatusCode, header};
 use hyper_rustls::HttpsConnector;
 use hyper_util::client::legacy::Client;
-use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
 use md5::{Digest as _, Md5};
 
 use response::{body_stream, chain, content_length, drain, parse_entries, read_xml, status_error};
 use sign::{Canonical, EMPTY_SHA256, Signer, Stamp, UNSIGNED_PAYLOAD};
 
-/// How long establishing a connection (TCP and TLS) may take; bodies have no timeout.
-const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long an idle pooled connection is kept (below the usual server-side limits).
 const IDLE_TIMEOUT: Duration = Duration::from_secs(15);
-/// How many times a request the server failed is sent at most.
+/// How many times a request the server failed or throttled is sent at most
+/// (the SDKs' standard mode).
 const ATTEMPTS: u32 = 3;
-/// The pause before the second try; doubled before each next one.
-const RETRY_PAUSE: Duration = Duration::from_millis(50);
+/// The longest pause before a second try of a failed request; doubled before each next one.
+const RETRY_PAUSE: Duration = Duration::from_millis(100);
+/// As [`RETRY_PAUSE`], for a throttled request (429, `SlowDown`, ...).
+const THROTTLED_PAUSE: Duration = Duration::from_secs(1);
+/// The longest pause between two tries (the SDKs' 20 seconds).
+const MAX_PAUSE: Duration = Duration::from_secs(20);
 /// The largest XML document (a listing page, an error) read into memory.
 const MAX_XML: usize = 16 << 20;
 /// Bodies at least this large are hashed on a blocking thread, off the runtime's workers.
@@ -106,6 +115,9 @@ pub enum S3Error {
     /// The answer is not one S3 gives (a missing header, unreadable XML).
     #[error("unexpected S3 response: {0}")]
     BadResponse(String),
+    /// No keys to sign with: none given and the credential chain found none or failed.
+    #[error("{0}")]
+    Credentials(String),
 }
 
 impl S3Error {
@@ -122,7 +134,8 @@ pub struct S3Client(Arc<Inner>);
 
 struct Inner {
     config: S3Config,
-    http: Client<HttpsConnector<HttpConnector>, Full<Bytes>>,
+    http: Client<HttpsConnector<berth_net::Connector>, Full<Bytes>>,
+    credentials: Credentials,
     /// `http://127.0.0.1:9000` or `https://BUCKET.s3.REGION.amazonaws.com`.
     origin: String,
     /// The `Host` header (the origin's authority).
@@ -163,20 +176,29 @@ impl<'a> Call<'a> {
 impl S3Client {
     /// A client for `config`'s bucket. Nothing is sent yet (see [`S3Client::head_bucket`]).
     pub fn new(config: S3Config) -> Result<Self, S3Error> {
-        let mut connector = HttpConnector::new();
-        connector.enforce_http(false);
-        connector.set_connect_timeout(Some(CONNECT_TIMEOUT));
-        connector.set_nodelay(true);
-        let provider = Arc::new(rustls::crypto::ring::default_provider());
-        let https = hyper_rustls::HttpsConnectorBuilder::new()
-            .with_provider_and_platform_verifier(provider)
-            .map_err(|e| S3Error::Setup(e.to_string()))?
-            .https_or_http()
-            .enable_http1()
-            .wrap_connector(connector);
+        let trust = match &config.ca_bundle {
+            None => berth_net::Trust::Platform,
+            Some(path) => {
+                let pem = std::fs::read_to_string(path).map_err(|e| {
+                    S3Error::Setup(format!("cannot read the CA bundle {path}: {e}"))
+                })?;
+                berth_net::Trust::Roots(
+                    berth_net::ca_roots(&pem)
+                        .map_err(|e| S3Error::Setup(format!("the CA bundle {path}: {e}")))?,
+                )
+            }
+        };
+        let https = berth_net::https_connector(trust).map_err(S3Error::Setup)?;
         let http = Client::builder(TokioExecutor::new())
             .pool_idle_timeout(IDLE_TIMEOUT)
             .build(https);
+        let credentials = match &config.keys {
+            Some(keys) => Credentials::Given(Arc::new(keys.clone())),
+            None => Credentials::Chain(Chain::new(AwsChain::new(
+                http.clone(),
+                config.sts_endpoint.clone(),
+            ))),
+        };
         let (origin, bucket_path) = match &config.endpoint {
             Some(endpoint) => (
                 endpoint.clone(),
@@ -197,6 +219,7 @@ impl S3Client {
         Ok(Self(Arc::new(Inner {
             config,
             http,
+            credentials,
             origin,
             host,
             bucket_path,
@@ -446,38 +469,40 @@ impl S3Client {
 
     /// A presigned GET URL valid for `expires` (query-string SigV4, X-Amz-Expires; at
     /// least one second, at most seven days).
-    pub fn presign_get(&self, key: &str, expires: Duration) -> String {
+    /// Temporary keys cut the URL's life short: it stops working when they expire.
+    pub async fn presign_get(&self, key: &str, expires: Duration) -> Result<String, S3Error> {
         let inner = &*self.0;
+        let keys = inner.credentials.keys().await?;
         let path = inner.object_path(key);
         let seconds = expires.clamp(Duration::from_secs(1), MAX_PRESIGN).as_secs();
-        let query = inner.signer().presign_query(
+        let query = inner.signer(&keys).presign_query(
             &Stamp::now(),
             &inner.host,
             &path,
             seconds,
-            inner.config.session_token.as_deref(),
+            keys.session_token.as_deref(),
         );
-        format!("{}{path}?{query}", inner.origin)
+        Ok(format!("{}{path}?{query}", inner.origin))
     }
 
     /// Signs and sends `call`; an answer other than 2xx becomes [`S3Error::Status`].
-    /// A request the server failed (500, 502, 503, 504), or an idempotent one
-    /// whose connection failed, is sent again, [`ATTEMPTS`] times in all, as S3
-    /// asks of its clients.
+    /// A request the server failed or throttled ([`retry_pause`]), or an
+    /// idempotent one whose connection failed, is sent again after a pause,
+    /// [`ATTEMPTS`] times in all, as S3 asks of its clients.
     async fn send_ok(&self, call: Call<'_>) -> Result<Response<Incoming>, S3Error> {
         let idempotent = call.method != Method::POST;
         let mut attempt = 1;
         loop {
             let result = self.send_once(&call).await;
-            let transient = match &result {
-                Err(S3Error::Status { status, .. }) => matches!(status, 500 | 502 | 503 | 504),
-                Err(S3Error::Transport(_)) => idempotent,
-                _ => false,
+            let pause = match &result {
+                Err(error) if attempt < ATTEMPTS => retry_pause(error, idempotent, attempt),
+                _ => None,
             };
-            if !transient || attempt == ATTEMPTS {
+            let Some(pause) = pause else {
                 return result;
-            }
-            tokio::time::sleep(RETRY_PAUSE * (1 << (attempt - 1))).await;
+            };
+            tracing::debug!(error = %result.err().map(|e| e.to_string()).unwrap_or_default(), attempt, pause_ms = pause.as_millis() as u64, "S3 request tried again");
+            tokio::time::sleep(pause).await;
             attempt += 1;
         }
     }
@@ -485,6 +510,7 @@ impl S3Client {
     /// One try of [`S3Client::send_ok`].
     async fn send_once(&self, call: &Call<'_>) -> Result<Response<Incoming>, S3Error> {
         let inner = &*self.0;
+        let keys = inner.credentials.keys().await?;
         let path = match call.key {
             Some(key) => inner.object_path(key),
             None if inner.bucket_path.is_empty() => "/".to_string(),
@@ -502,7 +528,7 @@ impl S3Client {
             UNSIGNED_PAYLOAD
         };
         headers.push(("x-amz-content-sha256", payload.to_string()));
-        if let Some(token) = &inner.config.session_token {
+        if let Some(token) = &keys.session_token {
             headers.push(("x-amz-security-token", token.clone()));
         }
         headers.sort_by_key(|(name, _)| *name);
@@ -510,7 +536,7 @@ impl S3Client {
             .iter()
             .map(|(name, value)| (*name, value.as_str()))
             .collect();
-        let authorization = inner.signer().authorization(
+        let authorization = inner.signer(&keys).authorization(
             &stamp,
             &Canonical {
                 method: call.method.as_str(),
@@ -553,10 +579,10 @@ impl S3Client {
 }
 
 impl Inner {
-    fn signer(&self) -> Signer<'_> {
+    fn signer<'a>(&'a self, keys: &'a Keys) -> Signer<'a> {
         Signer {
-            access_key: &self.config.access_key,
-            secret_key: &self.config.secret_key,
+            access_key: &keys.access_key,
+            secret_key: &keys.secret_key,
             region: &self.config.region,
         }
     }
@@ -578,6 +604,47 @@ impl Inner {
             sign::encode_path(&self.full_key(key))
         )
     }
+}
+
+/// The pause before trying a request again after `error` on try `attempt`
+/// (1, 2, ...), or `None` when it is not tried again: a random duration up to
+/// [`RETRY_PAUSE`] (a server error, or a broken connection of an idempotent
+/// request) or [`THROTTLED_PAUSE`] (throttling) times 2^(attempt - 1), at most
+/// [`MAX_PAUSE`]: the AWS SDKs' exponential backoff with full jitter.
+fn retry_pause(error: &S3Error, idempotent: bool, attempt: u32) -> Option<Duration> {
+    let base = match error {
+        S3Error::Status { status, code, .. } if is_throttling(*status, code) => THROTTLED_PAUSE,
+        S3Error::Status {
+            status: 500 | 502 | 503 | 504,
+            ..
+        } => RETRY_PAUSE,
+        S3Error::Transport(_) if idempotent => RETRY_PAUSE,
+        _ => return None,
+    };
+    let ceiling = (base * 2u32.saturating_pow(attempt.saturating_sub(1))).min(MAX_PAUSE);
+    Some(ceiling.mul_f64(rand::random::<f64>()))
+}
+
+/// An answer that asks the client to slow down: 429, or one of the error
+/// codes the SDKs treat as throttling (S3's `SlowDown` comes with a 503).
+fn is_throttling(status: u16, code: &str) -> bool {
+    status == 429
+        || matches!(
+            code,
+            "SlowDown"
+                | "Throttling"
+                | "ThrottlingException"
+                | "ThrottledException"
+                | "RequestThrottled"
+                | "RequestThrottledException"
+                | "TooManyRequestsException"
+                | "RequestLimitExceeded"
+                | "BandwidthLimitExceeded"
+                | "EC2ThrottledException"
+                | "PriorRequestNotComplete"
+                | "ProvisionedThroughputExceededException"
+                | "TransactionInProgressException"
+        )
 }
 
 /// Base64 of the MD5 of `body`, computed off the runtime's workers when it is large.

@@ -1,7 +1,6 @@
 //! A small HTTPS client for identity providers: JSON GETs with a timeout and
-//! a size limit, TLS by rustls with the ring provider passed explicitly.
+//! a size limit, through the environment's proxies (`berth_net`).
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use axum::http::{Request, StatusCode, header};
@@ -9,7 +8,6 @@ use bytes::Bytes;
 use http_body_util::{BodyExt, Empty, Limited};
 use hyper_rustls::HttpsConnector;
 use hyper_util::client::legacy::Client;
-use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
 
 /// How long a provider may take to answer.
@@ -28,7 +26,7 @@ pub enum FetchError {
 
 /// The client; cheap to clone.
 #[derive(Clone)]
-pub struct HttpClient(Client<HttpsConnector<HttpConnector>, Empty<Bytes>>);
+pub struct HttpClient(Client<HttpsConnector<berth_net::Connector>, Empty<Bytes>>);
 
 impl std::fmt::Debug for HttpClient {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -39,12 +37,8 @@ impl std::fmt::Debug for HttpClient {
 impl HttpClient {
     /// A client for `http://` and `https://` URLs, verifying certificates with the platform's roots.
     pub fn new() -> anyhow::Result<Self> {
-        let provider = Arc::new(rustls::crypto::ring::default_provider());
-        let https = hyper_rustls::HttpsConnectorBuilder::new()
-            .with_provider_and_platform_verifier(provider)?
-            .https_or_http()
-            .enable_http1()
-            .build();
+        let https =
+            berth_net::https_connector(berth_net::Trust::Platform).map_err(anyhow::Error::msg)?;
         Ok(Self(Client::builder(TokioExecutor::new()).build(https)))
     }
 

@@ -165,7 +165,7 @@ pub async fn get_blob(
     let blobs = &ctx.state.registry.blobs;
     if with_body
         && ctx.state.registry.redirect_downloads
-        && let Some(url) = blobs.direct_url(&digest)
+        && let Some(url) = blobs.direct_url(&digest).await
         && registry.manifest_body(blob.id).await?.is_none()
     {
         // The client fetches the bytes (and any range) from the bucket itself.

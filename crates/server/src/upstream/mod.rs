@@ -25,7 +25,6 @@ use bytes::Bytes;
 use http_body_util::{BodyExt, Empty, Limited};
 use hyper_rustls::HttpsConnector;
 use hyper_util::client::legacy::Client;
-use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
 
 /// How long a whole ping may take, token included.
@@ -67,7 +66,7 @@ struct Answer {
 
 /// The HTTP client of one target.
 struct Upstream {
-    client: Client<HttpsConnector<HttpConnector>, Empty<Bytes>>,
+    client: Client<HttpsConnector<berth_net::Connector>, Empty<Bytes>>,
 }
 
 /// The text of an error and its causes (hyper's own says only "client error").

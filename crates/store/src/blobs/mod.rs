@@ -373,10 +373,10 @@ impl BlobStore {
 
     /// A URL the client may fetch blob `digest` from directly for a while
     /// (a presigned object URL); `None` when the store has none.
-    pub fn direct_url(&self, digest: &Digest) -> Option<String> {
+    pub async fn direct_url(&self, digest: &Digest) -> Option<String> {
         match self {
             Self::Files(_) => None,
-            Self::Objects(b) => Some(b.direct_url(digest)),
+            Self::Objects(b) => b.direct_url(digest).await,
         }
     }
 

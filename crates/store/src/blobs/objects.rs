@@ -325,9 +325,13 @@ impl ObjectBlobs {
     }
 
     /// [`super::BlobStore::direct_url`]: a presigned GET.
-    pub(super) fn direct_url(&self, digest: &Digest) -> String {
+    /// `None` when there are no keys to sign it with (the caller streams instead).
+    pub(super) async fn direct_url(&self, digest: &Digest) -> Option<String> {
         self.client
             .presign_get(&blob_key(digest), DIRECT_URL_LIFETIME)
+            .await
+            .inspect_err(|err| tracing::warn!(error = %err, "cannot presign a blob URL"))
+            .ok()
     }
 
     /// [`super::BlobStore::rehash`].

@@ -1,8 +1,11 @@
-//! `s3://BUCKET[/PREFIX]?endpoint=...&region=...` and the credentials from the environment.
+//! `s3://BUCKET[/PREFIX]?endpoint=...&region=...`, and from the environment the
+//! keys (if given), the CA bundle and the STS endpoint.
 
 use std::fmt;
 
 use percent_encoding::percent_decode_str;
+
+use super::Keys;
 
 /// Where and how to reach a bucket.
 #[derive(Clone)]
@@ -16,12 +19,13 @@ pub struct S3Config {
     pub endpoint: Option<String>,
     /// The signing region (`us-east-1`).
     pub region: String,
-    /// The access key id.
-    pub access_key: String,
-    /// The secret access key.
-    pub secret_key: String,
-    /// A temporary credential's session token.
-    pub session_token: Option<String>,
+    /// The keys given (`AWS_ACCESS_KEY_ID`, ...); `None`: AWS's credential chain finds them.
+    pub keys: Option<Keys>,
+    /// `AWS_CA_BUNDLE`: a PEM file of the certificate authorities trusted
+    /// instead of the platform's, for S3 and the credential services.
+    pub ca_bundle: Option<String>,
+    /// `AWS_ENDPOINT_URL_STS`: where STS requests of the credential chain go.
+    pub sts_endpoint: Option<String>,
 }
 
 impl fmt::Debug for S3Config {
@@ -31,20 +35,18 @@ impl fmt::Debug for S3Config {
             .field("prefix", &self.prefix)
             .field("endpoint", &self.endpoint)
             .field("region", &self.region)
-            .field("access_key", &self.access_key)
-            .field("secret_key", &"<redacted>")
-            .field(
-                "session_token",
-                &self.session_token.as_ref().map(|_| "<redacted>"),
-            )
+            .field("keys", &self.keys)
+            .field("ca_bundle", &self.ca_bundle)
+            .field("sts_endpoint", &self.sts_endpoint)
             .finish()
     }
 }
 
 impl S3Config {
     /// Parses `s3://BUCKET[/PREFIX]?endpoint=http://HOST:PORT&region=REGION` (both query
-    /// parameters optional). Credentials come from `AWS_ACCESS_KEY_ID`,
-    /// `AWS_SECRET_ACCESS_KEY` and `AWS_SESSION_TOKEN` as `env` answers them; the region
+    /// parameters optional). Keys come from `AWS_ACCESS_KEY_ID`,
+    /// `AWS_SECRET_ACCESS_KEY` and `AWS_SESSION_TOKEN` as `env` answers them, or
+    /// (none set) from AWS's credential chain when the client starts; the region
     /// is the query's `region`, else `AWS_REGION`, else `AWS_DEFAULT_REGION`, else
     /// `us-east-1`. The error names what is wrong.
     pub fn parse(url: &str, env: impl Fn(&str) -> Option<String>) -> Result<Self, String> {
@@ -97,18 +99,31 @@ impl S3Config {
                 .or_else(|| env("AWS_DEFAULT_REGION"))
                 .unwrap_or_else(|| "us-east-1".into()),
         };
-        let access_key =
-            env("AWS_ACCESS_KEY_ID").ok_or("no S3 credentials: AWS_ACCESS_KEY_ID is not set")?;
-        let secret_key = env("AWS_SECRET_ACCESS_KEY")
-            .ok_or("no S3 credentials: AWS_SECRET_ACCESS_KEY is not set")?;
+        let keys = match (env("AWS_ACCESS_KEY_ID"), env("AWS_SECRET_ACCESS_KEY")) {
+            (Some(access_key), Some(secret_key)) => Some(Keys {
+                access_key,
+                secret_key,
+                session_token: env("AWS_SESSION_TOKEN"),
+            }),
+            (None, None) => None,
+            (Some(_), None) => {
+                return Err("AWS_ACCESS_KEY_ID is set without AWS_SECRET_ACCESS_KEY".into());
+            }
+            (None, Some(_)) => {
+                return Err("AWS_SECRET_ACCESS_KEY is set without AWS_ACCESS_KEY_ID".into());
+            }
+        };
+        let sts_endpoint = env("AWS_ENDPOINT_URL_STS")
+            .map(|e| check_endpoint(&e).map_err(|why| format!("AWS_ENDPOINT_URL_STS: {why}")))
+            .transpose()?;
         Ok(Self {
             bucket: bucket.into(),
             prefix: prefix.into(),
             endpoint,
             region,
-            access_key,
-            secret_key,
-            session_token: env("AWS_SESSION_TOKEN"),
+            keys,
+            ca_bundle: env("AWS_CA_BUNDLE"),
+            sts_endpoint,
         })
     }
 }
@@ -186,11 +201,12 @@ mod tests {
         assert_eq!(config.prefix, "a/b");
         assert_eq!(config.endpoint.as_deref(), Some("http://127.0.0.1:9000"));
         assert_eq!(config.region, "eu-west-3");
+        let keys = config.keys.as_ref().expect("keys given");
         assert_eq!(
-            (config.access_key.as_str(), config.secret_key.as_str()),
+            (keys.access_key.as_str(), keys.secret_key.as_str()),
             ("AK", "SK")
         );
-        assert_eq!(config.session_token.as_deref(), Some("TOKEN"));
+        assert_eq!(keys.session_token.as_deref(), Some("TOKEN"));
         let debug = format!("{config:?}");
         assert!(!debug.contains("SK") && !debug.contains("TOKEN"), "{debug}");
     }
@@ -206,7 +222,9 @@ mod tests {
             ),
             ("", None, "us-east-1")
         );
-        assert_eq!(config.session_token, None);
+        assert_eq!(config.keys.unwrap().session_token, None);
+        let chain = S3Config::parse("s3://bucket", env(&[])).unwrap();
+        assert!(chain.keys.is_none(), "no keys: the credential chain");
         let mut vars = KEYS.to_vec();
         vars.push(("AWS_DEFAULT_REGION", "ap-south-1"));
         let config = S3Config::parse("s3://bucket/", env(&vars)).unwrap();
@@ -257,8 +275,15 @@ mod tests {
             let message = error(&format!("s3://b?endpoint={endpoint}"), KEYS);
             assert!(message.contains("endpoint"), "{endpoint}: {message}");
         }
-        assert!(error("s3://b", &[]).contains("AWS_ACCESS_KEY_ID"));
+        assert!(
+            error("s3://b", &[("AWS_SECRET_ACCESS_KEY", "SK")])
+                .contains("without AWS_ACCESS_KEY_ID")
+        );
         assert!(error("s3://b", &[("AWS_ACCESS_KEY_ID", "AK")]).contains("AWS_SECRET_ACCESS_KEY"));
+        assert!(
+            error("s3://b", &[("AWS_ENDPOINT_URL_STS", "sts.local")])
+                .contains("AWS_ENDPOINT_URL_STS")
+        );
         assert!(
             error(
                 "s3://b",

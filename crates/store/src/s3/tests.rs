@@ -226,7 +226,10 @@ async fn presigned_get_works_and_refuses_tampering() {
     let s3 = client();
     let body = pattern(3000, 9);
     s3.put_object("shared/a b.bin", body.clone()).await.unwrap();
-    let url = s3.presign_get("shared/a b.bin", Duration::from_secs(300));
+    let url = s3
+        .presign_get("shared/a b.bin", Duration::from_secs(300))
+        .await
+        .unwrap();
     assert!(url.contains("X-Amz-Expires=300"), "{url}");
     let response = reqwest::get(&url).await.unwrap();
     assert_eq!(response.status(), 200);
@@ -243,7 +246,12 @@ async fn presigned_get_works_and_refuses_tampering() {
 #[tokio::test]
 async fn a_wrong_secret_key_is_refused() {
     let mut config = config();
-    config.secret_key.push('x');
+    config
+        .keys
+        .as_mut()
+        .expect("the test server's keys")
+        .secret_key
+        .push('x');
     let error = S3Client::new(config)
         .unwrap()
         .head_bucket()
@@ -327,23 +335,30 @@ async fn the_server_checks_content_md5() {
     // Only the answer is checked: s3s-fs 0.14.1 keeps the bytes it refused.
 }
 
-#[test]
-fn describe_and_addressing_without_a_server() {
+#[tokio::test]
+async fn describe_and_addressing_without_a_server() {
     let config = |endpoint: Option<&str>, prefix: &str| S3Config {
         bucket: "bkt".into(),
         prefix: prefix.into(),
         endpoint: endpoint.map(str::to_string),
         region: "eu-west-3".into(),
-        access_key: "AK".into(),
-        secret_key: "SECRET".into(),
-        session_token: Some("TOKEN".into()),
+        keys: Some(Keys {
+            access_key: "AK".into(),
+            secret_key: "SECRET".into(),
+            session_token: Some("TOKEN".into()),
+        }),
+        ca_bundle: None,
+        sts_endpoint: None,
     };
     let path_style = S3Client::new(config(Some("http://127.0.0.1:9000"), "a/b")).unwrap();
     assert_eq!(
         path_style.describe(),
         "s3://bkt/a/b at http://127.0.0.1:9000"
     );
-    let url = path_style.presign_get("c d/e", Duration::from_secs(30));
+    let url = path_style
+        .presign_get("c d/e", Duration::from_secs(30))
+        .await
+        .unwrap();
     assert!(
         url.starts_with("http://127.0.0.1:9000/bkt/a/b/c%20d/e?X-Amz-Algorithm="),
         "{url}"
@@ -356,7 +371,10 @@ fn describe_and_addressing_without_a_server() {
         aws.describe(),
         "s3://bkt at https://bkt.s3.eu-west-3.amazonaws.com"
     );
-    let url = aws.presign_get("k", Duration::from_secs(30 * 24 * 3600));
+    let url = aws
+        .presign_get("k", Duration::from_secs(30 * 24 * 3600))
+        .await
+        .unwrap();
     assert!(
         url.starts_with("https://bkt.s3.eu-west-3.amazonaws.com/k?"),
         "{url}"
@@ -422,4 +440,38 @@ async fn server_failures_are_retried_and_refusals_are_not() {
         "{error}"
     );
     assert_eq!(server.await.unwrap(), 1);
+}
+
+#[test]
+fn throttled_and_failed_requests_back_off_with_jitter() {
+    let status = |status: u16, code: &str| S3Error::Status {
+        status,
+        code: code.into(),
+        message: String::new(),
+    };
+    let slow_down = status(503, "SlowDown");
+    let mut seen = std::collections::HashSet::new();
+    for _ in 0..200 {
+        let first = retry_pause(&slow_down, true, 1).unwrap();
+        let second = retry_pause(&slow_down, true, 2).unwrap();
+        assert!(first <= THROTTLED_PAUSE && second <= THROTTLED_PAUSE * 2);
+        seen.insert(first.as_millis() / 50);
+        assert!(retry_pause(&status(429, "TooManyRequests"), false, 1).unwrap() <= THROTTLED_PAUSE);
+        assert!(retry_pause(&status(500, "InternalError"), true, 1).unwrap() <= RETRY_PAUSE);
+    }
+    assert!(seen.len() > 5, "the pauses are spread out: {seen:?}");
+    assert!(retry_pause(&slow_down, true, 30).unwrap() <= MAX_PAUSE);
+    assert_eq!(retry_pause(&status(403, "AccessDenied"), true, 1), None);
+    assert_eq!(retry_pause(&status(404, "NoSuchKey"), true, 1), None);
+    let broken = S3Error::Transport("reset".into());
+    assert!(retry_pause(&broken, true, 1).is_some());
+    assert_eq!(
+        retry_pause(&broken, false, 1),
+        None,
+        "a POST may have been done"
+    );
+    assert_eq!(
+        retry_pause(&S3Error::Credentials("none".into()), true, 1),
+        None
+    );
 }

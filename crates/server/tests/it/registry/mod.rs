@@ -7,6 +7,7 @@ mod instances;
 mod integrity;
 mod jobs;
 mod object_store;
+mod outbound;
 mod protocol;
 mod proxy_cache;
 mod signed_pulls;

@@ -4,6 +4,8 @@
 mod app;
 mod certs;
 mod docker_registry;
+mod forward_proxy;
+mod moto;
 mod request;
 mod served;
 
@@ -13,6 +15,8 @@ pub use app::{
 };
 pub use certs::{Purpose, TestCa};
 pub use docker_registry::{DockerRegistry, PeerOptions};
+pub use forward_proxy::ForwardProxy;
+pub use moto::Moto;
 pub use request::TestResponse;
 pub use served::{BERTH_BIN, RefusedPort, ServedBerth, free_port};
 

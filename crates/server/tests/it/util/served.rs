@@ -123,6 +123,8 @@ pub struct ServedBerth {
     stdout: Receiver<String>,
     /// The lines taken from `stdout` so far.
     printed: Mutex<Vec<String>>,
+    /// Its log, as it goes.
+    stderr: Arc<Stderr>,
 }
 
 impl ServedBerth {
@@ -202,6 +204,7 @@ impl ServedBerth {
                             port,
                             stdout,
                             printed: Mutex::default(),
+                            stderr,
                         };
                     }
                 }
@@ -264,6 +267,11 @@ impl ServedBerth {
         let mut printed = std::mem::take(&mut *self.printed.lock().unwrap());
         printed.extend(self.stdout.iter());
         (code, printed)
+    }
+
+    /// The last lines of its log (standard error) so far.
+    pub fn log(&self) -> String {
+        self.stderr.text()
     }
 
     /// Kills the process without warning (a crash).

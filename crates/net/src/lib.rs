@@ -1,0 +1,50 @@
+//! Outbound HTTP connections, the same for every client Berth has (S3 and its
+//! credential services, upstream registries, identity providers): through the
+//! forward proxy that `HTTPS_PROXY`, `HTTP_PROXY` and `ALL_PROXY` name unless
+//! `NO_PROXY` exempts the host (curl's rules, read once at start by hyper-util's
+//! matcher), TLS by rustls with ring, trusting what [`Trust`] says.
+
+mod proxy;
+mod tls;
+
+pub use proxy::{Connector, Stream};
+pub use tls::{Trust, any_certificate_config, ca_roots};
+
+use std::time::Duration;
+
+use hyper_rustls::HttpsConnector;
+use hyper_util::client::legacy::connect::HttpConnector;
+
+/// How long establishing a TCP connection may take.
+pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// A connector for `http://` and `https://` URLs (HTTP/1.1), through the
+/// environment's proxies, trusting `trust` for the servers' certificates.
+pub fn https_connector(trust: Trust) -> Result<HttpsConnector<Connector>, String> {
+    let builder = hyper_rustls::HttpsConnectorBuilder::new();
+    let builder = match trust {
+        Trust::Platform => builder
+            .with_provider_and_platform_verifier(tls::provider())
+            .map_err(|e| format!("TLS set-up: {e}"))?,
+        trust => builder.with_tls_config(trust.client_config()?),
+    };
+    Ok(builder
+        .https_or_http()
+        .enable_http1()
+        .wrap_connector(Connector::from_env(tcp_connector())))
+}
+
+/// The TCP connector under every client: [`CONNECT_TIMEOUT`], no Nagle delay.
+pub fn tcp_connector() -> HttpConnector {
+    let mut connector = HttpConnector::new();
+    connector.enforce_http(false);
+    connector.set_connect_timeout(Some(CONNECT_TIMEOUT));
+    connector.set_nodelay(true);
+    connector
+}
+
+/// One line for the log naming the proxies the environment sets (without
+/// their credentials), or `None` when it sets none.
+pub fn proxies_in_use() -> Option<String> {
+    proxy::describe_env(|name| std::env::var(name).ok())
+}
