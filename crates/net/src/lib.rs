@@ -21,6 +21,19 @@ pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// A connector for `http://` and `https://` URLs (HTTP/1.1), through the
 /// environment's proxies, trusting `trust` for the servers' certificates.
 pub fn https_connector(trust: Trust) -> Result<HttpsConnector<Connector>, String> {
+    https_connector_over(trust, Connector::from_env(tcp_connector()))
+}
+
+/// [`https_connector`] that never goes through a proxy: for services only the
+/// host reaches (EC2 instance metadata, the ECS and EKS credential agents).
+pub fn direct_connector(trust: Trust) -> Result<HttpsConnector<Connector>, String> {
+    https_connector_over(trust, Connector::direct(tcp_connector()))
+}
+
+fn https_connector_over(
+    trust: Trust,
+    connector: Connector,
+) -> Result<HttpsConnector<Connector>, String> {
     let builder = hyper_rustls::HttpsConnectorBuilder::new();
     let builder = match trust {
         Trust::Platform => builder
@@ -31,7 +44,7 @@ pub fn https_connector(trust: Trust) -> Result<HttpsConnector<Connector>, String
     Ok(builder
         .https_or_http()
         .enable_http1()
-        .wrap_connector(Connector::from_env(tcp_connector())))
+        .wrap_connector(connector))
 }
 
 /// The TCP connector under every client: [`CONNECT_TIMEOUT`], no Nagle delay.

@@ -50,6 +50,14 @@ impl Connector {
             proxies: Arc::new(Matcher::from_env()),
         }
     }
+
+    /// Over `tcp`, never through a proxy (link-local credential services).
+    pub fn direct(tcp: HttpConnector) -> Self {
+        Self {
+            tcp,
+            proxies: Arc::new(Matcher::builder().build()),
+        }
+    }
 }
 
 /// A TCP connection, to the destination or to a proxy that forwards requests.

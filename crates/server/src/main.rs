@@ -128,6 +128,9 @@ async fn serve(settings: &Settings) -> anyhow::Result<()> {
     tokio::spawn(berth::events::sweep(state.clone()));
     tokio::spawn(berth::workers::run(state.clone(), settings.job_lease()));
     tracing::info!(%addr, backend = ?state.store.backend(), tls = tls.is_some(), "berth is listening");
+    if let Some(proxies) = berth_net::proxies_in_use() {
+        tracing::info!(%proxies, "outbound HTTP goes through the proxies the environment names");
+    }
     berth::serve::serve(
         listener,
         app::build_with(state.clone(), &metrics),

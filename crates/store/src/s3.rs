@@ -197,7 +197,7 @@ impl S3Client {
             None => Credentials::Chain(Chain::new(AwsChain::new(
                 http.clone(),
                 config.sts_endpoint.clone(),
-            ))),
+            )?)),
         };
         let (origin, bucket_path) = match &config.endpoint {
             Some(endpoint) => (

@@ -7,8 +7,10 @@
 //! [`REFRESH_AHEAD`] before, in the background while the current ones still
 //! sign; a request waits only for keys that are missing or expired.
 //!
-//! The chain's own HTTP requests (STS, ECS, IMDS) go out through the S3
-//! client's connections, so proxies and `AWS_CA_BUNDLE` apply to them too;
+//! The chain's own HTTP requests to STS go out through the S3 client's
+//! connections, so proxies and `AWS_CA_BUNDLE` apply to them too; those to
+//! link-local agents (EC2 instance metadata, the ECS and EKS Pod Identity
+//! credential endpoints) never go through a proxy;
 //! `AWS_ENDPOINT_URL_STS` sends STS calls to another endpoint (a VPC endpoint,
 //! or an S3-compatible server's own STS).
 
@@ -21,6 +23,7 @@ use http_body_util::{BodyExt, Full, Limited};
 use hyper::Uri;
 use hyper_rustls::HttpsConnector;
 use hyper_util::client::legacy::Client;
+use hyper_util::rt::TokioExecutor;
 use reqsign_aws_core::{Credential, DefaultCredentialProvider};
 use reqsign_core::{
     CommandExecute, CommandOutput, Context, FileRead, HttpSend, OsEnv, ProvideCredential,
@@ -94,16 +97,23 @@ impl AwsChain {
     pub fn new(
         http: Client<HttpsConnector<berth_net::Connector>, Full<Bytes>>,
         sts_endpoint: Option<String>,
-    ) -> Self {
+    ) -> Result<Self, S3Error> {
+        let direct = Client::builder(TokioExecutor::new()).build(
+            berth_net::direct_connector(berth_net::Trust::Platform).map_err(S3Error::Setup)?,
+        );
         let context = Context::new()
             .with_env(OsEnv)
             .with_file_read(Files)
             .with_command_execute(Commands)
-            .with_http_send(Services { http, sts_endpoint });
-        Self {
+            .with_http_send(Services {
+                http,
+                direct,
+                sts_endpoint,
+            });
+        Ok(Self {
             provider: DefaultCredentialProvider::new(),
             context,
-        }
+        })
     }
 }
 
@@ -263,6 +273,8 @@ impl CommandExecute for Commands {
 /// The chain's requests to STS, ECS and instance metadata.
 struct Services {
     http: Client<HttpsConnector<berth_net::Connector>, Full<Bytes>>,
+    /// For link-local hosts: no proxy.
+    direct: Client<HttpsConnector<berth_net::Connector>, Full<Bytes>>,
     sts_endpoint: Option<String>,
 }
 
@@ -290,10 +302,15 @@ impl HttpSend for Services {
         } else {
             SERVICE_TIMEOUT
         };
+        let client = if parts.uri.host().is_some_and(is_link_local) {
+            &self.direct
+        } else {
+            &self.http
+        };
         let uri = parts.uri.clone();
         let request = hyper::Request::from_parts(parts, Full::new(body));
         let exchange = async {
-            let response = self.http.request(request).await.map_err(|e| {
+            let response = client.request(request).await.map_err(|e| {
                 reqsign_core::Error::unexpected(format!("{uri}: {e}")).set_retryable(true)
             })?;
             let (parts, body) = response.into_parts();
@@ -323,6 +340,19 @@ fn is_sts_host(host: &str) -> bool {
 /// EC2 instance metadata's addresses.
 fn is_metadata_host(host: &str) -> bool {
     host == "169.254.169.254" || host == "[fd00:ec2::254]"
+}
+
+/// A link-local address (`169.254.0.0/16`, `fe80::/10`, EC2's `fd00:ec2::254`):
+/// reachable from this host only, never through a proxy.
+fn is_link_local(host: &str) -> bool {
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    match host.parse::<std::net::IpAddr>() {
+        Ok(std::net::IpAddr::V4(ip)) => ip.is_link_local(),
+        Ok(std::net::IpAddr::V6(ip)) => {
+            (ip.segments()[0] & 0xffc0) == 0xfe80 || host == "fd00:ec2::254"
+        }
+        Err(_) => false,
+    }
 }
 
 /// `uri`'s path and query at `endpoint` (`http(s)://HOST[:PORT]`).
@@ -402,6 +432,16 @@ mod tests {
         assert_eq!(chain.keys().await.unwrap().access_key, "AK1");
         assert_eq!(chain.keys().await.unwrap().access_key, "AK2");
         assert_eq!(chain.keys().await.unwrap().access_key, "AK3");
+    }
+
+    #[test]
+    fn credential_agents_are_reached_directly() {
+        assert!(is_link_local("169.254.169.254"));
+        assert!(is_link_local("169.254.170.23"));
+        assert!(is_link_local("[fd00:ec2::254]"));
+        assert!(is_link_local("[fe80::1]"));
+        assert!(!is_link_local("127.0.0.1"));
+        assert!(!is_link_local("sts.amazonaws.com"));
     }
 
     #[test]

@@ -117,7 +117,7 @@ are given: each pod would keep its own SQLite file, blobs and keys, and pushes w
 {{- if lt $replicas 0 }}
 {{- fail (printf "berth: replicaCount must be 0 or more, not %d" $replicas) }}
 {{- end }}
-{{- $s3Creds := or .Values.s3.existingSecret (include "berth.irsa" .) }}
+{{- $s3Creds := or .Values.s3.existingSecret (include "berth.irsa" .) .Values.s3.ambientCredentials }}
 {{- if gt $replicas 1 }}
 {{- $missing := list }}
 {{- if not .Values.postgresql.existingSecret }}
@@ -127,7 +127,7 @@ are given: each pod would keep its own SQLite file, blobs and keys, and pushes w
 {{- $missing = append $missing "s3.bucket (with s3.endpoint and s3.region for a non-AWS store)" }}
 {{- end }}
 {{- if not $s3Creds }}
-{{- $missing = append $missing (printf "s3.existingSecret (a Secret with keys %q and %q), or the IRSA annotation eks.amazonaws.com/role-arn in serviceAccount.annotations" .Values.s3.accessKeyIdKey .Values.s3.secretAccessKeyKey) }}
+{{- $missing = append $missing (printf "s3.existingSecret (a Secret with keys %q and %q), or the IRSA annotation eks.amazonaws.com/role-arn in serviceAccount.annotations, or s3.ambientCredentials=true (EKS Pod Identity, an instance profile)" .Values.s3.accessKeyIdKey .Values.s3.secretAccessKeyKey) }}
 {{- end }}
 {{- if not .Values.secrets.existingSecret }}
 {{- $missing = append $missing (printf "secrets.existingSecret (a Secret with keys %q, %q and %q, the same for every replica)" .Values.secrets.masterKeyKey .Values.secrets.jwtSecretKey .Values.secrets.configSecretKeyKey) }}
@@ -137,7 +137,7 @@ are given: each pod would keep its own SQLite file, blobs and keys, and pushes w
 {{- end }}
 {{- end }}
 {{- if and .Values.s3.bucket (not $s3Creds) }}
-{{- fail "\n\nberth: s3.bucket is set but no credentials are: set s3.existingSecret (access key id and secret access key), or annotate the service account with eks.amazonaws.com/role-arn (IRSA)." }}
+{{- fail "\n\nberth: s3.bucket is set but no credentials are: set s3.existingSecret (access key id and secret access key), or annotate the service account with eks.amazonaws.com/role-arn (IRSA), or set s3.ambientCredentials=true when the pod gets credentials otherwise (EKS Pod Identity, the node instance profile)." }}
 {{- end }}
 {{- if and .Values.tls.enabled (not .Values.tls.existingSecret) }}
 {{- fail "\n\nberth: tls.enabled needs tls.existingSecret (a kubernetes.io/tls Secret)." }}
