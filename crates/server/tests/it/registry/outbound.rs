@@ -225,3 +225,38 @@ async fn plain_http_requests_are_forwarded_by_the_proxy() {
         "S3 in absolute form: {requests:?}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn keys_from_a_shared_profile() {
+    let work = tempfile::tempdir().unwrap();
+    let work = work.path();
+    let blob_store = s3_blob_store_url().await;
+    let key = |name: &str| std::env::var(name).expect("the suite's S3 keys");
+    let credentials = work.join("credentials");
+    std::fs::write(
+        &credentials,
+        format!(
+            "[default]\naws_access_key_id = wrong\naws_secret_access_key = wrong\n\n\
+             [registry]\naws_access_key_id = {}\naws_secret_access_key = {}\n",
+            key("AWS_ACCESS_KEY_ID"),
+            key("AWS_SECRET_ACCESS_KEY")
+        ),
+    )
+    .unwrap();
+    let profile = |name: &str| {
+        vec![
+            (
+                "AWS_SHARED_CREDENTIALS_FILE",
+                credentials.display().to_string(),
+            ),
+            ("AWS_PROFILE", name.to_string()),
+        ]
+    };
+    let server =
+        ServedBerth::start(|_| berth(work, "data", &blob_store, &profile("registry"))).await;
+    let ready = reqwest::get(server.url("/readyz")).await.unwrap();
+    assert_eq!(ready.status(), 200, "{}", server.log());
+    drop(server);
+    let (refused, said) = start_refused(berth(work, "other", &blob_store, &profile("default")));
+    assert!(refused, "the default profile's keys are wrong: {said}");
+}
