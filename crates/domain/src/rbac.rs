@@ -96,6 +96,8 @@ pub enum Resource {
     Robot,
     /// The project's tag retention policy and its runs.
     TagRetention,
+    /// The project's webhook policies and their executions.
+    NotificationPolicy,
 }
 
 impl Resource {
@@ -116,6 +118,7 @@ impl Resource {
             Self::ImmutableTag => "immutable-tag",
             Self::Robot => "robot",
             Self::TagRetention => "tag-retention",
+            Self::NotificationPolicy => "notification-policy",
         }
     }
 }
@@ -190,6 +193,8 @@ pub fn role_allows(role: Role, resource: Resource, action: Action) -> bool {
         (Robot, Read | List) => not_limited,
         (Robot, Create | Update | Delete) => pa,
         (TagRetention, _) => pa_m_d,
+        (NotificationPolicy, List | Read) => pa_m,
+        (NotificationPolicy, Create | Update | Delete) => pa,
         _ => false,
     }
 }

@@ -56,6 +56,22 @@ pub fn tcp_connector() -> HttpConnector {
     connector
 }
 
+/// An error and its causes, `: `-separated, each cause once (hyper's own
+/// error says only "client error"; the cause says what failed).
+pub fn error_chain(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut out = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        let text = cause.to_string();
+        if !out.contains(&text) {
+            out.push_str(": ");
+            out.push_str(&text);
+        }
+        source = cause.source();
+    }
+    out
+}
+
 /// One line for the log naming the proxies the environment sets (without
 /// their credentials), or `None` when it sets none.
 pub fn proxies_in_use() -> Option<String> {

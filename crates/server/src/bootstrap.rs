@@ -156,6 +156,8 @@ pub fn build_state(
     rest: RestServices,
     signin: SignInSettings,
 ) -> AppState {
+    let webhooks = crate::outbound::WebhookSender::new()
+        .expect("the webhook clients' TLS set-up (ring, platform roots)");
     AppState::new(Inner {
         store,
         tokens: TokenKeys::new(jwt_secret, jwt_expires_in),
@@ -175,6 +177,7 @@ pub fn build_state(
         ),
         audit_queue: crate::audit::AuditQueue::default(),
         events: crate::events::Dispatcher::default(),
+        webhooks,
         metrics: crate::metrics::Metrics::new(),
         configuration: TimedCache::new(crate::state::CONFIGURATION_TIMES, 1),
         roles: crate::kept::Kept::new(crate::state::KEPT_ROLES),

@@ -1,5 +1,6 @@
 //! Hands the store's domain events (`berth_store::repo::events`) to their
-//! subscribers; the audit log is the first ([`crate::audit::AuditQueue::deliver_events`]).
+//! subscribers: the audit log ([`crate::audit::AuditQueue::deliver_events`])
+//! and the webhooks ([`crate::service::webhooks::hand_off`]).
 //!
 //! A change's own transaction writes its event, so an acknowledged change
 //! always has one, a crash right after it included. The dispatcher delivers
@@ -50,8 +51,9 @@ impl AppState {
     }
 }
 
-/// Delivers every pending event to every subscriber.
-async fn deliver(state: &AppState) {
+/// Delivers every pending event to every subscriber (what the dispatcher
+/// and the sweep run; tests call it to deliver at once).
+pub async fn deliver(state: &AppState) {
     let config = match state.configuration().await {
         Ok(config) => config,
         Err(err) => {
@@ -65,6 +67,10 @@ async fn deliver(state: &AppState) {
         .await
     {
         tracing::warn!(error = %err, "delivering events to the audit log failed; they wait for the next try");
+    }
+    let notifications = config.flag("notification_enable");
+    if let Err(err) = crate::service::webhooks::hand_off(state, notifications).await {
+        tracing::warn!(error = %err, "handing events to the webhooks failed; they wait for the next try");
     }
 }
 

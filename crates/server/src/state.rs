@@ -42,6 +42,8 @@ pub struct Inner {
     pub audit_queue: crate::audit::AuditQueue,
     /// Delivers the store's domain events to their subscribers.
     pub events: crate::events::Dispatcher,
+    /// Sends webhook payloads to their receivers.
+    pub webhooks: crate::outbound::WebhookSender,
     /// What `/metrics` reports.
     pub metrics: crate::metrics::Metrics,
     /// The configuration in effect, as last read (see [`AppState::configuration`]).

@@ -10,7 +10,7 @@ use serde_json::Value;
 use time::OffsetDateTime;
 use tokio::sync::watch;
 
-use crate::service::{audit_purge, gc, retention};
+use crate::service::{audit_purge, gc, retention, webhooks};
 use crate::state::AppState;
 
 /// How long a task is held without a renewal before another instance may
@@ -24,10 +24,12 @@ pub const HEARTBEAT: Duration = Duration::from_secs(10);
 const TICK: Duration = Duration::from_secs(1);
 
 /// The job types this instance runs.
-pub const KINDS: [&str; 3] = [
+pub const KINDS: [&str; 5] = [
     gc::VENDOR_TYPE,
     retention::RETENTION,
     audit_purge::VENDOR_TYPE,
+    webhooks::WEBHOOK,
+    webhooks::SLACK_VENDOR,
 ];
 
 /// This instance's name as a task's owner: its host and process.
@@ -116,6 +118,7 @@ async fn run_task(state: &AppState, owner: &str, task: &Task, lease: Duration) -
             gc::VENDOR_TYPE => gc::run_scheduled(state).await,
             retention::RETENTION => retention::run_task(state, task).await,
             audit_purge::VENDOR_TYPE => audit_purge::run_task(state, task).await,
+            webhooks::WEBHOOK | webhooks::SLACK_VENDOR => webhooks::deliver(state, task).await,
             other => Err(format!("no worker runs {other} jobs")),
         }
     };

@@ -11,6 +11,7 @@ pub mod registry;
 pub mod retention;
 pub mod robot;
 pub mod user;
+pub mod webhook;
 
 pub use article::Article;
 pub use configuration::{ConfigValue, Configuration};

@@ -12,6 +12,7 @@ pub(crate) mod repositories;
 pub(crate) mod systeminfo;
 pub(crate) mod tags;
 pub(crate) mod users;
+mod webhooks;
 
 pub(crate) mod configurations;
 mod jobservice;
@@ -73,6 +74,7 @@ pub fn routes() -> Routes {
         .merge(labels::routes())
         .merge(gc::routes())
         .merge(retentions::routes())
+        .merge(webhooks::routes())
         .merge(purge::routes())
         .merge(jobservice::routes())
         .map_router(|router| {

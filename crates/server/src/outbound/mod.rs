@@ -1,10 +1,12 @@
 //! What the server talks to beyond its clients, and the settings for it: the
 //! mail server (password-reset e-mails), identity providers (third-party
-//! sign-in) and the browsers' origins the generator-rest API answers (CORS).
+//! sign-in), webhook receivers, and the browsers' origins the generator-rest
+//! API answers (CORS).
 //! Held by the application state, below the surfaces.
 
 mod http;
 mod mail;
+mod webhook;
 
 use std::sync::Arc;
 
@@ -17,6 +19,7 @@ use crate::page_cache::PageCache;
 
 pub use http::{FetchError, HttpClient};
 pub use mail::Mailer;
+pub use webhook::WebhookSender;
 
 /// How the generator-rest API is configured.
 #[derive(Debug, Clone)]

@@ -22,3 +22,4 @@ pub mod retention;
 pub mod robots;
 pub mod statistics;
 pub mod users;
+pub mod webhooks;

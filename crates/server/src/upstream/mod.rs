@@ -69,18 +69,6 @@ struct Upstream {
     client: Client<HttpsConnector<berth_net::Connector>, Empty<Bytes>>,
 }
 
-/// The text of an error and its causes (hyper's own says only "client error").
-fn describe(err: &(dyn std::error::Error + 'static)) -> String {
-    let mut text = err.to_string();
-    let mut source = err.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
-}
-
 /// `scheme://authority` of an absolute URL.
 fn origin(url: &str) -> &str {
     let after_scheme = url.find("://").map_or(0, |i| i + 3);
@@ -145,7 +133,7 @@ impl Upstream {
                 .client
                 .request(request)
                 .await
-                .map_err(|e| Unhealthy(format!("{url}: {}", describe(&e))))?;
+                .map_err(|e| Unhealthy(format!("{url}: {}", berth_net::error_chain(&e))))?;
             let status = response.status();
             let (parts, body) = response.into_parts();
             if status.is_redirection()

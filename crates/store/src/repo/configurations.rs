@@ -112,6 +112,7 @@ impl Configurations<'_> {
                 project_id: None,
                 resource: names.join(","),
                 actor: by.to_string(),
+                digest: None,
             };
             events::record(&mut tx, &event).await?;
         }

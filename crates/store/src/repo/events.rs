@@ -18,6 +18,8 @@ use crate::repo::registry::placeholders;
 
 /// The audit log's name among the subscribers.
 pub const AUDIT: &str = "audit";
+/// The webhooks' name among the subscribers (migration 0024).
+pub const WEBHOOK: &str = "webhook";
 
 /// An artifact was pushed (its manifest stored by a client's PUT).
 pub const ARTIFACT_PUSHED: &str = "artifact.pushed";
@@ -63,6 +65,8 @@ pub struct NewEvent {
     pub resource: String,
     /// Who changed it.
     pub actor: String,
+    /// The digest of the artifact it is about (a push's), if any.
+    pub digest: Option<String>,
 }
 
 /// A stored event.
@@ -80,6 +84,8 @@ pub struct Event {
     pub actor: String,
     /// When (store timestamp).
     pub occurred_at: String,
+    /// The digest of the artifact it is about (a push's), if any.
+    pub digest: Option<String>,
 }
 
 /// Access to events.
@@ -95,13 +101,14 @@ impl Store {
 /// Writes `event` on `conn`, inside the transaction of the change it tells of.
 pub(crate) async fn record(conn: &mut sqlx::AnyConnection, event: &NewEvent) -> StoreResult<()> {
     sqlx::query(
-        "INSERT INTO events (kind, project_id, resource, actor, occurred_at) VALUES ($1, $2, $3, $4, $5)",
+        "INSERT INTO events (kind, project_id, resource, actor, occurred_at, digest) VALUES ($1, $2, $3, $4, $5, $6)",
     )
     .bind(event.kind)
     .bind(event.project_id)
     .bind(&event.resource)
     .bind(&event.actor)
     .bind(time::now())
+    .bind(&event.digest)
     .execute(&mut *conn)
     .await?;
     Ok(())
@@ -117,17 +124,18 @@ pub(crate) async fn record_all(
         let values = (0..chunk.len())
             .map(|i| {
                 format!(
-                    "(${}, ${}, ${}, ${}, $1)",
-                    i * 4 + 2,
-                    i * 4 + 3,
-                    i * 4 + 4,
-                    i * 4 + 5
+                    "(${}, ${}, ${}, ${}, $1, ${})",
+                    i * 5 + 2,
+                    i * 5 + 3,
+                    i * 5 + 4,
+                    i * 5 + 5,
+                    i * 5 + 6
                 )
             })
             .collect::<Vec<_>>()
             .join(", ");
         let sql = format!(
-            "INSERT INTO events (kind, project_id, resource, actor, occurred_at) VALUES {values}"
+            "INSERT INTO events (kind, project_id, resource, actor, occurred_at, digest) VALUES {values}"
         );
         let mut query = sqlx::query(sqlx::AssertSqlSafe(sql)).bind(&now);
         for event in chunk {
@@ -135,10 +143,65 @@ pub(crate) async fn record_all(
                 .bind(event.kind)
                 .bind(event.project_id)
                 .bind(&event.resource)
-                .bind(&event.actor);
+                .bind(&event.actor)
+                .bind(&event.digest);
         }
         query.execute(&mut *conn).await?;
     }
+    Ok(())
+}
+
+/// Takes up to `limit` of `subscriber`'s pending events, oldest first, in
+/// `tx` (on PostgreSQL locked with `SKIP LOCKED`: another instance takes others).
+pub(crate) async fn take(
+    store: &Store,
+    tx: &mut sqlx::Transaction<'static, sqlx::Any>,
+    subscriber: &str,
+    limit: i64,
+) -> StoreResult<Vec<Event>> {
+    let locking = match store.locking(Locking::Update) {
+        "" => "",
+        _ => " FOR UPDATE OF d SKIP LOCKED",
+    };
+    Ok(sqlx::query_as(sqlx::AssertSqlSafe(format!(
+        "SELECT e.id, e.kind, e.project_id, e.resource, e.actor, e.occurred_at, e.digest \
+         FROM event_deliveries d JOIN events e ON e.id = d.event_id \
+         WHERE d.subscriber = $1 ORDER BY d.event_id LIMIT $2{locking}"
+    )))
+    .bind(subscriber)
+    .bind(limit)
+    .fetch_all(&mut **tx)
+    .await?)
+}
+
+/// Removes `subscriber`'s deliveries of `events` in `tx`, and the events no
+/// other subscriber has still to receive.
+pub(crate) async fn delivered(
+    tx: &mut sqlx::Transaction<'static, sqlx::Any>,
+    subscriber: &str,
+    events: &[Event],
+) -> StoreResult<()> {
+    if events.is_empty() {
+        return Ok(());
+    }
+    let ids = placeholders(2, events.len());
+    let delivered =
+        format!("DELETE FROM event_deliveries WHERE subscriber = $1 AND event_id IN ({ids})");
+    let mut query = sqlx::query(sqlx::AssertSqlSafe(delivered)).bind(subscriber);
+    for event in events {
+        query = query.bind(event.id);
+    }
+    query.execute(&mut **tx).await?;
+    let done = format!(
+        "DELETE FROM events WHERE id IN ({}) AND NOT EXISTS \
+         (SELECT 1 FROM event_deliveries d WHERE d.event_id = events.id)",
+        placeholders(1, events.len())
+    );
+    let mut query = sqlx::query(sqlx::AssertSqlSafe(done));
+    for event in events {
+        query = query.bind(event.id);
+    }
+    query.execute(&mut **tx).await?;
     Ok(())
 }
 
@@ -154,6 +217,7 @@ pub(crate) fn artifact_deleted(
         project_id: Some(project_id),
         resource: format!("{repository}@{digest}"),
         actor: by.to_string(),
+        digest: None,
     }
 }
 
@@ -168,42 +232,13 @@ impl Events<'_> {
         entries: impl FnOnce(&[Event]) -> Vec<NewAuditLog>,
     ) -> StoreResult<Vec<Event>> {
         let mut tx = self.0.begin_write().await?;
-        let locking = match self.0.locking(Locking::Update) {
-            "" => "",
-            _ => " FOR UPDATE OF d SKIP LOCKED",
-        };
-        let events: Vec<Event> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
-            "SELECT e.id, e.kind, e.project_id, e.resource, e.actor, e.occurred_at \
-             FROM event_deliveries d JOIN events e ON e.id = d.event_id \
-             WHERE d.subscriber = $1 ORDER BY d.event_id LIMIT $2{locking}"
-        )))
-        .bind(AUDIT)
-        .bind(limit)
-        .fetch_all(&mut *tx)
-        .await?;
+        let events = take(self.0, &mut tx, AUDIT, limit).await?;
         if events.is_empty() {
             tx.rollback().await?;
             return Ok(events);
         }
         audit_logs::insert(&mut tx, self.0.backend(), &entries(&events)).await?;
-        let ids = placeholders(2, events.len());
-        let delivered =
-            format!("DELETE FROM event_deliveries WHERE subscriber = $1 AND event_id IN ({ids})");
-        let mut query = sqlx::query(sqlx::AssertSqlSafe(delivered)).bind(AUDIT);
-        for event in &events {
-            query = query.bind(event.id);
-        }
-        query.execute(&mut *tx).await?;
-        let done = format!(
-            "DELETE FROM events WHERE id IN ({}) AND NOT EXISTS \
-             (SELECT 1 FROM event_deliveries d WHERE d.event_id = events.id)",
-            placeholders(1, events.len())
-        );
-        let mut query = sqlx::query(sqlx::AssertSqlSafe(done));
-        for event in &events {
-            query = query.bind(event.id);
-        }
-        query.execute(&mut *tx).await?;
+        delivered(&mut tx, AUDIT, &events).await?;
         tx.commit().await?;
         Ok(events)
     }

@@ -273,8 +273,8 @@ async fn put_image(
     if event.is_some() {
         // The push's event, in the push's transaction (see `repo::events`).
         batch.push_str(
-            "INSERT INTO events (kind, project_id, resource, actor, occurred_at) \
-             VALUES ($19, $1, $20, $21, $4);\n",
+            "INSERT INTO events (kind, project_id, resource, actor, occurred_at, digest) \
+             VALUES ($19, $1, $20, $21, $4, $3);\n",
         );
     }
     batch.push_str(&format!(

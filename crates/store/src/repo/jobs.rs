@@ -192,7 +192,7 @@ const SCHEDULE_COLUMNS: &str = "id, vendor_type, vendor_id, schedule_type, cron,
 
 const TASK_COLUMNS: &str = "id, execution_id, vendor_type, status, status_message, parameters, \
      extra_attrs, attempts, max_attempts, owner, creation_time, start_time, update_time, end_time";
-const EXECUTION_COLUMNS: &str = "id, vendor_type, vendor_id, job_trigger, status, status_message, \
+pub(crate) const EXECUTION_COLUMNS: &str = "id, vendor_type, vendor_id, job_trigger, status, status_message, \
      extra_attrs, start_time, update_time, end_time";
 
 /// Access to jobs.
@@ -858,7 +858,7 @@ impl Jobs<'_> {
 }
 
 /// Creates an execution with its tasks in `tx` (see [`Jobs::create`]).
-async fn create_in(
+pub(crate) async fn create_in(
     tx: &mut sqlx::Transaction<'static, sqlx::Any>,
     new: &NewExecution,
     tasks: &[NewTask],

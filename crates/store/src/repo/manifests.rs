@@ -87,6 +87,7 @@ impl NewManifest {
                 None => format!("{}@{}", self.repository, self.digest),
             },
             actor,
+            digest: Some(self.digest.clone()),
         })
     }
 }
@@ -668,6 +669,7 @@ impl Registry<'_> {
             project_id: Some(project_id),
             resource: format!("{repository}:{tag}"),
             actor: by.to_string(),
+            digest: None,
         };
         events::record(&mut tx, &event).await?;
         tx.commit().await?;

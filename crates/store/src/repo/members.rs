@@ -205,6 +205,7 @@ impl MemberChange<'_> {
             project_id: Some(project_id),
             resource: format!("{}/members/{member_id}", self.project_name),
             actor: self.by.to_string(),
+            digest: None,
         }
     }
 }

@@ -38,3 +38,4 @@ pub(crate) mod sql;
 pub mod statistics;
 pub mod system_cve_allowlist;
 pub(crate) mod versioned;
+pub mod webhooks;

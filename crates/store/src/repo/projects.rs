@@ -643,6 +643,7 @@ impl Projects<'_> {
             project_id: Some(row.id),
             resource: new.name.clone(),
             actor: by.to_string(),
+            digest: None,
         };
         events::record(&mut tx, &event).await?;
         tx.commit().await?;
@@ -747,6 +748,7 @@ impl Projects<'_> {
             project_id: None,
             resource: name.map(|(name,)| name).unwrap_or_default(),
             actor: by.to_string(),
+            digest: None,
         };
         events::record(&mut tx, &event).await?;
         tx.commit().await?;

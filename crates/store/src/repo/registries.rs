@@ -349,5 +349,6 @@ fn registry_event(kind: &'static str, name: &str, by: &str) -> NewEvent {
         project_id: None,
         resource: name.to_string(),
         actor: by.to_string(),
+        digest: None,
     }
 }

@@ -223,6 +223,7 @@ impl Repositories<'_> {
             project_id: Some(project_id),
             resource: name,
             actor: by.to_string(),
+            digest: None,
         };
         crate::repo::events::record(&mut tx, &event).await?;
         tx.commit().await?;

@@ -368,6 +368,7 @@ impl RobotChange<'_> {
             project_id,
             resource: format!("{}{name}", self.prefix),
             actor: self.by.to_string(),
+            digest: None,
         }
     }
 }

@@ -115,20 +115,7 @@ pub(super) fn body_stream(
     ))
 }
 
-/// An error and its sources, `: `-separated.
-pub(super) fn chain(error: &(dyn std::error::Error + 'static)) -> String {
-    let mut out = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        let text = cause.to_string();
-        if !out.contains(&text) {
-            out.push_str(": ");
-            out.push_str(&text);
-        }
-        source = cause.source();
-    }
-    out
-}
+pub(super) use berth_net::error_chain as chain;
 
 /// Takes the objects of a listing page, keys made relative to the client's prefix.
 pub(super) fn parse_entries(

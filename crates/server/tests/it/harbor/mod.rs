@@ -26,3 +26,4 @@ mod signin_security;
 mod system;
 mod users;
 mod users_api;
+mod webhooks;

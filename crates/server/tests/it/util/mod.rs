@@ -6,6 +6,7 @@ mod certs;
 mod docker_registry;
 mod forward_proxy;
 mod moto;
+mod receiver;
 mod request;
 mod served;
 
@@ -17,6 +18,7 @@ pub use certs::{Purpose, TestCa};
 pub use docker_registry::{DockerRegistry, PeerOptions};
 pub use forward_proxy::ForwardProxy;
 pub use moto::Moto;
+pub use receiver::{Received, Receiver};
 pub use request::TestResponse;
 pub use served::{BERTH_BIN, RefusedPort, ServedBerth, free_port};
 

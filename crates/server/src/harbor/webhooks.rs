@@ -1,0 +1,427 @@
+//! Harbor's webhooks (`/projects/{p}/webhook/...`, the `webhook` tag):
+//! project administrators manage a project's policies; maintainers read
+//! them, their deliveries (executions with one task each) and the tasks' logs.
+
+use axum::extract::{Path, State};
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use berth_domain::model::webhook::{self, Policy};
+use berth_domain::rbac::{Action, Resource};
+use berth_domain::time::ZERO_TIME;
+use berth_store::repo::jobs::{Execution, Task};
+use serde_json::{Map, Value, json};
+
+use crate::error::{ApiError, HarborResult};
+use crate::extract::harbor::{HarborQuery, LaterJson, paged, path_int};
+use crate::harbor::projects::ProjectCaller;
+use crate::operations::{Routes, Surface};
+use crate::state::AppState;
+
+const BASE: &str = "/projects/{project_name_or_id}/webhook";
+
+pub(super) fn routes() -> Routes {
+    use axum::http::Method;
+    use axum::routing::{delete, get, post, put};
+    let policies = format!("{BASE}/policies");
+    let policy = format!("{policies}/{{webhook_policy_id}}");
+    let executions = format!("{policy}/executions");
+    let tasks = format!("{executions}/{{execution_id}}/tasks");
+    let log = format!("{tasks}/{{task_id}}/log");
+    // Harbor's operationIds of this tag start with a capital.
+    Routes::new(Surface::Harbor)
+        .named(
+            Method::GET,
+            &policies,
+            "ListWebhookPoliciesOfProject",
+            get(list_webhook_policies_of_project),
+        )
+        .named(
+            Method::POST,
+            &policies,
+            "CreateWebhookPolicyOfProject",
+            post(create_webhook_policy_of_project),
+        )
+        .named(
+            Method::GET,
+            &policy,
+            "GetWebhookPolicyOfProject",
+            get(get_webhook_policy_of_project),
+        )
+        .named(
+            Method::PUT,
+            &policy,
+            "UpdateWebhookPolicyOfProject",
+            put(update_webhook_policy_of_project),
+        )
+        .named(
+            Method::DELETE,
+            &policy,
+            "DeleteWebhookPolicyOfProject",
+            delete(delete_webhook_policy_of_project),
+        )
+        .named(
+            Method::GET,
+            &executions,
+            "ListExecutionsOfWebhookPolicy",
+            get(list_executions_of_webhook_policy),
+        )
+        .named(
+            Method::GET,
+            &tasks,
+            "ListTasksOfWebhookExecution",
+            get(list_tasks_of_webhook_execution),
+        )
+        .named(
+            Method::GET,
+            &log,
+            "GetLogsOfWebhookTask",
+            get(get_logs_of_webhook_task),
+        )
+        .named(
+            Method::GET,
+            &format!("{BASE}/lasttrigger"),
+            "LastTrigger",
+            get(last_trigger),
+        )
+        .named(
+            Method::GET,
+            &format!("{BASE}/events"),
+            "GetSupportedEventTypes",
+            get(get_supported_event_types),
+        )
+}
+
+fn policy_not_found(id: i64) -> ApiError {
+    ApiError::not_found(format!("notificationPolicy {id} not found"))
+}
+
+/// Harbor's Execution: zero values left out; a delivery not yet done is `Running`.
+fn execution_json(execution: &Execution, tasks: &[Task]) -> Value {
+    let mut out = Map::new();
+    out.insert("id".into(), json!(execution.id));
+    out.insert("vendor_type".into(), json!(execution.vendor_type));
+    out.insert("vendor_id".into(), json!(execution.vendor_id));
+    let status = match execution.status.as_str() {
+        "Pending" => "Running",
+        other => other,
+    };
+    out.insert("status".into(), json!(status));
+    if !execution.status_message.is_empty() {
+        out.insert("status_message".into(), json!(execution.status_message));
+    }
+    let mut metrics = Map::new();
+    metrics.insert("task_count".into(), json!(tasks.len()));
+    for task in tasks {
+        let key = format!("{}_task_count", task.status.to_ascii_lowercase());
+        let count = metrics.get(&key).and_then(Value::as_i64).unwrap_or(0) + 1;
+        metrics.insert(key, json!(count));
+    }
+    out.insert("metrics".into(), Value::Object(metrics));
+    out.insert("trigger".into(), json!(execution.trigger));
+    let attrs: Value = serde_json::from_str(&execution.extra_attrs).unwrap_or(Value::Null);
+    if attrs.as_object().is_some_and(|a| !a.is_empty()) {
+        out.insert("extra_attrs".into(), attrs);
+    }
+    out.insert("start_time".into(), json!(execution.start_time));
+    out.insert(
+        "end_time".into(),
+        json!(execution.end_time.as_deref().unwrap_or(ZERO_TIME)),
+    );
+    Value::Object(out)
+}
+
+/// Harbor's Task.
+fn task_json(task: &Task) -> Value {
+    let mut out = Map::new();
+    out.insert("id".into(), json!(task.id));
+    out.insert("execution_id".into(), json!(task.execution_id));
+    out.insert("status".into(), json!(task.status));
+    if !task.status_message.is_empty() {
+        out.insert("status_message".into(), json!(task.status_message));
+    }
+    out.insert("run_count".into(), json!(task.attempts));
+    out.insert("creation_time".into(), json!(task.creation_time));
+    out.insert("update_time".into(), json!(task.update_time));
+    out.insert(
+        "start_time".into(),
+        json!(task.start_time.as_deref().unwrap_or(ZERO_TIME)),
+    );
+    out.insert(
+        "end_time".into(),
+        json!(task.end_time.as_deref().unwrap_or(ZERO_TIME)),
+    );
+    Value::Object(out)
+}
+
+/// `GET .../webhook/policies`: the project's policies, by id, paged.
+pub async fn list_webhook_policies_of_project(
+    State(state): State<AppState>,
+    caller: ProjectCaller,
+    Path(project): Path<String>,
+    query: HarborQuery,
+) -> HarborResult<Response> {
+    let access = caller
+        .require(&state, &project, Resource::NotificationPolicy, Action::List)
+        .await?;
+    let paging = query.paging()?;
+    let (total, policies) = state
+        .store
+        .webhooks()
+        .list(access.project.id, paging)
+        .await?;
+    Ok(paged(&policies, total, query.link(paging, total)))
+}
+
+/// `POST .../webhook/policies`: 201 with the new policy's location.
+pub async fn create_webhook_policy_of_project(
+    State(state): State<AppState>,
+    caller: ProjectCaller,
+    Path(project): Path<String>,
+    body: LaterJson<Policy>,
+) -> HarborResult<Response> {
+    let access = caller
+        .require(
+            &state,
+            &project,
+            Resource::NotificationPolicy,
+            Action::Create,
+        )
+        .await?;
+    let mut policy = body.parse()?;
+    policy.validate()?;
+    let creator = if policy.creator.is_empty() {
+        caller.principal.audit_name().to_string()
+    } else {
+        policy.creator.clone()
+    };
+    let id = state
+        .store
+        .webhooks()
+        .create(access.project.id, &policy, &creator)
+        .await?;
+    let location = format!("/api/v2.0/projects/{project}/webhook/policies/{id}");
+    Ok((StatusCode::CREATED, [(header::LOCATION, location)]).into_response())
+}
+
+/// `GET .../webhook/policies/{id}`.
+pub async fn get_webhook_policy_of_project(
+    State(state): State<AppState>,
+    caller: ProjectCaller,
+    Path((project, id)): Path<(String, String)>,
+) -> HarborResult<axum::Json<Policy>> {
+    let access = caller
+        .require(&state, &project, Resource::NotificationPolicy, Action::Read)
+        .await?;
+    let id = path_int("webhook_policy_id", &id)?;
+    let policy = state.store.webhooks().get(access.project.id, id).await?;
+    Ok(axum::Json(policy.ok_or_else(|| policy_not_found(id))?))
+}
+
+/// `PUT .../webhook/policies/{id}`: replaces every field, as Harbor does
+/// (an `enabled` left out disables the policy).
+pub async fn update_webhook_policy_of_project(
+    State(state): State<AppState>,
+    caller: ProjectCaller,
+    Path((project, id)): Path<(String, String)>,
+    body: LaterJson<Policy>,
+) -> HarborResult<StatusCode> {
+    let access = caller
+        .require(
+            &state,
+            &project,
+            Resource::NotificationPolicy,
+            Action::Update,
+        )
+        .await?;
+    let id = path_int("webhook_policy_id", &id)?;
+    let webhooks = state.store.webhooks();
+    if webhooks.get(access.project.id, id).await?.is_none() {
+        return Err(policy_not_found(id).into());
+    }
+    let mut policy = body.parse()?;
+    policy.validate()?;
+    if !webhooks.update(access.project.id, id, &policy).await? {
+        return Err(policy_not_found(id).into());
+    }
+    Ok(StatusCode::OK)
+}
+
+/// `DELETE .../webhook/policies/{id}`, with its deliveries.
+pub async fn delete_webhook_policy_of_project(
+    State(state): State<AppState>,
+    caller: ProjectCaller,
+    Path((project, id)): Path<(String, String)>,
+) -> HarborResult<StatusCode> {
+    let access = caller
+        .require(
+            &state,
+            &project,
+            Resource::NotificationPolicy,
+            Action::Delete,
+        )
+        .await?;
+    let id = path_int("webhook_policy_id", &id)?;
+    if !state.store.webhooks().delete(access.project.id, id).await? {
+        return Err(policy_not_found(id).into());
+    }
+    Ok(StatusCode::OK)
+}
+
+/// The policy `id` of the project, as the caller may read it; 404 when not.
+async fn readable_policy(
+    state: &AppState,
+    caller: &ProjectCaller,
+    project: &str,
+    id: &str,
+) -> Result<Policy, crate::error::HarborError> {
+    let access = caller
+        .require(state, project, Resource::NotificationPolicy, Action::Read)
+        .await?;
+    let id = path_int("webhook_policy_id", id)?;
+    Ok(state
+        .store
+        .webhooks()
+        .get(access.project.id, id)
+        .await?
+        .ok_or_else(|| policy_not_found(id))?)
+}
+
+/// Execution `execution_id` of `policy`; 404 when it is another's.
+async fn execution_of(
+    state: &AppState,
+    policy: &Policy,
+    execution_id: &str,
+) -> Result<Execution, crate::error::HarborError> {
+    let eid = path_int("execution_id", execution_id)?;
+    match state.store.jobs().execution(eid).await? {
+        Some(execution)
+            if execution.vendor_id == policy.id
+                && berth_store::repo::webhooks::VENDOR_TYPES
+                    .contains(&execution.vendor_type.as_str()) =>
+        {
+            Ok(execution)
+        }
+        _ => Err(
+            ApiError::not_found(format!("execution {eid} not found in policy {}", policy.id))
+                .into(),
+        ),
+    }
+}
+
+/// `GET .../policies/{id}/executions`: the policy's deliveries, newest first.
+pub async fn list_executions_of_webhook_policy(
+    State(state): State<AppState>,
+    caller: ProjectCaller,
+    Path((project, id)): Path<(String, String)>,
+    query: HarborQuery,
+) -> HarborResult<Response> {
+    let policy = readable_policy(&state, &caller, &project, &id).await?;
+    let paging = query.paging()?;
+    let (total, executions) = state.store.webhooks().executions(policy.id, paging).await?;
+    let jobs = state.store.jobs();
+    let mut items = Vec::with_capacity(executions.len());
+    for execution in &executions {
+        items.push(execution_json(execution, &jobs.tasks(execution.id).await?));
+    }
+    Ok(paged(&items, total, query.link(paging, total)))
+}
+
+/// `GET .../executions/{eid}/tasks`: the delivery's task.
+pub async fn list_tasks_of_webhook_execution(
+    State(state): State<AppState>,
+    caller: ProjectCaller,
+    Path((project, id, eid)): Path<(String, String, String)>,
+    query: HarborQuery,
+) -> HarborResult<Response> {
+    let policy = readable_policy(&state, &caller, &project, &id).await?;
+    let execution = execution_of(&state, &policy, &eid).await?;
+    let paging = query.paging()?;
+    let tasks = state.store.jobs().tasks(execution.id).await?;
+    let total = i64::try_from(tasks.len()).unwrap_or(i64::MAX);
+    let items: Vec<Value> = match paging.limit_offset() {
+        Some((limit, offset)) => tasks
+            .iter()
+            .skip(usize::try_from(offset).unwrap_or(usize::MAX))
+            .take(usize::try_from(limit).unwrap_or(usize::MAX))
+            .map(task_json)
+            .collect(),
+        None => tasks.iter().map(task_json).collect(),
+    };
+    Ok(paged(&items, total, query.link(paging, total)))
+}
+
+/// `GET .../tasks/{tid}/log`: what the delivery did, as text.
+pub async fn get_logs_of_webhook_task(
+    State(state): State<AppState>,
+    caller: ProjectCaller,
+    Path((project, id, eid, tid)): Path<(String, String, String, String)>,
+) -> HarborResult<Response> {
+    let policy = readable_policy(&state, &caller, &project, &id).await?;
+    let execution = execution_of(&state, &policy, &eid).await?;
+    let tid = path_int("task_id", &tid)?;
+    let jobs = state.store.jobs();
+    match jobs.task(tid).await? {
+        Some(task) if task.execution_id == execution.id => {
+            Ok(super::text(jobs.log_text(task.id).await?))
+        }
+        _ => Err(ApiError::not_found(format!(
+            "task {tid} not found in execution {}",
+            execution.id
+        ))
+        .into()),
+    }
+}
+
+/// `GET .../webhook/lasttrigger`: per policy and event type, when a delivery
+/// last started (Harbor's zero time when never), newest policies first.
+pub async fn last_trigger(
+    State(state): State<AppState>,
+    caller: ProjectCaller,
+    Path(project): Path<String>,
+) -> HarborResult<axum::Json<Vec<Value>>> {
+    let access = caller
+        .require(&state, &project, Resource::NotificationPolicy, Action::List)
+        .await?;
+    let webhooks = state.store.webhooks();
+    let (_, mut policies) = webhooks
+        .list(access.project.id, berth_domain::query::Paging::new(1, 0)?)
+        .await?;
+    policies.reverse();
+    let ids: Vec<i64> = policies.iter().map(|p| p.id).collect();
+    let triggers = webhooks.last_triggers(&ids).await?;
+    let mut items = Vec::new();
+    for policy in &policies {
+        for event_type in &policy.event_types {
+            let last = triggers
+                .iter()
+                .find(|(id, kind, _)| *id == policy.id && kind == event_type)
+                .map_or(ZERO_TIME, |(_, _, at)| at.as_str());
+            let mut item = Map::new();
+            item.insert("policy_name".into(), json!(policy.name));
+            item.insert("event_type".into(), json!(event_type));
+            if policy.enabled {
+                item.insert("enabled".into(), json!(true));
+            }
+            item.insert("creation_time".into(), json!(policy.creation_time));
+            item.insert("last_trigger_time".into(), json!(last));
+            items.push(Value::Object(item));
+        }
+    }
+    Ok(axum::Json(items))
+}
+
+/// `GET .../webhook/events`: the event types, notify types and payload formats.
+pub async fn get_supported_event_types(
+    State(state): State<AppState>,
+    caller: ProjectCaller,
+    Path(project): Path<String>,
+) -> HarborResult<axum::Json<Value>> {
+    caller
+        .require(&state, &project, Resource::NotificationPolicy, Action::Read)
+        .await?;
+    Ok(axum::Json(json!({
+        "event_type": webhook::EVENT_TYPES,
+        "notify_type": webhook::NOTIFY_TYPES,
+        "payload_formats": [{"notify_type": webhook::HTTP, "formats": webhook::payload_formats(webhook::HTTP)}],
+    })))
+}

@@ -1,0 +1,386 @@
+//! Webhooks: what a project's policies are told, and the delivery jobs.
+//!
+//! The `webhook` subscriber of the domain events hands every event over
+//! ([`hand_off`]): for each enabled policy of the event's project that names
+//! its type, and each of the policy's targets, one execution (vendor type
+//! `WEBHOOK` or `SLACK`, vendor id the policy's, trigger `EVENT`) with one
+//! task, made in the transaction that takes the event, so a change that
+//! rolled back is never announced and a committed one is handed over once.
+//! With `notification_enable` off, events are taken and dropped, as Harbor
+//! drops them. A task POSTs the payload ([`deliver`]) in Harbor's `Default`
+//! or `CloudEvents` format, or Slack's blocks; a receiver that does not
+//! answer 2xx is tried again with the jobs' backoff (10 s, doubling) up to
+//! [`ATTEMPTS`] times: a receiver down for ten minutes still gets the event.
+//! The payload is made at the first attempt from what the task recorded (the
+//! event, the target, a CloudEvents id), so retries send the same bytes
+//! except the repository's `date_created`/`repo_type`, read at sending.
+
+use axum::http::{HeaderName, header};
+use berth_domain::model::ProjectRef;
+use berth_domain::model::webhook::{
+    self, CLOUD_EVENTS, DELETE_ARTIFACT, PUSH_ARTIFACT, Policy, SLACK, Target,
+};
+use berth_store::repo::events::{self, Event};
+use berth_store::repo::jobs::{NewExecution, NewTask, Task};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use crate::state::AppState;
+
+/// Deliveries to `http` targets.
+pub const WEBHOOK: &str = "WEBHOOK";
+/// Deliveries to Slack.
+pub const SLACK_VENDOR: &str = "SLACK";
+/// How many times a delivery is tried (Harbor: 3; here enough for a
+/// receiver that is down for ten minutes: 10 + 20 + ... + 320 s of backoff).
+pub const ATTEMPTS: i64 = 7;
+/// How many events one hand-off takes.
+const HAND_OFF: i64 = 200;
+
+/// What a delivery task records: the event and where it goes.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Delivery {
+    pub policy_id: i64,
+    pub project_id: i64,
+    /// Harbor's event type (`PUSH_ARTIFACT`).
+    pub event_type: String,
+    /// Unix seconds.
+    pub occur_at: i64,
+    pub operator: String,
+    /// `library/app`.
+    pub repository: String,
+    pub digest: String,
+    /// The tag, or the digest when the artifact was named by it (Harbor's `tag`).
+    pub reference: String,
+    pub target: Target,
+    /// The CloudEvents `id`, the same at every attempt.
+    pub id: String,
+}
+
+/// Harbor's event type of a domain event, for those webhooks announce.
+fn event_type(kind: &str) -> Option<&'static str> {
+    match kind {
+        events::ARTIFACT_PUSHED => Some(PUSH_ARTIFACT),
+        events::ARTIFACT_DELETED => Some(DELETE_ARTIFACT),
+        _ => None,
+    }
+}
+
+/// `(repository, digest, reference)` of an artifact event's resource
+/// (`repo:tag` with the digest beside it, or `repo@digest`).
+fn artifact_of(event: &Event) -> Option<(String, String, String)> {
+    if let Some((repository, digest)) = event.resource.split_once('@') {
+        return Some((repository.into(), digest.into(), digest.into()));
+    }
+    let (repository, tag) = event.resource.rsplit_once(':')?;
+    let digest = event.digest.clone().unwrap_or_default();
+    Some((repository.into(), digest, tag.into()))
+}
+
+/// The delivery executions `events` make with `policies` (enabled, of
+/// their projects): one per policy naming the event's type and target.
+fn plan(events: &[Event], policies: &[Policy]) -> Vec<(NewExecution, Vec<NewTask>)> {
+    let mut planned = Vec::new();
+    for event in events {
+        let (Some(kind), Some(project_id)) = (event_type(&event.kind), event.project_id) else {
+            continue;
+        };
+        let Some((repository, digest, reference)) = artifact_of(event) else {
+            continue;
+        };
+        let occur_at = berth_domain::time::parse_timestamp(&event.occurred_at)
+            .map_or_else(berth_domain::time::unix_now, |t| t.unix_timestamp());
+        for policy in policies.iter().filter(|p| {
+            p.project_id == project_id && p.enabled && p.event_types.iter().any(|t| t == kind)
+        }) {
+            for target in &policy.targets {
+                let delivery = Delivery {
+                    policy_id: policy.id,
+                    project_id,
+                    event_type: kind.to_string(),
+                    occur_at,
+                    operator: event.actor.clone(),
+                    repository: repository.clone(),
+                    digest: digest.clone(),
+                    reference: reference.clone(),
+                    target: target.clone(),
+                    id: uuid::Uuid::new_v4().to_string(),
+                };
+                let vendor_type = if target.kind == SLACK {
+                    SLACK_VENDOR
+                } else {
+                    WEBHOOK
+                };
+                planned.push((
+                    NewExecution {
+                        vendor_type: vendor_type.to_string(),
+                        vendor_id: policy.id,
+                        trigger: "EVENT".to_string(),
+                        extra_attrs: json!({"event_type": kind}),
+                    },
+                    vec![NewTask {
+                        parameters: serde_json::to_value(&delivery).unwrap_or(Value::Null),
+                        max_attempts: ATTEMPTS,
+                    }],
+                ));
+            }
+        }
+    }
+    planned
+}
+
+/// Hands every pending event over to the webhook policies (or drops them
+/// while `notification_enable` is off).
+pub async fn hand_off(
+    state: &AppState,
+    notifications: bool,
+) -> Result<(), berth_store::StoreError> {
+    loop {
+        let taken = state
+            .store
+            .webhooks()
+            .hand_off(HAND_OFF, |events, policies| {
+                if notifications {
+                    plan(events, policies)
+                } else {
+                    Vec::new()
+                }
+            })
+            .await?;
+        if taken < usize::try_from(HAND_OFF).unwrap_or(usize::MAX) {
+            return Ok(());
+        }
+    }
+}
+
+/// Runs a delivery task: the payload POSTed to the target, a line in the
+/// task's log for the request and one for the answer.
+pub async fn deliver(state: &AppState, task: &Task) -> Result<Value, String> {
+    let delivery: Delivery = serde_json::from_str(&task.parameters)
+        .map_err(|e| format!("the task's parameters do not parse: {e}"))?;
+    let event_data = event_data(state, &delivery).await;
+    let target = &delivery.target;
+    let (body, content_type) = if target.kind == SLACK {
+        (slack_body(&delivery, &event_data), "application/json")
+    } else if target.payload_format == CLOUD_EVENTS {
+        (
+            cloud_event(&delivery, &event_data),
+            "application/cloudevents+json",
+        )
+    } else {
+        (default_payload(&delivery, &event_data), "application/json")
+    };
+    let mut headers: Vec<(HeaderName, String)> =
+        vec![(header::CONTENT_TYPE, content_type.to_string())];
+    if target.kind != SLACK && !target.auth_header.is_empty() {
+        headers.push((header::AUTHORIZATION, target.auth_header.clone()));
+    }
+    let jobs = state.store.jobs();
+    let _ = jobs
+        .log(
+            task.id,
+            &format!("send request to remote endpoint, body: {body}"),
+        )
+        .await;
+    let url = webhook::target_url(&target.address);
+    let status = state
+        .webhooks
+        .post(&url, &headers, body.into(), target.skip_cert_verify)
+        .await?;
+    Ok(json!({"status_code": status}))
+}
+
+/// Harbor's `event_data` of an artifact event (field order as Harbor writes it).
+#[derive(Debug, Serialize)]
+struct EventData {
+    resources: Vec<Resource>,
+    repository: RepositoryData,
+}
+
+#[derive(Debug, Serialize)]
+struct Resource {
+    #[serde(skip_serializing_if = "String::is_empty")]
+    digest: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    tag: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    resource_url: String,
+}
+
+#[derive(Debug, Serialize)]
+struct RepositoryData {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    date_created: Option<i64>,
+    name: String,
+    namespace: String,
+    repo_full_name: String,
+    repo_type: &'static str,
+}
+
+/// Harbor's `Default` payload.
+#[derive(Debug, Serialize)]
+struct Payload<'a> {
+    #[serde(rename = "type")]
+    kind: &'a str,
+    occur_at: i64,
+    operator: &'a str,
+    event_data: &'a EventData,
+}
+
+/// A CloudEvents 1.0 event in structured mode, keys in the Go SDK's order.
+#[derive(Debug, Serialize)]
+struct CloudEvent<'a> {
+    specversion: &'static str,
+    id: &'a str,
+    source: String,
+    #[serde(rename = "type")]
+    kind: &'static str,
+    datacontenttype: &'static str,
+    time: String,
+    data: &'a EventData,
+    operator: &'a str,
+    requestid: &'static str,
+}
+
+/// A section of a Slack message.
+#[derive(Debug, Serialize)]
+struct Block {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    text: Text,
+}
+
+#[derive(Debug, Serialize)]
+struct Text {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    text: String,
+}
+
+/// The event data of `delivery`: its artifact and the repository as it is now.
+async fn event_data(state: &AppState, delivery: &Delivery) -> EventData {
+    let host = state
+        .external_url
+        .split_once("://")
+        .map_or(state.external_url.as_str(), |(_, host)| host)
+        .trim_end_matches('/');
+    let separator = if delivery.reference.contains(':') {
+        '@'
+    } else {
+        ':'
+    };
+    let (namespace, name) = delivery
+        .repository
+        .split_once('/')
+        .unwrap_or(("", delivery.repository.as_str()));
+    let public = state
+        .store
+        .projects()
+        .find(&ProjectRef::Id(delivery.project_id))
+        .await
+        .ok()
+        .flatten()
+        .is_some_and(|p| p.public);
+    let date_created = state
+        .store
+        .repositories()
+        .find(&delivery.repository)
+        .await
+        .ok()
+        .flatten()
+        .and_then(|r| berth_domain::time::parse_timestamp(&r.created_at))
+        .map(|t| t.unix_timestamp());
+    EventData {
+        resources: vec![Resource {
+            digest: delivery.digest.clone(),
+            tag: delivery.reference.clone(),
+            resource_url: format!(
+                "{host}/{}{separator}{}",
+                delivery.repository, delivery.reference
+            ),
+        }],
+        repository: RepositoryData {
+            date_created,
+            name: name.to_string(),
+            namespace: namespace.to_string(),
+            repo_full_name: delivery.repository.clone(),
+            repo_type: if public { "public" } else { "private" },
+        },
+    }
+}
+
+/// Harbor's `Default` payload.
+fn default_payload(delivery: &Delivery, event_data: &EventData) -> String {
+    go_json(&Payload {
+        kind: &delivery.event_type,
+        occur_at: delivery.occur_at,
+        operator: &delivery.operator,
+        event_data,
+    })
+}
+
+/// The CloudEvents event of `delivery` (its `time` in whole UTC seconds).
+fn cloud_event(delivery: &Delivery, event_data: &EventData) -> String {
+    let time = time::OffsetDateTime::from_unix_timestamp(delivery.occur_at)
+        .ok()
+        .and_then(|t| {
+            t.format(&time::format_description::well_known::Rfc3339)
+                .ok()
+        })
+        .unwrap_or_default();
+    go_json(&CloudEvent {
+        specversion: "1.0",
+        id: &delivery.id,
+        source: format!(
+            "/projects/{}/webhook/policies/{}",
+            delivery.project_id, delivery.policy_id
+        ),
+        kind: webhook::cloud_event_type(&delivery.event_type).unwrap_or_default(),
+        datacontenttype: "application/json",
+        time,
+        data: event_data,
+        operator: &delivery.operator,
+        requestid: "",
+    })
+}
+
+/// Harbor's Slack message: its six sections, the event data indented with
+/// tabs in a code block. (Harbor writes the indented data's line breaks raw
+/// inside the JSON string; here they are escaped, which is valid JSON and
+/// reads the same in Slack.)
+fn slack_body(delivery: &Delivery, event_data: &EventData) -> String {
+    let mut data = Vec::new();
+    let mut writer = serde_json::Serializer::with_formatter(
+        &mut data,
+        serde_json::ser::PrettyFormatter::with_indent(b"\t"),
+    );
+    let _ = event_data.serialize(&mut writer);
+    let section = |text: String| Block {
+        kind: "section",
+        text: Text {
+            kind: "mrkdwn",
+            text,
+        },
+    };
+    let blocks = vec![
+        section("*Harbor webhook events*".into()),
+        section(format!("*event_type:* {}", delivery.event_type)),
+        section(format!(
+            "*occur_at:* <!date^{}^{{date}} at {{time}}|February 18th, 2014 at 6:39 AM PST>",
+            delivery.occur_at
+        )),
+        section(format!("*operator:* {}", delivery.operator)),
+        section("*event_data:*".into()),
+        section(format!("```{}```", String::from_utf8_lossy(&data))),
+    ];
+    serde_json::to_string(&json!({ "blocks": blocks })).unwrap_or_default()
+}
+
+/// Compact JSON as Go's `encoding/json` writes it: `<`, `>` and `&` escaped.
+fn go_json(value: &impl Serialize) -> String {
+    serde_json::to_string(value)
+        .unwrap_or_default()
+        .replace('<', "\\u003c")
+        .replace('>', "\\u003e")
+        .replace('&', "\\u0026")
+}

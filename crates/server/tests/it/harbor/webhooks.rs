@@ -1,0 +1,248 @@
+//! Webhooks (`/projects/{p}/webhook/...`): policies checked as Harbor checks
+//! them, and pushes and deletes delivered to a real receiver in Harbor's
+//! Default and CloudEvents formats, retried when the receiver fails.
+
+use axum::http::StatusCode;
+use serde_json::{Value, json};
+
+use crate::backend_test;
+use crate::harbor::fixtures::{PASSWORD, id_from_location, member, project, user};
+use crate::registry::push_image;
+use crate::util::{Receiver, TestApp, TestResponse};
+
+fn message(res: &TestResponse) -> String {
+    res.json()["errors"][0]["message"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string()
+}
+
+fn policy(name: &str, targets: Value, events: &[&str]) -> Value {
+    json!({"name": name, "targets": targets, "event_types": events, "enabled": true})
+}
+
+async fn create(app: &TestApp, project: &str, body: &Value) -> i64 {
+    let res = app
+        .post(&format!("/api/v2.0/projects/{project}/webhook/policies"))
+        .admin()
+        .json(body)
+        .send()
+        .await;
+    assert_eq!(res.status, StatusCode::CREATED, "{}", res.text());
+    id_from_location(&res)
+}
+
+/// Hands the pending events to the webhooks and runs the deliveries due.
+async fn deliver(app: &TestApp) {
+    berth::events::deliver(&app.state).await;
+    berth::workers::run_due(&app.state, "test").await.unwrap();
+}
+
+backend_test!(
+    /// Create, read, list, replace and delete, with Harbor's checks and messages.
+    async fn policies_are_checked_and_kept(app) {
+        let target = json!([{"type": "http", "address": "https://hooks.example/in", "auth_header": "Bearer t0ken"}]);
+        let id = create(&app, "library", &policy("deploy", target.clone(), &["PUSH_ARTIFACT"])).await;
+        let base = "/api/v2.0/projects/library/webhook/policies";
+        let got = app.get(&format!("{base}/{id}")).admin().send().await;
+        assert_eq!(got.status, StatusCode::OK, "{}", got.text());
+        let got = got.json();
+        assert_eq!(got["name"], "deploy");
+        assert_eq!(got["enabled"], true);
+        assert_eq!(got["creator"], "admin");
+        assert_eq!(got["event_types"], json!(["PUSH_ARTIFACT"]));
+        assert_eq!(
+            got["targets"],
+            json!([{"type": "http", "address": "https://hooks.example/in", "auth_header": "Bearer t0ken", "payload_format": "Default"}]),
+            "zero values left out, the default format filled in"
+        );
+        assert!(got.get("description").is_none());
+
+        let res = app.post(base).admin().json(&policy("deploy", target.clone(), &["PUSH_ARTIFACT"])).send().await;
+        assert_eq!(res.status, StatusCode::CONFLICT);
+        assert_eq!(message(&res), "notification policy named deploy already exists");
+        for (body, said) in [
+            (policy("x", target.clone(), &[]), "empty event type"),
+            (policy("x", target.clone(), &["FOO"]), "unsupported event type FOO"),
+            (policy("x", json!([]), &["PUSH_ARTIFACT"]), "empty notification target with policy x"),
+            (policy("x", json!([{"type": "http", "address": "ftp://h/x"}]), &["PUSH_ARTIFACT"]), "invalid scheme: ftp"),
+            (policy("x", json!([{"type": "email", "address": "http://h/x"}]), &["PUSH_ARTIFACT"]), "unsupported target type email with policy x"),
+            (policy("x", json!([{"type": "slack", "address": "http://h/x", "payload_format": "CloudEvents"}]), &["PUSH_ARTIFACT"]), "set payload format is not allowed for slack"),
+            (policy("x", json!([{"type": "http", "address": "http://h/x", "payload_format": "Xml"}]), &["PUSH_ARTIFACT"]), "unsupported payload format type: Xml"),
+        ] {
+            let res = app.post(base).admin().json(&body).send().await;
+            assert_eq!(res.status, StatusCode::BAD_REQUEST, "{body}: {}", res.text());
+            assert_eq!(message(&res), said);
+        }
+
+        // PUT replaces every field: `enabled` left out disables.
+        let res = app.put(&format!("{base}/{id}")).admin()
+            .json(&json!({"name": "deploy2", "targets": target, "event_types": ["DELETE_ARTIFACT", "PUSH_ARTIFACT"]}))
+            .send().await;
+        assert_eq!(res.status, StatusCode::OK, "{}", res.text());
+        let got = app.get(&format!("{base}/{id}")).admin().send().await.json();
+        assert_eq!((got["name"].clone(), got["enabled"].clone()), (json!("deploy2"), json!(false)));
+        let listed = app.get(&format!("{base}?page_size=1")).admin().send().await;
+        assert_eq!(listed.header("x-total-count"), Some("1"));
+        assert_eq!(listed.json().as_array().unwrap().len(), 1);
+
+        let events = app.get("/api/v2.0/projects/library/webhook/events").admin().send().await.json();
+        assert_eq!(events["notify_type"], json!(["http", "slack"]));
+        assert_eq!(events["payload_formats"], json!([{"notify_type": "http", "formats": ["Default", "CloudEvents"]}]));
+        assert_eq!(events["event_type"][0], "PUSH_ARTIFACT");
+        assert_eq!(events["event_type"].as_array().unwrap().len(), 10);
+
+        let res = app.delete(&format!("{base}/{id}")).admin().send().await;
+        assert_eq!(res.status, StatusCode::OK);
+        let res = app.get(&format!("{base}/{id}")).admin().send().await;
+        assert_eq!(res.status, StatusCode::NOT_FOUND);
+        assert_eq!(message(&res), format!("notificationPolicy {id} not found"));
+    }
+);
+
+backend_test!(
+    /// Project administrators manage policies; maintainers read them;
+    /// developers see nothing.
+    async fn only_project_administrators_change_policies(app) {
+        let project_id = project(&app, None, "hooked", false).await;
+        for (name, role) in [("pa", 1), ("ma", 4), ("dev", 2)] {
+            let uid = user(&app, name).await;
+            member(&app, project_id, uid, role).await;
+        }
+        let body = policy("p", json!([{"type": "http", "address": "http://h/x"}]), &["PUSH_ARTIFACT"]);
+        let base = "/api/v2.0/projects/hooked/webhook/policies";
+        let as_user = |name: &'static str| (name, PASSWORD);
+        let res = app.post(base).basic(as_user("ma").0, PASSWORD).json(&body).send().await;
+        assert_eq!(res.status, StatusCode::FORBIDDEN);
+        let res = app.post(base).basic(as_user("pa").0, PASSWORD).json(&body).send().await;
+        assert_eq!(res.status, StatusCode::CREATED, "{}", res.text());
+        let res = app.get(base).basic("ma", PASSWORD).send().await;
+        assert_eq!(res.status, StatusCode::OK);
+        let res = app.get(base).basic("dev", PASSWORD).send().await;
+        assert_eq!(res.status, StatusCode::FORBIDDEN);
+    }
+);
+
+backend_test!(
+    /// A push reaches both targets of a policy, in each's format, with the
+    /// auth header; the delivery is recorded with its log and last trigger.
+    async fn pushes_and_deletes_are_delivered_in_both_formats(app) {
+        let receiver = Receiver::start(&[]).await;
+        let targets = json!([
+            {"type": "http", "address": receiver.url("default"), "auth_header": "Bearer s3cret"},
+            {"type": "http", "address": receiver.url("cloud"), "payload_format": "CloudEvents"},
+        ]);
+        let id = create(&app, "library", &policy("both", targets, &["PUSH_ARTIFACT", "DELETE_ARTIFACT"])).await;
+        let (_, digest) = push_image(&app, "library/hooked", "v1", &[b"hooked layer"]).await;
+        deliver(&app).await;
+        let got = receiver.received();
+        assert_eq!(got.len(), 2, "{got:?}");
+        let default = got.iter().find(|r| r.path == "/default").expect("the Default target");
+        assert_eq!(default.header("content-type"), Some("application/json"));
+        assert_eq!(default.header("authorization"), Some("Bearer s3cret"));
+        assert!(default.text().starts_with(r#"{"type":"PUSH_ARTIFACT","occur_at":"#), "{}", default.text());
+        let body = default.json();
+        assert!(body["occur_at"].is_i64());
+        assert_eq!(body["operator"], "admin");
+        let host = app.state.external_url.split_once("://").unwrap().1.to_string();
+        assert_eq!(
+            body["event_data"]["resources"],
+            json!([{"digest": digest, "tag": "v1", "resource_url": format!("{host}/library/hooked:v1")}])
+        );
+        let repository = &body["event_data"]["repository"];
+        assert!(repository["date_created"].is_i64());
+        assert_eq!(
+            (repository["name"].clone(), repository["namespace"].clone(), repository["repo_full_name"].clone(), repository["repo_type"].clone()),
+            (json!("hooked"), json!("library"), json!("library/hooked"), json!("public"))
+        );
+        let cloud = got.iter().find(|r| r.path == "/cloud").expect("the CloudEvents target");
+        assert_eq!(cloud.header("content-type"), Some("application/cloudevents+json"));
+        assert_eq!(cloud.header("authorization"), None);
+        assert!(cloud.text().starts_with(r#"{"specversion":"1.0","id":""#), "{}", cloud.text());
+        let event = cloud.json();
+        assert_eq!(event["type"], "harbor.artifact.pushed");
+        assert_eq!(event["source"], format!("/projects/1/webhook/policies/{id}"));
+        assert_eq!(event["datacontenttype"], "application/json");
+        assert_eq!(event["operator"], "admin");
+        assert_eq!(event["data"], body["event_data"]);
+        assert!(event["time"].as_str().unwrap().ends_with('Z'));
+
+        // The deliveries: two executions, each with a task and its log.
+        let base = format!("/api/v2.0/projects/library/webhook/policies/{id}");
+        let executions = app.get(&format!("{base}/executions")).admin().send().await;
+        assert_eq!(executions.header("x-total-count"), Some("2"));
+        let executions = executions.json();
+        let execution = &executions[0];
+        assert_eq!((execution["vendor_type"].clone(), execution["status"].clone(), execution["trigger"].clone()),
+            (json!("WEBHOOK"), json!("Success"), json!("EVENT")));
+        assert_eq!(execution["extra_attrs"]["event_type"], "PUSH_ARTIFACT");
+        let eid = execution["id"].as_i64().unwrap();
+        let tasks = app.get(&format!("{base}/executions/{eid}/tasks")).admin().send().await.json();
+        assert_eq!(tasks[0]["status"], "Success");
+        assert_eq!(tasks[0]["run_count"], 1);
+        let tid = tasks[0]["id"].as_i64().unwrap();
+        let log = app.get(&format!("{base}/executions/{eid}/tasks/{tid}/log")).admin().send().await;
+        assert!(log.text().contains("send request to remote endpoint, body: {"), "{}", log.text());
+        let res = app.get(&format!("/api/v2.0/projects/library/webhook/policies/{id}/executions/999999/tasks")).admin().send().await;
+        assert_eq!(res.status, StatusCode::NOT_FOUND);
+        let last = app.get("/api/v2.0/projects/library/webhook/lasttrigger").admin().send().await.json();
+        let pushed = last.as_array().unwrap().iter().find(|t| t["event_type"] == "PUSH_ARTIFACT").unwrap();
+        assert_eq!(pushed["policy_name"], "both");
+        assert_ne!(pushed["last_trigger_time"], "0001-01-01T00:00:00.000Z");
+        let deleted = last.as_array().unwrap().iter().find(|t| t["event_type"] == "DELETE_ARTIFACT").unwrap();
+        assert_eq!(deleted["last_trigger_time"], "0001-01-01T00:00:00.000Z");
+
+        // A delete by digest names the digest as Harbor's `tag`.
+        let res = app.delete(&format!("/api/v2.0/projects/library/repositories/hooked/artifacts/{digest}")).admin().send().await;
+        assert_eq!(res.status, StatusCode::OK, "{}", res.text());
+        deliver(&app).await;
+        let got = receiver.received();
+        let deleted = got.iter().skip(2).find(|r| r.path == "/default").expect("the delete delivered");
+        let body = deleted.json();
+        assert_eq!(body["type"], "DELETE_ARTIFACT");
+        assert_eq!(body["event_data"]["resources"][0]["tag"], json!(digest));
+        assert_eq!(
+            body["event_data"]["resources"][0]["resource_url"],
+            json!(format!("{host}/library/hooked@{digest}"))
+        );
+    }
+);
+
+backend_test!(
+    /// A receiver that fails gets the same payload again after the backoff;
+    /// a disabled policy and `notification_enable=false` send nothing.
+    async fn failed_deliveries_are_retried_and_disabled_ones_not_sent(app) {
+        let receiver = Receiver::start(&[503]).await;
+        let targets = json!([{"type": "http", "address": receiver.url("flaky")}]);
+        let id = create(&app, "library", &policy("flaky", targets, &["PUSH_ARTIFACT"])).await;
+        push_image(&app, "library/flaky", "v1", &[b"flaky layer"]).await;
+        deliver(&app).await;
+        assert_eq!(receiver.received().len(), 1);
+        let base = format!("/api/v2.0/projects/library/webhook/policies/{id}");
+        let executions = app.get(&format!("{base}/executions")).admin().send().await.json();
+        assert_eq!(executions[0]["status"], "Running", "waiting for its retry");
+        // The retry's time comes.
+        app.execute_sql("UPDATE job_tasks SET run_after = '2000-01-01T00:00:00.000Z'").await;
+        berth::workers::run_due(&app.state, "test").await.unwrap();
+        let got = receiver.received();
+        assert_eq!(got.len(), 2);
+        assert_eq!(got[0].body, got[1].body, "the same payload again");
+        let executions = app.get(&format!("{base}/executions")).admin().send().await.json();
+        assert_eq!(executions[0]["status"], "Success");
+        let eid = executions[0]["id"].as_i64().unwrap();
+        let tasks = app.get(&format!("{base}/executions/{eid}/tasks")).admin().send().await.json();
+        assert_eq!(tasks[0]["run_count"], 2);
+
+        // Off: nothing is made for what happens meanwhile, even once back on.
+        let res = app.put("/api/v2.0/configurations").admin().json(&json!({"notification_enable": false})).send().await;
+        assert_eq!(res.status, StatusCode::OK, "{}", res.text());
+        push_image(&app, "library/flaky", "v2", &[b"quiet layer"]).await;
+        deliver(&app).await;
+        let res = app.put("/api/v2.0/configurations").admin().json(&json!({"notification_enable": true})).send().await;
+        assert_eq!(res.status, StatusCode::OK);
+        deliver(&app).await;
+        assert_eq!(receiver.received().len(), 2);
+        let executions = app.get(&format!("{base}/executions")).admin().send().await;
+        assert_eq!(executions.header("x-total-count"), Some("1"));
+    }
+);

@@ -1,0 +1,26 @@
+-- Webhooks (issue #30): a project's policies, Harbor's WebhookPolicy with
+-- its targets and event types kept as JSON once checked. Deliveries are jobs
+-- (vendor type WEBHOOK or SLACK, vendor id the policy's id), made from the
+-- domain events by the 'webhook' subscriber in the transaction that takes
+-- the events, so a change that rolled back is never announced and one that
+-- committed is announced once it is delivered.
+-- Keep in step with the other backend's file of the same name.
+CREATE TABLE webhook_policies (
+    id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    project_id BIGINT NOT NULL REFERENCES projects (id) ON DELETE CASCADE,
+    name TEXT NOT NULL,
+    description TEXT NOT NULL DEFAULT '',
+    targets TEXT NOT NULL,
+    event_types TEXT NOT NULL,
+    enabled BIGINT NOT NULL DEFAULT 1 CHECK (enabled IN (0, 1)),
+    creator TEXT NOT NULL DEFAULT '',
+    creation_time TEXT NOT NULL,
+    update_time TEXT NOT NULL
+);
+CREATE UNIQUE INDEX webhook_policies_name_key ON webhook_policies (project_id, name);
+
+-- The digest of the artifact an event is about, when its resource names it
+-- by tag (a push by tag): payloads name both.
+ALTER TABLE events ADD COLUMN digest TEXT;
+
+INSERT INTO event_subscribers (name) VALUES ('webhook');
