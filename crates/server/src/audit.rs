@@ -142,7 +142,7 @@ impl AuditQueue {
                 .deliver_to_audit(BATCH as i64, |events| {
                     kept = events
                         .iter()
-                        .map(entry_of)
+                        .filter_map(entry_of)
                         .filter(|entry| rules.records(entry))
                         .collect();
                     if rules.skip_database {
@@ -223,8 +223,9 @@ impl AuditQueue {
     }
 }
 
-/// The audit entry of a domain event.
-fn entry_of(event: &StoredEvent) -> NewAuditLog {
+/// The audit entry of a domain event; `None` for what is audited otherwise
+/// (pulls, through the queue) or not at all.
+fn entry_of(event: &StoredEvent) -> Option<NewAuditLog> {
     let (operation, resource_type) = match event.kind.as_str() {
         berth_store::repo::events::ARTIFACT_PUSHED => ("create", "artifact"),
         berth_store::repo::events::ARTIFACT_DELETED => ("delete", "artifact"),
@@ -242,16 +243,17 @@ fn entry_of(event: &StoredEvent) -> NewAuditLog {
         berth_store::repo::events::REGISTRY_CREATED => ("create", "registry"),
         berth_store::repo::events::REGISTRY_UPDATED => ("update", "registry"),
         berth_store::repo::events::REGISTRY_DELETED => ("delete", "registry"),
+        berth_store::repo::events::ARTIFACT_PULLED => return None,
         other => (other, "event"),
     };
-    NewAuditLog {
+    Some(NewAuditLog {
         project_id: event.project_id,
         operation: operation.to_string(),
         resource_type: resource_type.to_string(),
         resource: event.resource.clone(),
         username: event.actor.clone(),
         op_time: event.occurred_at.clone(),
-    }
+    })
 }
 
 /// A batch waits for the next entry when the configuration cannot be read.

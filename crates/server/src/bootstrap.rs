@@ -178,6 +178,7 @@ pub fn build_state(
         audit_queue: crate::audit::AuditQueue::default(),
         events: crate::events::Dispatcher::default(),
         webhooks,
+        pull_notices: Default::default(),
         metrics: crate::metrics::Metrics::new(),
         configuration: TimedCache::new(crate::state::CONFIGURATION_TIMES, 1),
         roles: crate::kept::Kept::new(crate::state::KEPT_ROLES),

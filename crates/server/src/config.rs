@@ -175,7 +175,8 @@ pub struct Settings {
     pub data_dir: PathBuf,
     /// Where blobs are stored: `file:///absolute/path` (a directory, which several
     /// instances may share), or `s3://BUCKET[/PREFIX]?endpoint=http://HOST:PORT&region=REGION`
-    /// (credentials from AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY; no endpoint: AWS);
+    /// (keys from AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY, else AWS's credential chain;
+    /// no endpoint: AWS);
     /// defaults to `<data-dir>/blobs`.
     #[arg(long, env = "BLOB_STORE", value_name = "URL", value_parser = parse_blob_store, global = true)]
     pub blob_store: Option<BlobLocation>,
@@ -438,8 +439,8 @@ pub enum BlobLocation {
 }
 
 /// Parses a `--blob-store` URL: `file:///absolute/path`, or
-/// `s3://BUCKET[/PREFIX]?endpoint=...&region=...` with credentials from the
-/// AWS environment variables.
+/// `s3://BUCKET[/PREFIX]?endpoint=...&region=...` with keys from the AWS
+/// environment variables, or none (AWS's credential chain).
 pub fn parse_blob_store(text: &str) -> Result<BlobLocation, String> {
     // A credential file that cannot be read is reported as missing credentials
     // by the parser, with `secret`'s reason logged first.
@@ -521,8 +522,15 @@ mod tests {
         assert_eq!(s3.endpoint.as_deref(), Some("http://127.0.0.1:9000"));
         let printed = format!("{:?}", BlobLocation::S3(s3));
         assert!(!printed.contains("very-secret"), "{printed}");
-        let no_keys = parse_blob_store_with("s3://bucket", |_| None).unwrap_err();
-        assert!(no_keys.contains("AWS_ACCESS_KEY_ID"), "{no_keys}");
+        let Ok(BlobLocation::S3(chain)) = parse_blob_store_with("s3://bucket", |_| None) else {
+            panic!("an S3 URL without keys parses: the credential chain finds them");
+        };
+        assert!(chain.keys.is_none());
+        let half = parse_blob_store_with("s3://bucket", |name| {
+            (name == "AWS_ACCESS_KEY_ID").then(|| "AKID".to_string())
+        })
+        .unwrap_err();
+        assert!(half.contains("AWS_SECRET_ACCESS_KEY"), "{half}");
         for bad in [
             "s3://",
             "s3://bucket?colour=blue",

@@ -44,6 +44,8 @@ pub struct Inner {
     pub events: crate::events::Dispatcher,
     /// Sends webhook payloads to their receivers.
     pub webhooks: crate::outbound::WebhookSender,
+    /// Pulls to announce to webhooks.
+    pub pull_notices: crate::service::webhooks::PullNotices,
     /// What `/metrics` reports.
     pub metrics: crate::metrics::Metrics,
     /// The configuration in effect, as last read (see [`AppState::configuration`]).

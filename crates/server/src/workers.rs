@@ -100,6 +100,7 @@ fn tasks_of(schedule: &berth_store::repo::jobs::Schedule) -> Vec<NewTask> {
     vec![NewTask {
         parameters: serde_json::from_str(&schedule.parameters).unwrap_or(Value::Null),
         max_attempts: 1,
+        sequence_key: None,
     }]
 }
 

@@ -199,6 +199,7 @@ pub async fn create_webhook_policy_of_project(
         .webhooks()
         .create(access.project.id, &policy, &creator)
         .await?;
+    crate::service::webhooks::refresh_watching(&state).await;
     let location = format!("/api/v2.0/projects/{project}/webhook/policies/{id}");
     Ok((StatusCode::CREATED, [(header::LOCATION, location)]).into_response())
 }
@@ -243,6 +244,7 @@ pub async fn update_webhook_policy_of_project(
     if !webhooks.update(access.project.id, id, &policy).await? {
         return Err(policy_not_found(id).into());
     }
+    crate::service::webhooks::refresh_watching(&state).await;
     Ok(StatusCode::OK)
 }
 
@@ -264,6 +266,7 @@ pub async fn delete_webhook_policy_of_project(
     if !state.store.webhooks().delete(access.project.id, id).await? {
         return Err(policy_not_found(id).into());
     }
+    crate::service::webhooks::refresh_watching(&state).await;
     Ok(StatusCode::OK)
 }
 

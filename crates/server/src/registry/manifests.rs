@@ -170,7 +170,7 @@ pub(super) async fn serve_stored(
         .into());
     }
     if with_body {
-        note_pull(ctx, project, name, reference);
+        note_pull(ctx, project, name, reference, &digest);
         ctx.state.registry.record_pull(
             &ctx.state.store,
             Pull {
@@ -183,12 +183,21 @@ pub(super) async fn serve_stored(
     Ok(manifest_response(body, &media_type, &digest, with_body))
 }
 
-/// Notes a pull of the artifact `name` by `reference`.
-pub(super) fn note_pull(ctx: &Ctx, project: &Project, name: &str, reference: &str) {
+/// Notes a pull of the artifact `name` by `reference` (manifest `digest`):
+/// audited, and announced to the webhooks that ask for pulls.
+pub(super) fn note_pull(ctx: &Ctx, project: &Project, name: &str, reference: &str, digest: &str) {
     content::pulled(
         &ctx.state,
         project.id,
         &artifact_name(name, reference),
+        ctx.caller.audit_name(),
+    );
+    crate::service::webhooks::pulled(
+        &ctx.state,
+        project.id,
+        name,
+        reference,
+        digest,
         ctx.caller.audit_name(),
     );
 }

@@ -255,7 +255,13 @@ fn index_children(manifest: &Manifest) -> Option<&[Descriptor]> {
 /// Answers with a manifest fetched from upstream.
 fn serve_fetched(ctx: &Ctx, pull: &ManifestPull<'_>, fetched: &Fetched) -> Response {
     if pull.with_body {
-        note_pull(ctx, pull.project, pull.name, &pull.reference.to_string());
+        note_pull(
+            ctx,
+            pull.project,
+            pull.name,
+            &pull.reference.to_string(),
+            fetched.digest.as_str(),
+        );
     }
     manifest_response(
         fetched.body.clone(),

@@ -165,6 +165,7 @@ fn task(parameters: Value) -> NewTask {
     NewTask {
         parameters,
         max_attempts: 3,
+        sequence_key: None,
     }
 }
 

@@ -356,6 +356,7 @@ fn plan_task(policy_id: i64, dry_run: bool, operator: &str) -> NewTask {
     NewTask {
         parameters: json!({"plan": {"policy_id": policy_id, "dry_run": dry_run, "operator": operator}}),
         max_attempts: ATTEMPTS,
+        sequence_key: None,
     }
 }
 
@@ -490,6 +491,7 @@ async fn plan_run(state: &AppState, task: &Task, plan: &Plan) -> Result<Value, A
                 "policy": policy_json,
             }),
             max_attempts: ATTEMPTS,
+            sequence_key: None,
         })
         .collect();
     let jobs = state.store.jobs();

@@ -15,12 +15,16 @@
 //! event, the target, a CloudEvents id), so retries send the same bytes
 //! except the repository's `date_created`/`repo_type`, read at sending.
 
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::{Duration, Instant};
+
 use axum::http::{HeaderName, header};
 use berth_domain::model::ProjectRef;
 use berth_domain::model::webhook::{
-    self, CLOUD_EVENTS, DELETE_ARTIFACT, PUSH_ARTIFACT, Policy, SLACK, Target,
+    self, CLOUD_EVENTS, DELETE_ARTIFACT, PULL_ARTIFACT, PUSH_ARTIFACT, Policy, SLACK, Target,
 };
-use berth_store::repo::events::{self, Event};
+use berth_store::repo::events::{self, Event, NewEvent};
 use berth_store::repo::jobs::{NewExecution, NewTask, Task};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -62,6 +66,7 @@ fn event_type(kind: &str) -> Option<&'static str> {
     match kind {
         events::ARTIFACT_PUSHED => Some(PUSH_ARTIFACT),
         events::ARTIFACT_DELETED => Some(DELETE_ARTIFACT),
+        events::ARTIFACT_PULLED => Some(PULL_ARTIFACT),
         _ => None,
     }
 }
@@ -121,6 +126,11 @@ fn plan(events: &[Event], policies: &[Policy]) -> Vec<(NewExecution, Vec<NewTask
                     vec![NewTask {
                         parameters: serde_json::to_value(&delivery).unwrap_or(Value::Null),
                         max_attempts: ATTEMPTS,
+                        // One target's deliveries of a repository arrive in order.
+                        sequence_key: Some(format!(
+                            "webhook {} {} {}",
+                            policy.id, target.address, delivery.repository
+                        )),
                     }],
                 ));
             }
@@ -149,6 +159,129 @@ pub async fn hand_off(
             .await?;
         if taken < usize::try_from(HAND_OFF).unwrap_or(usize::MAX) {
             return Ok(());
+        }
+    }
+}
+
+/// How long the projects whose webhooks ask for pulls are used before they
+/// are read again: a policy made on another instance acts within this time.
+const WATCH_TIMES: Duration = Duration::from_secs(5);
+/// How long pulls are gathered before their events are written (pulls stay
+/// free of writes; a crash loses at most this much of their notices).
+const PULL_GATHER: Duration = Duration::from_secs(1);
+/// At most this many pull notices wait; past it, more are dropped.
+const MAX_PULLS: usize = 10_000;
+
+/// Pulls to announce: which projects' webhooks ask for them, as last read,
+/// and the pulls gathered for the next write.
+#[derive(Debug, Default)]
+pub struct PullNotices {
+    watching: RwLock<Option<(Instant, Arc<Vec<i64>>)>>,
+    reading: AtomicBool,
+    gathered: Mutex<Vec<NewEvent>>,
+}
+
+impl PullNotices {
+    /// Whether project `project_id`'s webhooks ask for pulls, as last read;
+    /// a stale answer starts a read in the background.
+    fn watches(&self, state: &AppState, project_id: i64) -> bool {
+        let current = self
+            .watching
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        let stale = current
+            .as_ref()
+            .is_none_or(|(at, _)| at.elapsed() > WATCH_TIMES);
+        if stale
+            && !self.reading.swap(true, Ordering::AcqRel)
+            && let Ok(runtime) = tokio::runtime::Handle::try_current()
+        {
+            let state = state.clone();
+            runtime.spawn(async move {
+                refresh_watching(&state).await;
+            });
+        }
+        current.is_some_and(|(_, projects)| projects.contains(&project_id))
+    }
+}
+
+/// Reads again which projects' webhooks ask for pulls (after a policy
+/// changes on this instance, and when the last read is stale).
+pub async fn refresh_watching(state: &AppState) {
+    let notices = &state.pull_notices;
+    match state
+        .store
+        .webhooks()
+        .projects_watching(PULL_ARTIFACT)
+        .await
+    {
+        Ok(projects) => {
+            *notices.watching.write().unwrap_or_else(|e| e.into_inner()) =
+                Some((Instant::now(), Arc::new(projects)));
+        }
+        Err(err) => tracing::warn!(error = %err, "reading the webhook policies failed"),
+    }
+    notices.reading.store(false, Ordering::Release);
+}
+
+/// Notes a pull of `repository` by `reference` (its manifest `digest`) by
+/// `by`, for the projects whose webhooks ask for pulls: gathered, and
+/// written as events a second later, together.
+pub fn pulled(
+    state: &AppState,
+    project_id: i64,
+    repository: &str,
+    reference: &str,
+    digest: &str,
+    by: &str,
+) {
+    let notices = &state.pull_notices;
+    if !notices.watches(state, project_id) {
+        return;
+    }
+    let separator = if reference.contains(':') { '@' } else { ':' };
+    let event = NewEvent {
+        kind: events::ARTIFACT_PULLED,
+        project_id: Some(project_id),
+        resource: format!("{repository}{separator}{reference}"),
+        actor: by.to_string(),
+        digest: Some(digest.to_string()),
+    };
+    let first = {
+        let mut gathered = notices.gathered.lock().unwrap_or_else(|e| e.into_inner());
+        if gathered.len() >= MAX_PULLS {
+            tracing::warn!("too many pull notices wait; one is dropped");
+            return;
+        }
+        gathered.push(event);
+        gathered.len() == 1
+    };
+    if first && let Ok(runtime) = tokio::runtime::Handle::try_current() {
+        let state = state.clone();
+        runtime.spawn(async move {
+            tokio::time::sleep(PULL_GATHER).await;
+            write_pulls(&state).await;
+        });
+    }
+}
+
+/// Writes the pull notices gathered so far (tests call it to write at once).
+pub async fn write_pulls(state: &AppState) {
+    let gathered: Vec<NewEvent> = std::mem::take(
+        &mut *state
+            .pull_notices
+            .gathered
+            .lock()
+            .unwrap_or_else(|e| e.into_inner()),
+    );
+    if gathered.is_empty() {
+        return;
+    }
+    match state.store.events().record(&gathered).await {
+        Ok(()) => state.deliver_events(),
+        Err(err) => {
+            tracing::warn!(error = %err, pulls = gathered.len(), "writing pull notices failed; they are dropped")
         }
     }
 }

@@ -24,3 +24,9 @@ CREATE UNIQUE INDEX webhook_policies_name_key ON webhook_policies (project_id, n
 ALTER TABLE events ADD COLUMN digest TEXT;
 
 INSERT INTO event_subscribers (name) VALUES ('webhook');
+
+-- Tasks that run in order: a task with a sequence key waits while an older
+-- task of the same key is pending (its retry included) or running. Webhook
+-- deliveries of one policy's target and repository arrive in order.
+ALTER TABLE job_tasks ADD COLUMN sequence_key TEXT;
+CREATE INDEX job_tasks_sequence_idx ON job_tasks (sequence_key, id) WHERE sequence_key IS NOT NULL;

@@ -53,6 +53,10 @@ pub const REGISTRY_CREATED: &str = "registry.created";
 pub const REGISTRY_UPDATED: &str = "registry.updated";
 /// A registry endpoint was deleted.
 pub const REGISTRY_DELETED: &str = "registry.deleted";
+/// An artifact was pulled (`repo:tag` or `repo@digest`, with its digest):
+/// written only for projects whose webhooks ask for pulls, a second after
+/// the pull, by [`Events::record`] (pulls are audited on their own).
+pub const ARTIFACT_PULLED: &str = "artifact.pulled";
 
 /// A change to announce, as the change's transaction writes it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -222,6 +226,18 @@ pub(crate) fn artifact_deleted(
 }
 
 impl Events<'_> {
+    /// Records `events` in a transaction of their own (what is not a change
+    /// of the store's: pulls).
+    pub async fn record(&self, events: &[NewEvent]) -> StoreResult<()> {
+        if events.is_empty() {
+            return Ok(());
+        }
+        let mut tx = self.0.begin_write().await?;
+        record_all(&mut tx, events).await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
     /// The audit log's deliveries: takes up to `limit` of its pending events,
     /// oldest first, writes the entries `entries` makes of them (those it
     /// keeps) and removes the deliveries, all in one transaction, so each

@@ -49,6 +49,8 @@ pub struct NewTask {
     pub parameters: Value,
     /// How many times it may be run (at least 1).
     pub max_attempts: i64,
+    /// Tasks of one key run one after the other, in the order they were made.
+    pub sequence_key: Option<String>,
 }
 
 /// An execution to create.
@@ -260,7 +262,9 @@ impl Jobs<'_> {
         let candidate = format!(
             "SELECT id FROM job_tasks WHERE vendor_type IN ({kinds}) AND \
              ((status = $1 AND run_after <= $2) OR (status = 'Running' AND lease_until < $2 \
-             AND attempts < max_attempts)) ORDER BY id LIMIT 1"
+             AND attempts < max_attempts)) AND (sequence_key IS NULL OR NOT EXISTS \
+             (SELECT 1 FROM job_tasks earlier WHERE earlier.sequence_key = job_tasks.sequence_key \
+             AND earlier.id < job_tasks.id AND earlier.status IN ($1, 'Running'))) ORDER BY id LIMIT 1"
         );
         let query = |sql: String| {
             let mut query = sqlx::query_as(sqlx::AssertSqlSafe(sql))
@@ -894,7 +898,7 @@ async fn insert_tasks(
     for task in tasks {
         sqlx::query(
             "INSERT INTO job_tasks (execution_id, vendor_type, status, parameters, max_attempts, \
-             run_after, creation_time, update_time) VALUES ($1, $2, $3, $4, $5, $6, $6, $6)",
+             run_after, creation_time, update_time, sequence_key) VALUES ($1, $2, $3, $4, $5, $6, $6, $6, $7)",
         )
         .bind(id)
         .bind(vendor_type)
@@ -902,6 +906,7 @@ async fn insert_tasks(
         .bind(task.parameters.to_string())
         .bind(task.max_attempts.max(1))
         .bind(now)
+        .bind(task.sequence_key.as_deref())
         .execute(&mut **tx)
         .await?;
     }

@@ -229,6 +229,25 @@ impl Webhooks<'_> {
             .collect())
     }
 
+    /// The projects with an enabled policy naming `event_type`.
+    pub async fn projects_watching(&self, event_type: &str) -> StoreResult<Vec<i64>> {
+        let rows: Vec<(i64, String)> = sqlx::query_as(
+            "SELECT DISTINCT project_id, event_types FROM webhook_policies WHERE enabled = 1",
+        )
+        .fetch_all(&self.0.pool)
+        .await?;
+        let mut projects: Vec<i64> = rows
+            .into_iter()
+            .filter(|(_, types)| {
+                serde_json::from_str::<Vec<String>>(types)
+                    .is_ok_and(|types| types.iter().any(|t| t == event_type))
+            })
+            .map(|(project, _)| project)
+            .collect();
+        projects.dedup();
+        Ok(projects)
+    }
+
     /// Hands up to `limit` pending events over: `plan` turns them, with the
     /// enabled policies of their projects, into delivery executions, which are
     /// created as the events are taken, in one transaction. How many events

@@ -246,3 +246,157 @@ backend_test!(
         assert_eq!(executions.header("x-total-count"), Some("1"));
     }
 );
+
+/// Pushes a one-layer image to `server` as `name:tag` with admin's
+/// credentials; its manifest's digest.
+async fn push_to(server: &crate::util::ServedBerth, name: &str, tag: &str) -> String {
+    use crate::registry::{digest_of, image_manifest};
+    let client = reqwest::Client::new();
+    let config = format!(r#"{{"architecture":"amd64","os":"linux","tag":"{tag}"}}"#).into_bytes();
+    let layer = format!("layer of {tag}").into_bytes();
+    for blob in [&config, &layer] {
+        let res = client
+            .post(server.url(&format!(
+                "/v2/{name}/blobs/uploads/?digest={}",
+                digest_of(blob)
+            )))
+            .basic_auth("admin", Some(crate::util::ADMIN_PASSWORD))
+            .body(blob.clone())
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), 201);
+    }
+    let manifest = image_manifest(&config, &[&layer]);
+    let res = client
+        .put(server.url(&format!("/v2/{name}/manifests/{tag}")))
+        .basic_auth("admin", Some(crate::util::ADMIN_PASSWORD))
+        .header("content-type", "application/vnd.oci.image.manifest.v1+json")
+        .body(manifest.clone())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 201);
+    digest_of(&manifest)
+}
+
+/// A push acknowledged just before Berth is killed (-9), before it could
+/// hand the event over, is delivered once Berth is back: the event was
+/// committed with the push.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_push_acknowledged_before_a_crash_is_delivered_after_it() {
+    use crate::util::{ADMIN_PASSWORD, BERTH_BIN, ServedBerth};
+    let work = tempfile::tempdir().unwrap();
+    let data = work.path().join("data");
+    let receiver = Receiver::start(&[]).await;
+    let serve = |_| {
+        let mut command = std::process::Command::new(BERTH_BIN);
+        command
+            .arg("--data-dir")
+            .arg(&data)
+            .env("HARBOR_ADMIN_PASSWORD", ADMIN_PASSWORD)
+            .env_remove("DATABASE_URL")
+            .env_remove("BLOB_STORE");
+        command
+    };
+    let server = ServedBerth::start(serve).await;
+    let res = reqwest::Client::new()
+        .post(server.url("/api/v2.0/projects/library/webhook/policies"))
+        .basic_auth("admin", Some(ADMIN_PASSWORD))
+        .json(&policy(
+            "crash",
+            json!([{"type": "http", "address": receiver.url("in")}]),
+            &["PUSH_ARTIFACT"],
+        ))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 201);
+    let digest = push_to(&server, "library/survivor", "v1").await;
+    server.crash();
+    assert!(receiver.received().is_empty(), "killed before its hand-off");
+
+    let _server = ServedBerth::start(serve).await;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while receiver.received().is_empty() && std::time::Instant::now() < deadline {
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    let got = receiver.received();
+    assert_eq!(got.len(), 1, "delivered once after the restart");
+    let body = got[0].json();
+    assert_eq!(body["type"], "PUSH_ARTIFACT");
+    assert_eq!(body["event_data"]["resources"][0]["digest"], json!(digest));
+}
+
+backend_test!(
+    /// An HTTPS receiver with a certificate of its own CA is reached only
+    /// with `skip_cert_verify`; a Slack target gets Harbor's message blocks
+    /// and no Authorization header.
+    async fn https_receivers_and_slack(app) {
+        let pki = tempfile::tempdir().unwrap();
+        let ca = crate::util::TestCa::new(pki.path());
+        let (cert, key) = ca.issue("receiver", crate::util::Purpose::Server);
+        let secure = Receiver::start_tls(&[], &cert, &key).await;
+        let slack = Receiver::start(&[]).await;
+        let targets = json!([
+            {"type": "http", "address": secure.url("trusting"), "skip_cert_verify": true},
+            {"type": "http", "address": secure.url("verifying")},
+            {"type": "slack", "address": slack.url("services/T0/B0/x"), "auth_header": "ignored"},
+        ]);
+        let id = create(&app, "library", &policy("tls", targets, &["PUSH_ARTIFACT"])).await;
+        push_image(&app, "library/secure", "v1", &[b"secure layer"]).await;
+        deliver(&app).await;
+        let got = secure.received();
+        assert_eq!(got.len(), 1, "only the target that skips verification got in: {got:?}");
+        assert_eq!(got[0].path, "/trusting");
+        let executions = app.get(&format!("/api/v2.0/projects/library/webhook/policies/{id}/executions?page_size=10")).admin().send().await.json();
+        let refused = executions.as_array().unwrap().iter()
+            .find(|e| e["status"] == "Running").expect("the verifying target waits for its retry");
+        let eid = refused["id"].as_i64().unwrap();
+        let tasks = app.get(&format!("/api/v2.0/projects/library/webhook/policies/{id}/executions/{eid}/tasks")).admin().send().await.json();
+        let tid = tasks[0]["id"].as_i64().unwrap();
+        let log = app.get(&format!("/api/v2.0/projects/library/webhook/policies/{id}/executions/{eid}/tasks/{tid}/log")).admin().send().await.text();
+        assert!(log.contains("certificate") || log.contains("UnknownIssuer"), "{log}");
+
+        let message = slack.received();
+        assert_eq!(message.len(), 1);
+        assert_eq!(message[0].header("authorization"), None);
+        assert_eq!(message[0].header("content-type"), Some("application/json"));
+        let blocks = message[0].json()["blocks"].clone();
+        assert_eq!(blocks.as_array().unwrap().len(), 6);
+        assert_eq!(blocks[0]["text"]["text"], "*Harbor webhook events*");
+        assert_eq!(blocks[1]["text"]["text"], "*event_type:* PUSH_ARTIFACT");
+        let data = blocks[5]["text"]["text"].as_str().unwrap();
+        assert!(data.starts_with("```{\n\t\"resources\": ["), "{data}");
+        let executions = app.get(&format!("/api/v2.0/projects/library/webhook/policies/{id}/executions?page_size=10")).admin().send().await.json();
+        assert!(executions.as_array().unwrap().iter().any(|e| e["vendor_type"] == "SLACK" && e["status"] == "Success"));
+    }
+);
+
+backend_test!(
+    /// Pulls are announced to the projects whose webhooks ask for them, by
+    /// tag or by digest, and audited once as before.
+    async fn pulls_are_delivered_to_the_policies_asking_for_them(app) {
+        let receiver = Receiver::start(&[]).await;
+        let targets = json!([{"type": "http", "address": receiver.url("pulls")}]);
+        create(&app, "library", &policy("pulls", targets, &["PULL_ARTIFACT"])).await;
+        let (_, digest) = push_image(&app, "library/pulled", "v1", &[b"pulled layer"]).await;
+        for reference in ["v1", digest.as_str()] {
+            let res = app.get(&format!("/v2/library/pulled/manifests/{reference}")).admin().send().await;
+            assert_eq!(res.status, StatusCode::OK);
+        }
+        berth::service::webhooks::write_pulls(&app.state).await;
+        deliver(&app).await;
+        let got = receiver.received();
+        assert_eq!(got.len(), 2, "one per pull, the push not asked for: {got:?}");
+        let bodies: Vec<Value> = got.iter().map(|r| r.json()).collect();
+        assert!(bodies.iter().all(|b| b["type"] == "PULL_ARTIFACT" && b["operator"] == "admin"));
+        let tags: Vec<&Value> = bodies.iter().map(|b| &b["event_data"]["resources"][0]["tag"]).collect();
+        assert!(tags.contains(&&json!("v1")) && tags.contains(&&json!(digest)), "{tags:?}");
+        assert!(bodies.iter().all(|b| b["event_data"]["resources"][0]["digest"] == json!(digest)));
+
+        app.state.audit_queue.flush(app.store()).await;
+        let logs = app.get("/api/v2.0/audit-logs?q=operation=pull&page_size=100").admin().send().await;
+        assert_eq!(logs.header("x-total-count"), Some("2"), "{}", logs.text());
+    }
+);

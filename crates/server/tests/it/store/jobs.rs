@@ -28,6 +28,7 @@ fn tasks(count: usize, max_attempts: i64) -> Vec<NewTask> {
         .map(|i| NewTask {
             parameters: json!({"n": i}),
             max_attempts,
+            sequence_key: None,
         })
         .collect()
 }
@@ -211,5 +212,39 @@ backend_test!(
             ..every_second(GC)
         };
         assert_eq!(jobs.set_schedule(&never).await.unwrap(), None);
+    }
+);
+
+backend_test!(
+    /// Tasks of one sequence key run one after the other, in the order they
+    /// were made: a later one waits while an earlier one runs or waits for
+    /// its retry; tasks of other keys (or none) do not wait.
+    async fn tasks_of_one_sequence_key_run_in_order(app) {
+        let jobs = app.store().jobs();
+        let keyed = |n: i64, key: Option<&str>| NewTask {
+            parameters: json!({"n": n}),
+            max_attempts: 3,
+            sequence_key: key.map(str::to_string),
+        };
+        for (n, key) in [(1, Some("a")), (2, Some("a")), (3, Some("b")), (4, None)] {
+            jobs.create(&execution(GC), &[keyed(n, key)]).await.unwrap();
+        }
+        let n_of = |task: &jobs::Task| serde_json::from_str::<serde_json::Value>(&task.parameters).unwrap()["n"].as_i64().unwrap();
+        let first = jobs.claim("w", &[GC], LEASE).await.unwrap().unwrap();
+        assert_eq!(n_of(&first), 1);
+        let next = jobs.claim("w", &[GC], LEASE).await.unwrap().unwrap();
+        assert_eq!(n_of(&next), 3, "a's second waits while its first runs");
+        let next = jobs.claim("w", &[GC], LEASE).await.unwrap().unwrap();
+        assert_eq!(n_of(&next), 4);
+        assert_eq!(jobs.claim("w", &[GC], LEASE).await.unwrap(), None);
+        // The first fails and waits for its retry: the second still waits.
+        assert!(jobs.finish(first.id, "w", &Outcome::Failed("receiver down".into())).await.unwrap());
+        app.execute_sql("UPDATE job_tasks SET run_after = '2000-01-01T00:00:00.000Z'").await;
+        let again = jobs.claim("w", &[GC], LEASE).await.unwrap().unwrap();
+        assert_eq!((n_of(&again), again.attempts), (1, 2), "the retry comes before the second");
+        assert_eq!(jobs.claim("w", &[GC], LEASE).await.unwrap(), None);
+        assert!(jobs.finish(again.id, "w", &Outcome::Success(json!({}))).await.unwrap());
+        let second = jobs.claim("w", &[GC], LEASE).await.unwrap().unwrap();
+        assert_eq!(n_of(&second), 2);
     }
 );

@@ -42,6 +42,7 @@ struct Shared {
 /// The receiver; stops when dropped.
 pub struct Receiver {
     port: u16,
+    scheme: &'static str,
     shared: Arc<Mutex<Shared>>,
     server: tokio::task::JoinHandle<()>,
 }
@@ -49,6 +50,22 @@ pub struct Receiver {
 impl Receiver {
     /// Starts a receiver answering `script`'s statuses in turn, then 200.
     pub async fn start(script: &[u16]) -> Self {
+        Self::start_with(script, None).await
+    }
+
+    /// [`Receiver::start`] over TLS with this certificate and key (PEM files).
+    pub async fn start_tls(script: &[u16], cert: &std::path::Path, key: &std::path::Path) -> Self {
+        let files = berth::tls::TlsFiles {
+            cert: cert.to_path_buf(),
+            key: key.to_path_buf(),
+            client_ca: None,
+        };
+        let config = berth::tls::server_config(&files).expect("the receiver's certificate loads");
+        Self::start_with(script, Some(config)).await
+    }
+
+    async fn start_with(script: &[u16], tls: Option<Arc<rustls::ServerConfig>>) -> Self {
+        let scheme = if tls.is_some() { "https" } else { "http" };
         let shared = Arc::new(Mutex::new(Shared {
             received: Vec::new(),
             script: script
@@ -73,19 +90,24 @@ impl Receiver {
         );
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let port = listener.local_addr().unwrap().port();
-        let server = tokio::spawn(async move {
-            let _ = axum::serve(listener, app).await;
-        });
+        let server = tokio::spawn(berth::serve::serve(
+            listener,
+            app,
+            berth::serve::ServeLimits::default(),
+            tls,
+            std::future::pending(),
+        ));
         Self {
             port,
+            scheme,
             shared,
             server,
         }
     }
 
-    /// `http://127.0.0.1:PORT/<path>`.
+    /// `http(s)://127.0.0.1:PORT/<path>`.
     pub fn url(&self, path: &str) -> String {
-        format!("http://127.0.0.1:{}/{path}", self.port)
+        format!("{}://127.0.0.1:{}/{path}", self.scheme, self.port)
     }
 
     /// What it got so far.
