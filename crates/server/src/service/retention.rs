@@ -43,6 +43,9 @@ const BATCH: usize = 100;
 /// repository, and for SQLite's log to be checkpointed between deletes.
 const PAUSE: Duration = Duration::from_millis(20);
 
+/// How many deleted artifacts a task names for the TAG_RETENTION webhook.
+const MAX_NAMED: usize = 1000;
+
 /// How many times a repository's task is tried (Harbor's retention job: 3).
 const ATTEMPTS: i64 = 3;
 
@@ -623,11 +626,23 @@ async fn prune(state: &AppState, task: &Task, run: &RepositoryRun) -> Result<Val
         )
         .await?;
     }
+    // What a TAG_RETENTION webhook names (Harbor's `name_tag`), up to a bound.
+    let deleted_artifacts: Vec<String> = candidates
+        .iter()
+        .zip(&verdicts)
+        .filter(|(_, verdict)| !run.dry_run && **verdict == Verdict::Delete)
+        .take(MAX_NAMED)
+        .map(|(candidate, _)| match candidate.tags.first() {
+            Some(tag) => format!("{within}:{tag}"),
+            None => format!("{within}@{}", candidate.digest),
+        })
+        .collect();
     Ok(json!({
         "total": candidates.len(),
         "retained": candidates.len() - deleted,
         "deleted": deleted,
         "dry_run": run.dry_run,
+        "deleted_artifacts": deleted_artifacts,
     }))
 }
 

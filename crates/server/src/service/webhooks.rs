@@ -51,14 +51,38 @@ pub struct Delivery {
     /// Unix seconds.
     pub occur_at: i64,
     pub operator: String,
-    /// `library/app`.
-    pub repository: String,
-    pub digest: String,
-    /// The tag, or the digest when the artifact was named by it (Harbor's `tag`).
-    pub reference: String,
     pub target: Target,
     /// The CloudEvents `id`, the same at every attempt.
     pub id: String,
+    /// What the event is about.
+    #[serde(flatten)]
+    pub subject: Subject,
+}
+
+/// What an event is about.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "subject", rename_all = "snake_case")]
+pub enum Subject {
+    /// An artifact pushed, pulled or deleted.
+    Artifact {
+        /// `library/app`.
+        repository: String,
+        digest: String,
+        /// The tag, or the digest when the artifact was named by it (Harbor's `tag`).
+        reference: String,
+    },
+    /// A tag retention run that ended (its execution).
+    Retention { execution_id: i64 },
+}
+
+impl Subject {
+    /// What the deliveries of one target keep the order of.
+    fn sequence(&self) -> String {
+        match self {
+            Subject::Artifact { repository, .. } => format!("repository {repository}"),
+            Subject::Retention { .. } => "retention".to_string(),
+        }
+    }
 }
 
 /// Harbor's event type of a domain event, for those webhooks announce.
@@ -67,19 +91,32 @@ fn event_type(kind: &str) -> Option<&'static str> {
         events::ARTIFACT_PUSHED => Some(PUSH_ARTIFACT),
         events::ARTIFACT_DELETED => Some(DELETE_ARTIFACT),
         events::ARTIFACT_PULLED => Some(PULL_ARTIFACT),
+        events::RETENTION_FINISHED => Some(webhook::TAG_RETENTION),
         _ => None,
     }
 }
 
-/// `(repository, digest, reference)` of an artifact event's resource
-/// (`repo:tag` with the digest beside it, or `repo@digest`).
-fn artifact_of(event: &Event) -> Option<(String, String, String)> {
+/// What `event` is about: an artifact of its resource (`repo:tag` with the
+/// digest beside it, or `repo@digest`), or a retention run (its execution id).
+fn subject_of(event: &Event) -> Option<Subject> {
+    if event.kind == events::RETENTION_FINISHED {
+        return Some(Subject::Retention {
+            execution_id: event.resource.parse().ok()?,
+        });
+    }
     if let Some((repository, digest)) = event.resource.split_once('@') {
-        return Some((repository.into(), digest.into(), digest.into()));
+        return Some(Subject::Artifact {
+            repository: repository.into(),
+            digest: digest.into(),
+            reference: digest.into(),
+        });
     }
     let (repository, tag) = event.resource.rsplit_once(':')?;
-    let digest = event.digest.clone().unwrap_or_default();
-    Some((repository.into(), digest, tag.into()))
+    Some(Subject::Artifact {
+        repository: repository.into(),
+        digest: event.digest.clone().unwrap_or_default(),
+        reference: tag.into(),
+    })
 }
 
 /// The delivery executions `events` make with `policies` (enabled, of
@@ -90,7 +127,7 @@ fn plan(events: &[Event], policies: &[Policy]) -> Vec<(NewExecution, Vec<NewTask
         let (Some(kind), Some(project_id)) = (event_type(&event.kind), event.project_id) else {
             continue;
         };
-        let Some((repository, digest, reference)) = artifact_of(event) else {
+        let Some(subject) = subject_of(event) else {
             continue;
         };
         let occur_at = berth_domain::time::parse_timestamp(&event.occurred_at)
@@ -105,11 +142,9 @@ fn plan(events: &[Event], policies: &[Policy]) -> Vec<(NewExecution, Vec<NewTask
                     event_type: kind.to_string(),
                     occur_at,
                     operator: event.actor.clone(),
-                    repository: repository.clone(),
-                    digest: digest.clone(),
-                    reference: reference.clone(),
                     target: target.clone(),
                     id: uuid::Uuid::new_v4().to_string(),
+                    subject: subject.clone(),
                 };
                 let vendor_type = if target.kind == SLACK {
                     SLACK_VENDOR
@@ -129,7 +164,9 @@ fn plan(events: &[Event], policies: &[Policy]) -> Vec<(NewExecution, Vec<NewTask
                         // One target's deliveries of a repository arrive in order.
                         sequence_key: Some(format!(
                             "webhook {} {} {}",
-                            policy.id, target.address, delivery.repository
+                            policy.id,
+                            target.address,
+                            delivery.subject.sequence()
                         )),
                     }],
                 ));
@@ -323,11 +360,61 @@ pub async fn deliver(state: &AppState, task: &Task) -> Result<Value, String> {
     Ok(json!({"status_code": status}))
 }
 
-/// Harbor's `event_data` of an artifact event (field order as Harbor writes it).
+/// Harbor's `event_data` (field order as Harbor writes it).
 #[derive(Debug, Serialize)]
-struct EventData {
-    resources: Vec<Resource>,
-    repository: RepositoryData,
+#[serde(untagged)]
+enum EventData {
+    Artifact {
+        resources: Vec<Resource>,
+        repository: RepositoryData,
+    },
+    Retention {
+        retention: RetentionData,
+    },
+}
+
+/// A retention run's `event_data.retention`.
+#[derive(Debug, Serialize)]
+struct RetentionData {
+    total: i64,
+    retained: i64,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    harbor_hostname: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    project_name: String,
+    #[serde(skip_serializing_if = "is_zero")]
+    retention_policy_id: i64,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    retention_rule: Vec<RuleData>,
+    result: &'static str,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    deleted_artifact: Vec<DeletedArtifact>,
+}
+
+fn is_zero(value: &i64) -> bool {
+    *value == 0
+}
+
+#[derive(Debug, Serialize)]
+struct RuleData {
+    #[serde(skip_serializing_if = "String::is_empty")]
+    template: String,
+    #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    params: std::collections::BTreeMap<String, Value>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    tag_selectors: Vec<berth_domain::model::immutable::Selector>,
+    #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    scope_selectors:
+        std::collections::BTreeMap<String, Vec<berth_domain::model::immutable::Selector>>,
+}
+
+#[derive(Debug, Serialize)]
+struct DeletedArtifact {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    status: &'static str,
+    name_tag: String,
+    references: Option<Vec<String>>,
 }
 
 #[derive(Debug, Serialize)]
@@ -390,26 +477,44 @@ struct Text {
     text: String,
 }
 
-/// The event data of `delivery`: its artifact and the repository as it is now.
-async fn event_data(state: &AppState, delivery: &Delivery) -> EventData {
-    let host = state
+/// `ext_endpoint` without its scheme (`harbor.dev:8443`).
+fn external_host(state: &AppState) -> &str {
+    state
         .external_url
         .split_once("://")
         .map_or(state.external_url.as_str(), |(_, host)| host)
-        .trim_end_matches('/');
-    let separator = if delivery.reference.contains(':') {
-        '@'
-    } else {
-        ':'
-    };
-    let (namespace, name) = delivery
-        .repository
-        .split_once('/')
-        .unwrap_or(("", delivery.repository.as_str()));
+        .trim_end_matches('/')
+}
+
+/// The event data of `delivery`, as things are now.
+async fn event_data(state: &AppState, delivery: &Delivery) -> EventData {
+    match &delivery.subject {
+        Subject::Artifact {
+            repository,
+            digest,
+            reference,
+        } => artifact_data(state, delivery.project_id, repository, digest, reference).await,
+        Subject::Retention { execution_id } => EventData::Retention {
+            retention: retention_data(state, delivery.project_id, *execution_id).await,
+        },
+    }
+}
+
+/// An artifact event's data: the artifact and its repository.
+async fn artifact_data(
+    state: &AppState,
+    project_id: i64,
+    repository: &str,
+    digest: &str,
+    reference: &str,
+) -> EventData {
+    let host = external_host(state);
+    let separator = if reference.contains(':') { '@' } else { ':' };
+    let (namespace, name) = repository.split_once('/').unwrap_or(("", repository));
     let public = state
         .store
         .projects()
-        .find(&ProjectRef::Id(delivery.project_id))
+        .find(&ProjectRef::Id(project_id))
         .await
         .ok()
         .flatten()
@@ -417,28 +522,85 @@ async fn event_data(state: &AppState, delivery: &Delivery) -> EventData {
     let date_created = state
         .store
         .repositories()
-        .find(&delivery.repository)
+        .find(repository)
         .await
         .ok()
         .flatten()
         .and_then(|r| berth_domain::time::parse_timestamp(&r.created_at))
         .map(|t| t.unix_timestamp());
-    EventData {
+    EventData::Artifact {
         resources: vec![Resource {
-            digest: delivery.digest.clone(),
-            tag: delivery.reference.clone(),
-            resource_url: format!(
-                "{host}/{}{separator}{}",
-                delivery.repository, delivery.reference
-            ),
+            digest: digest.to_string(),
+            tag: reference.to_string(),
+            resource_url: format!("{host}/{repository}{separator}{reference}"),
         }],
         repository: RepositoryData {
             date_created,
             name: name.to_string(),
             namespace: namespace.to_string(),
-            repo_full_name: delivery.repository.clone(),
+            repo_full_name: repository.to_string(),
             repo_type: if public { "public" } else { "private" },
         },
+    }
+}
+
+/// A retention run's data: its counts, its policy's rules, what it deleted
+/// (each task names up to a thousand).
+async fn retention_data(state: &AppState, project_id: i64, execution_id: i64) -> RetentionData {
+    let jobs = state.store.jobs();
+    let execution = jobs.execution(execution_id).await.ok().flatten();
+    let tasks = jobs.tasks(execution_id).await.unwrap_or_default();
+    let (mut total, mut retained, mut deleted_artifact) = (0, 0, Vec::new());
+    for task in &tasks {
+        let found: Value = serde_json::from_str(&task.extra_attrs).unwrap_or_default();
+        total += found["total"].as_i64().unwrap_or(0);
+        retained += found["retained"].as_i64().unwrap_or(0);
+        for name in found["deleted_artifacts"].as_array().into_iter().flatten() {
+            deleted_artifact.push(DeletedArtifact {
+                kind: "image",
+                status: "SUCCESS",
+                name_tag: name.as_str().unwrap_or_default().to_string(),
+                references: None,
+            });
+        }
+    }
+    let policy_id = execution.as_ref().map_or(0, |e| e.vendor_id);
+    let rules = match state.store.retentions().get(policy_id).await {
+        Ok(Some(stored)) => {
+            serde_json::from_str::<berth_domain::model::retention::RetentionPolicy>(&stored.policy)
+                .map(|p| p.rules)
+                .unwrap_or_default()
+        }
+        _ => Vec::new(),
+    };
+    let project_name = state
+        .store
+        .projects()
+        .find(&ProjectRef::Id(project_id))
+        .await
+        .ok()
+        .flatten()
+        .map(|p| p.name)
+        .unwrap_or_default();
+    let host = external_host(state);
+    let hostname = host.rsplit_once(':').map_or(host, |(name, _)| name);
+    RetentionData {
+        total,
+        retained,
+        harbor_hostname: hostname.to_string(),
+        project_name,
+        retention_policy_id: policy_id,
+        retention_rule: rules
+            .into_iter()
+            .map(|rule| RuleData {
+                template: rule.template,
+                params: rule.params,
+                tag_selectors: rule.tag_selectors,
+                scope_selectors: rule.scope_selectors,
+            })
+            .collect(),
+        result: "SUCCESS",
+        deleted_artifact,
     }
 }
 

@@ -57,6 +57,9 @@ pub const REGISTRY_DELETED: &str = "registry.deleted";
 /// written only for projects whose webhooks ask for pulls, a second after
 /// the pull, by [`Events::record`] (pulls are audited on their own).
 pub const ARTIFACT_PULLED: &str = "artifact.pulled";
+/// A tag retention run that deleted something ended (its execution's id;
+/// not for dry runs): what webhooks announce as `TAG_RETENTION`.
+pub const RETENTION_FINISHED: &str = "retention.finished";
 
 /// A change to announce, as the change's transaction writes it.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -951,6 +951,12 @@ async fn settle_execution(
     } else {
         None
     };
+    let (vendor_type, was_ended): (String, i64) = sqlx::query_as(
+        "SELECT vendor_type, CASE WHEN end_time IS NULL THEN 0 ELSE 1 END FROM job_executions WHERE id = $1",
+    )
+    .bind(id)
+    .fetch_one(&mut **tx)
+    .await?;
     sqlx::query(
         "UPDATE job_executions SET status = $2, status_message = $3, update_time = $4, \
          end_time = CASE WHEN $5 = 1 THEN $4 ELSE NULL END WHERE id = $1",
@@ -962,6 +968,9 @@ async fn settle_execution(
     .bind(i64::from(ended))
     .execute(&mut **tx)
     .await?;
+    if ended && was_ended == 0 && vendor_type == crate::repo::retention::VENDOR_TYPE {
+        crate::repo::retention::record_finished(tx, id).await?;
+    }
     Ok(())
 }
 

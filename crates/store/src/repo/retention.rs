@@ -306,3 +306,51 @@ impl Retentions<'_> {
             .collect())
     }
 }
+
+/// Records the [`events::RETENTION_FINISHED`] event of run `execution_id`,
+/// in the transaction that ends it, when it was a real run that deleted
+/// something (Harbor announces nothing else): the project is its policy's,
+/// the actor the run's operator.
+pub(crate) async fn record_finished(
+    tx: &mut sqlx::Transaction<'static, sqlx::Any>,
+    execution_id: i64,
+) -> StoreResult<()> {
+    let found: Option<(String, Option<i64>)> = sqlx::query_as(
+        "SELECT e.extra_attrs, p.project_id FROM job_executions e \
+         LEFT JOIN retention_policies p ON p.id = e.vendor_id WHERE e.id = $1",
+    )
+    .bind(execution_id)
+    .fetch_optional(&mut **tx)
+    .await?;
+    let Some((attrs, Some(project_id))) = found else {
+        return Ok(());
+    };
+    let attrs: serde_json::Value = serde_json::from_str(&attrs).unwrap_or_default();
+    if attrs["dry_run"].as_bool().unwrap_or(false) {
+        return Ok(());
+    }
+    let found: Vec<(String,)> =
+        sqlx::query_as("SELECT extra_attrs FROM job_tasks WHERE execution_id = $1")
+            .bind(execution_id)
+            .fetch_all(&mut **tx)
+            .await?;
+    let deleted: i64 = found
+        .iter()
+        .filter_map(|(text,)| serde_json::from_str::<serde_json::Value>(text).ok())
+        .filter_map(|found| found["deleted"].as_i64())
+        .sum();
+    if deleted == 0 {
+        return Ok(());
+    }
+    events::record(
+        &mut *tx,
+        &events::NewEvent {
+            kind: events::RETENTION_FINISHED,
+            project_id: Some(project_id),
+            resource: execution_id.to_string(),
+            actor: attrs["operator"].as_str().unwrap_or_default().to_string(),
+            digest: None,
+        },
+    )
+    .await
+}

@@ -400,3 +400,50 @@ backend_test!(
         assert_eq!(logs.header("x-total-count"), Some("2"), "{}", logs.text());
     }
 );
+
+backend_test!(
+    /// A retention run that deleted something is announced once it ends,
+    /// with its counts, rules and what it deleted; a dry run is not.
+    async fn a_retention_run_is_announced_when_it_ends(app) {
+        let receiver = Receiver::start(&[]).await;
+        let targets = json!([{"type": "http", "address": receiver.url("retention")}]);
+        create(&app, "library", &policy("kept", targets, &["TAG_RETENTION"])).await;
+        push_image(&app, "library/kept", "old", &[b"old layer"]).await;
+        tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
+        push_image(&app, "library/kept", "new", &[b"new layer"]).await;
+        let rule = json!({
+            "disabled": false, "action": "retain", "template": "latestPushedK", "params": {"latestPushedK": 1},
+            "tag_selectors": [{"kind": "doublestar", "decoration": "matches", "pattern": "**"}],
+            "scope_selectors": {"repository": [{"kind": "doublestar", "decoration": "repoMatches", "pattern": "**"}]},
+        });
+        let res = app.post("/api/v2.0/retentions").admin().json(&json!({
+            "algorithm": "or", "rules": [rule],
+            "trigger": {"kind": "Schedule", "settings": {"cron": ""}, "references": {}},
+            "scope": {"level": "project", "ref": 1},
+        })).send().await;
+        assert_eq!(res.status, StatusCode::CREATED, "{}", res.text());
+        let retention = id_from_location(&res);
+        for dry_run in [true, false] {
+            let res = app.post(&format!("/api/v2.0/retentions/{retention}/executions")).admin()
+                .json(&json!({"dry_run": dry_run})).send().await;
+            assert_eq!(res.status, StatusCode::CREATED, "{}", res.text());
+            while berth::workers::run_due(&app.state, "test").await.unwrap() > 0 {}
+        }
+        deliver(&app).await;
+        let got = receiver.received();
+        assert_eq!(got.len(), 1, "the real run only: {got:?}");
+        let body = got[0].json();
+        assert_eq!(body["type"], "TAG_RETENTION");
+        assert_eq!(body["operator"], "admin");
+        let data = &body["event_data"]["retention"];
+        assert_eq!((data["total"].clone(), data["retained"].clone()), (json!(2), json!(1)));
+        assert_eq!(data["project_name"], "library");
+        assert_eq!(data["retention_policy_id"], json!(retention));
+        assert_eq!(data["result"], "SUCCESS");
+        assert_eq!(data["retention_rule"][0]["template"], "latestPushedK");
+        assert_eq!(
+            data["deleted_artifact"],
+            json!([{"type": "image", "status": "SUCCESS", "name_tag": "kept:old", "references": null}])
+        );
+    }
+);
