@@ -160,9 +160,22 @@ pub async fn delete_tag(
 /// Stores a manifest as pushed (a client's PUT, a copy, a proxy fetch): the
 /// store's one manifest write; when `new.pushed_by` names who pushed, its
 /// `artifact.pushed` event is written with it and delivered.
+/// A push refused or taken near the project's storage quota is announced
+/// to webhooks (`QUOTA_EXCEED`, `QUOTA_WARNING`).
 pub async fn put_manifest(state: &AppState, new: &NewManifest) -> Result<PutManifest, ApiError> {
-    let outcome = state.store.registry().put_manifest(new).await?;
+    let outcome = match state.store.registry().put_manifest(new).await {
+        Err(berth_store::StoreError::Domain(berth_domain::DomainError::QuotaExceeded {
+            adding,
+            used,
+            hard,
+        })) => {
+            crate::service::webhooks::quota_exceeded(state, new, adding, used, hard).await;
+            return Err(berth_domain::DomainError::QuotaExceeded { adding, used, hard }.into());
+        }
+        outcome => outcome?,
+    };
     if matches!(outcome, PutManifest::Stored(_)) && new.pushed_by.is_some() {
+        crate::service::webhooks::quota_checked(state, new).await;
         state.deliver_events();
     }
     Ok(outcome)

@@ -26,6 +26,7 @@ use berth_domain::model::webhook::{
 };
 use berth_store::repo::events::{self, Event, NewEvent};
 use berth_store::repo::jobs::{NewExecution, NewTask, Task};
+use berth_store::repo::manifests::NewManifest;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
@@ -73,6 +74,15 @@ pub enum Subject {
     },
     /// A tag retention run that ended (its execution).
     Retention { execution_id: i64 },
+    /// A push refused by, or near, the project's quota.
+    Quota {
+        repository: String,
+        digest: String,
+        /// The tag pushed, if any.
+        tag: Option<String>,
+        /// Harbor's `custom_attributes.Details`.
+        details: String,
+    },
 }
 
 impl Subject {
@@ -81,6 +91,7 @@ impl Subject {
         match self {
             Subject::Artifact { repository, .. } => format!("repository {repository}"),
             Subject::Retention { .. } => "retention".to_string(),
+            Subject::Quota { repository, .. } => format!("repository {repository}"),
         }
     }
 }
@@ -92,6 +103,8 @@ fn event_type(kind: &str) -> Option<&'static str> {
         events::ARTIFACT_DELETED => Some(DELETE_ARTIFACT),
         events::ARTIFACT_PULLED => Some(PULL_ARTIFACT),
         events::RETENTION_FINISHED => Some(webhook::TAG_RETENTION),
+        events::QUOTA_EXCEEDED => Some(webhook::QUOTA_EXCEED),
+        events::QUOTA_WARNED => Some(webhook::QUOTA_WARNING),
         _ => None,
     }
 }
@@ -102,6 +115,21 @@ fn subject_of(event: &Event) -> Option<Subject> {
     if event.kind == events::RETENTION_FINISHED {
         return Some(Subject::Retention {
             execution_id: event.resource.parse().ok()?,
+        });
+    }
+    if event.kind == events::QUOTA_EXCEEDED || event.kind == events::QUOTA_WARNED {
+        let (repository, tag) = match event.resource.split_once('@') {
+            Some((repository, _)) => (repository, None),
+            None => {
+                let (repository, tag) = event.resource.rsplit_once(':')?;
+                (repository, Some(tag.to_string()))
+            }
+        };
+        return Some(Subject::Quota {
+            repository: repository.to_string(),
+            digest: event.digest.clone().unwrap_or_default(),
+            tag,
+            details: event.detail.clone().unwrap_or_default(),
         });
     }
     if let Some((repository, digest)) = event.resource.split_once('@') {
@@ -284,6 +312,7 @@ pub fn pulled(
         resource: format!("{repository}{separator}{reference}"),
         actor: by.to_string(),
         digest: Some(digest.to_string()),
+        detail: None,
     };
     let first = {
         let mut gathered = notices.gathered.lock().unwrap_or_else(|e| e.into_inner());
@@ -321,6 +350,80 @@ pub async fn write_pulls(state: &AppState) {
             tracing::warn!(error = %err, pulls = gathered.len(), "writing pull notices failed; they are dropped")
         }
     }
+}
+
+/// The usage past which a push is announced as `QUOTA_WARNING` (Harbor's
+/// default threshold), in percent of the hard limit.
+const QUOTA_WARNING_PERCENT: i64 = 85;
+
+/// Announces a push the project's storage quota refused (`QUOTA_EXCEED`),
+/// in a transaction of its own: the push's rolled back.
+pub async fn quota_exceeded(
+    state: &AppState,
+    new: &NewManifest,
+    adding: i64,
+    used: i64,
+    hard: i64,
+) {
+    let detail = format!(
+        "adding {} of storage resource, which when updated to current usage of {} will exceed \
+         the configured upper limit of {}.",
+        display_size(adding),
+        display_size(used),
+        display_size(hard)
+    );
+    record_quota(state, new, events::QUOTA_EXCEEDED, detail).await;
+}
+
+/// Announces a push that took the project's usage to the warning threshold
+/// of its storage quota or past it (`QUOTA_WARNING`).
+pub async fn quota_checked(state: &AppState, new: &NewManifest) {
+    let Ok(Some(quota)) = state.store.quotas().get(new.project_id).await else {
+        return;
+    };
+    if quota.hard <= 0
+        || quota.used.saturating_mul(100) < quota.hard.saturating_mul(QUOTA_WARNING_PERCENT)
+    {
+        return;
+    }
+    let detail = format!(
+        "quota usage reach {QUOTA_WARNING_PERCENT}%: resource storage used {} of {}",
+        display_size(quota.used),
+        display_size(quota.hard)
+    );
+    record_quota(state, new, events::QUOTA_WARNED, detail).await;
+}
+
+async fn record_quota(state: &AppState, new: &NewManifest, kind: &'static str, detail: String) {
+    let event = NewEvent {
+        kind,
+        project_id: Some(new.project_id),
+        resource: match &new.tag {
+            Some(tag) => format!("{}:{tag}", new.repository),
+            None => format!("{}@{}", new.repository, new.digest),
+        },
+        actor: new.pushed_by.clone().unwrap_or_default(),
+        digest: Some(new.digest.clone()),
+        detail: Some(detail),
+    };
+    match state.store.events().record(&[event]).await {
+        Ok(()) => state.deliver_events(),
+        Err(err) => tracing::warn!(error = %err, "recording a quota event failed"),
+    }
+}
+
+/// Harbor's size for people: `512 B`, `8.6 MiB`.
+fn display_size(bytes: i64) -> String {
+    if bytes < 1024 {
+        return format!("{bytes} B");
+    }
+    let mut value = bytes as f64;
+    let mut unit = 0;
+    while value >= 1024.0 && unit < 6 {
+        value /= 1024.0;
+        unit += 1;
+    }
+    format!("{value:.1} {}iB", ['B', 'K', 'M', 'G', 'T', 'P', 'E'][unit])
 }
 
 /// Runs a delivery task: the payload POSTed to the target, a line in the
@@ -371,6 +474,18 @@ enum EventData {
     Retention {
         retention: RetentionData,
     },
+    Quota {
+        resources: Vec<Resource>,
+        repository: RepositoryData,
+        custom_attributes: QuotaAttributes,
+    },
+}
+
+/// A quota event's `custom_attributes` (Harbor's key is `Details`).
+#[derive(Debug, Serialize)]
+struct QuotaAttributes {
+    #[serde(rename = "Details")]
+    details: String,
 }
 
 /// A retention run's `event_data.retention`.
@@ -497,6 +612,27 @@ async fn event_data(state: &AppState, delivery: &Delivery) -> EventData {
         Subject::Retention { execution_id } => EventData::Retention {
             retention: retention_data(state, delivery.project_id, *execution_id).await,
         },
+        Subject::Quota {
+            repository,
+            digest,
+            tag,
+            details,
+        } => {
+            // Harbor's quota payload: no `resource_url`, no `date_created`.
+            let mut data = repository_data(state, delivery.project_id, repository).await;
+            data.date_created = None;
+            EventData::Quota {
+                resources: vec![Resource {
+                    digest: digest.clone(),
+                    tag: tag.clone().unwrap_or_default(),
+                    resource_url: String::new(),
+                }],
+                repository: data,
+                custom_attributes: QuotaAttributes {
+                    details: details.clone(),
+                },
+            }
+        }
     }
 }
 
@@ -510,6 +646,18 @@ async fn artifact_data(
 ) -> EventData {
     let host = external_host(state);
     let separator = if reference.contains(':') { '@' } else { ':' };
+    EventData::Artifact {
+        resources: vec![Resource {
+            digest: digest.to_string(),
+            tag: reference.to_string(),
+            resource_url: format!("{host}/{repository}{separator}{reference}"),
+        }],
+        repository: repository_data(state, project_id, repository).await,
+    }
+}
+
+/// Harbor's `repository` of an event: names, type, and creation as stored now.
+async fn repository_data(state: &AppState, project_id: i64, repository: &str) -> RepositoryData {
     let (namespace, name) = repository.split_once('/').unwrap_or(("", repository));
     let public = state
         .store
@@ -528,19 +676,12 @@ async fn artifact_data(
         .flatten()
         .and_then(|r| berth_domain::time::parse_timestamp(&r.created_at))
         .map(|t| t.unix_timestamp());
-    EventData::Artifact {
-        resources: vec![Resource {
-            digest: digest.to_string(),
-            tag: reference.to_string(),
-            resource_url: format!("{host}/{repository}{separator}{reference}"),
-        }],
-        repository: RepositoryData {
-            date_created,
-            name: name.to_string(),
-            namespace: namespace.to_string(),
-            repo_full_name: repository.to_string(),
-            repo_type: if public { "public" } else { "private" },
-        },
+    RepositoryData {
+        date_created,
+        name: name.to_string(),
+        namespace: namespace.to_string(),
+        repo_full_name: repository.to_string(),
+        repo_type: if public { "public" } else { "private" },
     }
 }
 

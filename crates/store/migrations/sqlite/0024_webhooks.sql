@@ -19,9 +19,10 @@ CREATE TABLE webhook_policies (
 );
 CREATE UNIQUE INDEX webhook_policies_name_key ON webhook_policies (project_id, name);
 
--- The digest of the artifact an event is about, when its resource names it
--- by tag (a push by tag): payloads name both.
+-- The digest of the artifact an event is about (payloads name it beside a
+-- tag), and what else its announcement says (a quota event's details).
 ALTER TABLE events ADD COLUMN digest TEXT;
+ALTER TABLE events ADD COLUMN detail TEXT;
 
 INSERT INTO event_subscribers (name) VALUES ('webhook');
 

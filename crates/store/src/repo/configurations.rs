@@ -113,6 +113,7 @@ impl Configurations<'_> {
                 resource: names.join(","),
                 actor: by.to_string(),
                 digest: None,
+                detail: None,
             };
             events::record(&mut tx, &event).await?;
         }

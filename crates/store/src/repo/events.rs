@@ -60,6 +60,12 @@ pub const ARTIFACT_PULLED: &str = "artifact.pulled";
 /// A tag retention run that deleted something ended (its execution's id;
 /// not for dry runs): what webhooks announce as `TAG_RETENTION`.
 pub const RETENTION_FINISHED: &str = "retention.finished";
+/// A push was refused for the project's storage quota (`repo:tag` or
+/// `repo@digest`; the details say by how much): written on its own, as the
+/// push's transaction rolled back.
+pub const QUOTA_EXCEEDED: &str = "quota.exceeded";
+/// A push took the project's usage past the warning threshold of its quota.
+pub const QUOTA_WARNED: &str = "quota.warned";
 
 /// A change to announce, as the change's transaction writes it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -74,6 +80,8 @@ pub struct NewEvent {
     pub actor: String,
     /// The digest of the artifact it is about (a push's), if any.
     pub digest: Option<String>,
+    /// What else its announcement says (a quota event's details).
+    pub detail: Option<String>,
 }
 
 /// A stored event.
@@ -93,6 +101,8 @@ pub struct Event {
     pub occurred_at: String,
     /// The digest of the artifact it is about (a push's), if any.
     pub digest: Option<String>,
+    /// What else its announcement says.
+    pub detail: Option<String>,
 }
 
 /// Access to events.
@@ -108,7 +118,7 @@ impl Store {
 /// Writes `event` on `conn`, inside the transaction of the change it tells of.
 pub(crate) async fn record(conn: &mut sqlx::AnyConnection, event: &NewEvent) -> StoreResult<()> {
     sqlx::query(
-        "INSERT INTO events (kind, project_id, resource, actor, occurred_at, digest) VALUES ($1, $2, $3, $4, $5, $6)",
+        "INSERT INTO events (kind, project_id, resource, actor, occurred_at, digest, detail) VALUES ($1, $2, $3, $4, $5, $6, $7)",
     )
     .bind(event.kind)
     .bind(event.project_id)
@@ -116,6 +126,7 @@ pub(crate) async fn record(conn: &mut sqlx::AnyConnection, event: &NewEvent) -> 
     .bind(&event.actor)
     .bind(time::now())
     .bind(&event.digest)
+    .bind(&event.detail)
     .execute(&mut *conn)
     .await?;
     Ok(())
@@ -131,18 +142,19 @@ pub(crate) async fn record_all(
         let values = (0..chunk.len())
             .map(|i| {
                 format!(
-                    "(${}, ${}, ${}, ${}, $1, ${})",
-                    i * 5 + 2,
-                    i * 5 + 3,
-                    i * 5 + 4,
-                    i * 5 + 5,
-                    i * 5 + 6
+                    "(${}, ${}, ${}, ${}, $1, ${}, ${})",
+                    i * 6 + 2,
+                    i * 6 + 3,
+                    i * 6 + 4,
+                    i * 6 + 5,
+                    i * 6 + 6,
+                    i * 6 + 7
                 )
             })
             .collect::<Vec<_>>()
             .join(", ");
         let sql = format!(
-            "INSERT INTO events (kind, project_id, resource, actor, occurred_at, digest) VALUES {values}"
+            "INSERT INTO events (kind, project_id, resource, actor, occurred_at, digest, detail) VALUES {values}"
         );
         let mut query = sqlx::query(sqlx::AssertSqlSafe(sql)).bind(&now);
         for event in chunk {
@@ -151,7 +163,8 @@ pub(crate) async fn record_all(
                 .bind(event.project_id)
                 .bind(&event.resource)
                 .bind(&event.actor)
-                .bind(&event.digest);
+                .bind(&event.digest)
+                .bind(&event.detail);
         }
         query.execute(&mut *conn).await?;
     }
@@ -171,7 +184,7 @@ pub(crate) async fn take(
         _ => " FOR UPDATE OF d SKIP LOCKED",
     };
     Ok(sqlx::query_as(sqlx::AssertSqlSafe(format!(
-        "SELECT e.id, e.kind, e.project_id, e.resource, e.actor, e.occurred_at, e.digest \
+        "SELECT e.id, e.kind, e.project_id, e.resource, e.actor, e.occurred_at, e.digest, e.detail \
          FROM event_deliveries d JOIN events e ON e.id = d.event_id \
          WHERE d.subscriber = $1 ORDER BY d.event_id LIMIT $2{locking}"
     )))
@@ -225,6 +238,7 @@ pub(crate) fn artifact_deleted(
         resource: format!("{repository}@{digest}"),
         actor: by.to_string(),
         digest: None,
+        detail: None,
     }
 }
 

@@ -88,6 +88,7 @@ impl NewManifest {
             },
             actor,
             digest: Some(self.digest.clone()),
+            detail: None,
         })
     }
 }
@@ -670,6 +671,7 @@ impl Registry<'_> {
             resource: format!("{repository}:{tag}"),
             actor: by.to_string(),
             digest: None,
+            detail: None,
         };
         events::record(&mut tx, &event).await?;
         tx.commit().await?;

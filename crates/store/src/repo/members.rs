@@ -206,6 +206,7 @@ impl MemberChange<'_> {
             resource: format!("{}/members/{member_id}", self.project_name),
             actor: self.by.to_string(),
             digest: None,
+            detail: None,
         }
     }
 }

@@ -644,6 +644,7 @@ impl Projects<'_> {
             resource: new.name.clone(),
             actor: by.to_string(),
             digest: None,
+            detail: None,
         };
         events::record(&mut tx, &event).await?;
         tx.commit().await?;
@@ -749,6 +750,7 @@ impl Projects<'_> {
             resource: name.map(|(name,)| name).unwrap_or_default(),
             actor: by.to_string(),
             digest: None,
+            detail: None,
         };
         events::record(&mut tx, &event).await?;
         tx.commit().await?;

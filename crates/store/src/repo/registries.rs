@@ -350,5 +350,6 @@ fn registry_event(kind: &'static str, name: &str, by: &str) -> NewEvent {
         resource: name.to_string(),
         actor: by.to_string(),
         digest: None,
+        detail: None,
     }
 }

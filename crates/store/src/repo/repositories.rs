@@ -224,6 +224,7 @@ impl Repositories<'_> {
             resource: name,
             actor: by.to_string(),
             digest: None,
+            detail: None,
         };
         crate::repo::events::record(&mut tx, &event).await?;
         tx.commit().await?;

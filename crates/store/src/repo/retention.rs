@@ -350,6 +350,7 @@ pub(crate) async fn record_finished(
             resource: execution_id.to_string(),
             actor: attrs["operator"].as_str().unwrap_or_default().to_string(),
             digest: None,
+            detail: None,
         },
     )
     .await

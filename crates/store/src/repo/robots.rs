@@ -369,6 +369,7 @@ impl RobotChange<'_> {
             resource: format!("{}{name}", self.prefix),
             actor: self.by.to_string(),
             digest: None,
+            detail: None,
         }
     }
 }

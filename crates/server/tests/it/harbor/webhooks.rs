@@ -447,3 +447,48 @@ backend_test!(
         );
     }
 );
+
+backend_test!(
+    /// A push the storage quota refuses is announced as `QUOTA_EXCEED`, one
+    /// that takes the usage past 85 % as `QUOTA_WARNING`, with Harbor's details.
+    async fn quota_refusals_and_warnings_are_announced(app) {
+        use crate::registry::{image_manifest, push_blob, put_manifest};
+        let receiver = Receiver::start(&[]).await;
+        let targets = json!([{"type": "http", "address": receiver.url("quota")}]);
+        create(&app, "library", &policy("quota", targets, &["QUOTA_EXCEED", "QUOTA_WARNING"])).await;
+        let (config, layer) = (br#"{"os":"linux"}"#.to_vec(), vec![7u8; 2000]);
+        push_blob(&app, "library/full", &config).await;
+        push_blob(&app, "library/full", &layer).await;
+        let manifest = image_manifest(&config, &[&layer]);
+        let used = app.get("/api/v2.0/quotas/1").admin().send().await.json()["used"]["storage"].as_i64().unwrap();
+        let manifest_size = i64::try_from(manifest.len()).unwrap();
+        let set_hard = |hard: i64| {
+            let app = &app;
+            async move {
+                let res = app.put("/api/v2.0/quotas/1").admin().json(&json!({"hard": {"storage": hard}})).send().await;
+                assert_eq!(res.status, StatusCode::OK, "{}", res.text());
+            }
+        };
+        set_hard(used + manifest_size - 1).await;
+        let res = put_manifest(&app, "library/full", "v1", "application/vnd.oci.image.manifest.v1+json", &manifest).await;
+        assert_eq!(res.status, StatusCode::FORBIDDEN, "{}", res.text());
+        // Room for it, at more than 85 %.
+        set_hard(used + manifest_size + 10).await;
+        let res = put_manifest(&app, "library/full", "v1", "application/vnd.oci.image.manifest.v1+json", &manifest).await;
+        assert_eq!(res.status, StatusCode::CREATED, "{}", res.text());
+        deliver(&app).await;
+        let got: Vec<Value> = receiver.received().iter().map(|r| r.json()).collect();
+        assert_eq!(got.len(), 2, "{got:?}");
+        let exceeded = got.iter().find(|b| b["type"] == "QUOTA_EXCEED").expect("QUOTA_EXCEED");
+        let details = exceeded["event_data"]["custom_attributes"]["Details"].as_str().unwrap();
+        assert!(details.starts_with(&format!("adding {manifest_size} B of storage resource")), "{details}");
+        assert!(details.contains("will exceed the configured upper limit of"), "{details}");
+        assert_eq!(exceeded["event_data"]["resources"][0]["tag"], "v1");
+        assert!(exceeded["event_data"]["resources"][0].get("resource_url").is_none());
+        assert!(exceeded["event_data"]["repository"].get("date_created").is_none());
+        assert_eq!(exceeded["event_data"]["repository"]["repo_full_name"], "library/full");
+        let warned = got.iter().find(|b| b["type"] == "QUOTA_WARNING").expect("QUOTA_WARNING");
+        let details = warned["event_data"]["custom_attributes"]["Details"].as_str().unwrap();
+        assert!(details.starts_with("quota usage reach 85%: resource storage used "), "{details}");
+    }
+);
