@@ -11,13 +11,17 @@ use berth_domain::time::ZERO_TIME;
 use berth_store::repo::jobs::{Execution, Task};
 use serde_json::{Map, Value, json};
 
-use crate::error::{ApiError, HarborResult};
+use berth_store::repo::webhooks::SYSTEM;
+
+use crate::error::{ApiError, HarborError, HarborResult};
 use crate::extract::harbor::{HarborQuery, LaterJson, paged, path_int};
 use crate::harbor::projects::ProjectCaller;
 use crate::operations::{Routes, Surface};
 use crate::state::AppState;
 
 const BASE: &str = "/projects/{project_name_or_id}/webhook";
+/// Berth's system-wide policies (goharbor/harbor #21370), for administrators.
+const SYSTEM_BASE: &str = "/system/webhook/policies";
 
 pub(super) fn routes() -> Routes {
     use axum::http::Method;
@@ -89,6 +93,30 @@ pub(super) fn routes() -> Routes {
             "GetSupportedEventTypes",
             get(get_supported_event_types),
         )
+        .merge(system_routes())
+}
+
+/// Berth's own operations (not Harbor's), in the Harbor API's tree and error format.
+fn system_routes() -> Routes {
+    let system_policy = format!("{SYSTEM_BASE}/{{webhook_policy_id}}");
+    Routes::new(Surface::Berth)
+        .get(SYSTEM_BASE, list_system_webhook_policies)
+        .post(SYSTEM_BASE, create_system_webhook_policy)
+        .get(&system_policy, get_system_webhook_policy)
+        .put(&system_policy, update_system_webhook_policy)
+        .delete(&system_policy, delete_system_webhook_policy)
+        .get(
+            &format!("{system_policy}/executions"),
+            list_executions_of_system_webhook_policy,
+        )
+        .get(
+            &format!("{system_policy}/executions/{{execution_id}}/tasks"),
+            list_tasks_of_system_webhook_execution,
+        )
+        .get(
+            &format!("{system_policy}/executions/{{execution_id}}/tasks/{{task_id}}/log"),
+            get_logs_of_system_webhook_task,
+        )
 }
 
 fn policy_not_found(id: i64) -> ApiError {
@@ -153,6 +181,155 @@ fn task_json(task: &Task) -> Value {
     Value::Object(out)
 }
 
+/// A policy scope's list, paged.
+async fn list_in(state: &AppState, scope: i64, query: &HarborQuery) -> HarborResult<Response> {
+    let paging = query.paging()?;
+    let (total, policies) = state.store.webhooks().list(scope, paging).await?;
+    Ok(paged(&policies, total, query.link(paging, total)))
+}
+
+/// Checks and adds a policy to a scope; 201 with its location under `base`.
+async fn create_in(
+    state: &AppState,
+    scope: i64,
+    principal: &crate::extract::Principal,
+    body: &LaterJson<Policy>,
+    base: &str,
+) -> HarborResult<Response> {
+    let mut policy = body.parse()?;
+    policy.validate()?;
+    let creator = if policy.creator.is_empty() {
+        principal.audit_name().to_string()
+    } else {
+        policy.creator.clone()
+    };
+    let id = state
+        .store
+        .webhooks()
+        .create(scope, &policy, &creator)
+        .await?;
+    crate::service::webhooks::refresh_watching(state).await;
+    let location = format!("/api/v2.0{base}/{id}");
+    Ok((StatusCode::CREATED, [(header::LOCATION, location)]).into_response())
+}
+
+/// Policy `id` of a scope; 404 when it has none.
+async fn policy_in(state: &AppState, scope: i64, id: &str) -> Result<Policy, HarborError> {
+    let id = path_int("webhook_policy_id", id)?;
+    Ok(state
+        .store
+        .webhooks()
+        .get(scope, id)
+        .await?
+        .ok_or_else(|| policy_not_found(id))?)
+}
+
+/// Replaces policy `id` of a scope (every field, as Harbor: an `enabled`
+/// left out disables it).
+async fn update_in(
+    state: &AppState,
+    scope: i64,
+    id: &str,
+    body: &LaterJson<Policy>,
+) -> HarborResult<StatusCode> {
+    let id = policy_in(state, scope, id).await?.id;
+    let mut policy = body.parse()?;
+    policy.validate()?;
+    if !state.store.webhooks().update(scope, id, &policy).await? {
+        return Err(policy_not_found(id).into());
+    }
+    crate::service::webhooks::refresh_watching(state).await;
+    Ok(StatusCode::OK)
+}
+
+/// Removes policy `id` of a scope and its deliveries.
+async fn delete_in(state: &AppState, scope: i64, id: &str) -> HarborResult<StatusCode> {
+    let id = path_int("webhook_policy_id", id)?;
+    if !state.store.webhooks().delete(scope, id).await? {
+        return Err(policy_not_found(id).into());
+    }
+    crate::service::webhooks::refresh_watching(state).await;
+    Ok(StatusCode::OK)
+}
+
+/// Execution `execution_id` of `policy`; 404 when it is another's.
+async fn execution_of(
+    state: &AppState,
+    policy: &Policy,
+    execution_id: &str,
+) -> Result<Execution, HarborError> {
+    let eid = path_int("execution_id", execution_id)?;
+    match state.store.jobs().execution(eid).await? {
+        Some(execution)
+            if execution.vendor_id == policy.id
+                && berth_store::repo::webhooks::VENDOR_TYPES
+                    .contains(&execution.vendor_type.as_str()) =>
+        {
+            Ok(execution)
+        }
+        _ => Err(
+            ApiError::not_found(format!("execution {eid} not found in policy {}", policy.id))
+                .into(),
+        ),
+    }
+}
+
+/// A policy's deliveries, newest first, paged.
+async fn executions_of(
+    state: &AppState,
+    policy: &Policy,
+    query: &HarborQuery,
+) -> HarborResult<Response> {
+    let paging = query.paging()?;
+    let (total, executions) = state.store.webhooks().executions(policy.id, paging).await?;
+    let jobs = state.store.jobs();
+    let mut items = Vec::with_capacity(executions.len());
+    for execution in &executions {
+        items.push(execution_json(execution, &jobs.tasks(execution.id).await?));
+    }
+    Ok(paged(&items, total, query.link(paging, total)))
+}
+
+/// The task of one of a policy's deliveries, paged.
+async fn tasks_of(
+    state: &AppState,
+    policy: &Policy,
+    eid: &str,
+    query: &HarborQuery,
+) -> HarborResult<Response> {
+    let execution = execution_of(state, policy, eid).await?;
+    let paging = query.paging()?;
+    let tasks = state.store.jobs().tasks(execution.id).await?;
+    let total = i64::try_from(tasks.len()).unwrap_or(i64::MAX);
+    let items: Vec<Value> = match paging.limit_offset() {
+        Some((limit, offset)) => tasks
+            .iter()
+            .skip(usize::try_from(offset).unwrap_or(usize::MAX))
+            .take(usize::try_from(limit).unwrap_or(usize::MAX))
+            .map(task_json)
+            .collect(),
+        None => tasks.iter().map(task_json).collect(),
+    };
+    Ok(paged(&items, total, query.link(paging, total)))
+}
+
+/// The log of a task of one of a policy's deliveries, as text.
+async fn log_of(state: &AppState, policy: &Policy, eid: &str, tid: &str) -> HarborResult<Response> {
+    let execution = execution_of(state, policy, eid).await?;
+    let tid = path_int("task_id", tid)?;
+    let jobs = state.store.jobs();
+    match jobs.task(tid).await? {
+        Some(task) if task.execution_id == execution.id => {
+            Ok(super::text(jobs.log_text(task.id).await?))
+        }
+        _ => Err(ApiError::not_found(format!(
+            "task {tid} not found in execution {}",
+            execution.id
+        ))
+        .into()),
+    }
+}
+
 /// `GET .../webhook/policies`: the project's policies, by id, paged.
 pub async fn list_webhook_policies_of_project(
     State(state): State<AppState>,
@@ -163,13 +340,7 @@ pub async fn list_webhook_policies_of_project(
     let access = caller
         .require(&state, &project, Resource::NotificationPolicy, Action::List)
         .await?;
-    let paging = query.paging()?;
-    let (total, policies) = state
-        .store
-        .webhooks()
-        .list(access.project.id, paging)
-        .await?;
-    Ok(paged(&policies, total, query.link(paging, total)))
+    list_in(&state, access.project.id, &query).await
 }
 
 /// `POST .../webhook/policies`: 201 with the new policy's location.
@@ -187,21 +358,8 @@ pub async fn create_webhook_policy_of_project(
             Action::Create,
         )
         .await?;
-    let mut policy = body.parse()?;
-    policy.validate()?;
-    let creator = if policy.creator.is_empty() {
-        caller.principal.audit_name().to_string()
-    } else {
-        policy.creator.clone()
-    };
-    let id = state
-        .store
-        .webhooks()
-        .create(access.project.id, &policy, &creator)
-        .await?;
-    crate::service::webhooks::refresh_watching(&state).await;
-    let location = format!("/api/v2.0/projects/{project}/webhook/policies/{id}");
-    Ok((StatusCode::CREATED, [(header::LOCATION, location)]).into_response())
+    let base = format!("/projects/{project}/webhook/policies");
+    create_in(&state, access.project.id, &caller.principal, &body, &base).await
 }
 
 /// `GET .../webhook/policies/{id}`.
@@ -213,13 +371,10 @@ pub async fn get_webhook_policy_of_project(
     let access = caller
         .require(&state, &project, Resource::NotificationPolicy, Action::Read)
         .await?;
-    let id = path_int("webhook_policy_id", &id)?;
-    let policy = state.store.webhooks().get(access.project.id, id).await?;
-    Ok(axum::Json(policy.ok_or_else(|| policy_not_found(id))?))
+    Ok(axum::Json(policy_in(&state, access.project.id, &id).await?))
 }
 
-/// `PUT .../webhook/policies/{id}`: replaces every field, as Harbor does
-/// (an `enabled` left out disables the policy).
+/// `PUT .../webhook/policies/{id}`.
 pub async fn update_webhook_policy_of_project(
     State(state): State<AppState>,
     caller: ProjectCaller,
@@ -234,18 +389,7 @@ pub async fn update_webhook_policy_of_project(
             Action::Update,
         )
         .await?;
-    let id = path_int("webhook_policy_id", &id)?;
-    let webhooks = state.store.webhooks();
-    if webhooks.get(access.project.id, id).await?.is_none() {
-        return Err(policy_not_found(id).into());
-    }
-    let mut policy = body.parse()?;
-    policy.validate()?;
-    if !webhooks.update(access.project.id, id, &policy).await? {
-        return Err(policy_not_found(id).into());
-    }
-    crate::service::webhooks::refresh_watching(&state).await;
-    Ok(StatusCode::OK)
+    update_in(&state, access.project.id, &id, &body).await
 }
 
 /// `DELETE .../webhook/policies/{id}`, with its deliveries.
@@ -262,53 +406,20 @@ pub async fn delete_webhook_policy_of_project(
             Action::Delete,
         )
         .await?;
-    let id = path_int("webhook_policy_id", &id)?;
-    if !state.store.webhooks().delete(access.project.id, id).await? {
-        return Err(policy_not_found(id).into());
-    }
-    crate::service::webhooks::refresh_watching(&state).await;
-    Ok(StatusCode::OK)
+    delete_in(&state, access.project.id, &id).await
 }
 
-/// The policy `id` of the project, as the caller may read it; 404 when not.
+/// The project's policy `id`, as the caller may read it.
 async fn readable_policy(
     state: &AppState,
     caller: &ProjectCaller,
     project: &str,
     id: &str,
-) -> Result<Policy, crate::error::HarborError> {
+) -> Result<Policy, HarborError> {
     let access = caller
         .require(state, project, Resource::NotificationPolicy, Action::Read)
         .await?;
-    let id = path_int("webhook_policy_id", id)?;
-    Ok(state
-        .store
-        .webhooks()
-        .get(access.project.id, id)
-        .await?
-        .ok_or_else(|| policy_not_found(id))?)
-}
-
-/// Execution `execution_id` of `policy`; 404 when it is another's.
-async fn execution_of(
-    state: &AppState,
-    policy: &Policy,
-    execution_id: &str,
-) -> Result<Execution, crate::error::HarborError> {
-    let eid = path_int("execution_id", execution_id)?;
-    match state.store.jobs().execution(eid).await? {
-        Some(execution)
-            if execution.vendor_id == policy.id
-                && berth_store::repo::webhooks::VENDOR_TYPES
-                    .contains(&execution.vendor_type.as_str()) =>
-        {
-            Ok(execution)
-        }
-        _ => Err(
-            ApiError::not_found(format!("execution {eid} not found in policy {}", policy.id))
-                .into(),
-        ),
-    }
+    policy_in(state, access.project.id, id).await
 }
 
 /// `GET .../policies/{id}/executions`: the policy's deliveries, newest first.
@@ -319,14 +430,7 @@ pub async fn list_executions_of_webhook_policy(
     query: HarborQuery,
 ) -> HarborResult<Response> {
     let policy = readable_policy(&state, &caller, &project, &id).await?;
-    let paging = query.paging()?;
-    let (total, executions) = state.store.webhooks().executions(policy.id, paging).await?;
-    let jobs = state.store.jobs();
-    let mut items = Vec::with_capacity(executions.len());
-    for execution in &executions {
-        items.push(execution_json(execution, &jobs.tasks(execution.id).await?));
-    }
-    Ok(paged(&items, total, query.link(paging, total)))
+    executions_of(&state, &policy, &query).await
 }
 
 /// `GET .../executions/{eid}/tasks`: the delivery's task.
@@ -337,20 +441,7 @@ pub async fn list_tasks_of_webhook_execution(
     query: HarborQuery,
 ) -> HarborResult<Response> {
     let policy = readable_policy(&state, &caller, &project, &id).await?;
-    let execution = execution_of(&state, &policy, &eid).await?;
-    let paging = query.paging()?;
-    let tasks = state.store.jobs().tasks(execution.id).await?;
-    let total = i64::try_from(tasks.len()).unwrap_or(i64::MAX);
-    let items: Vec<Value> = match paging.limit_offset() {
-        Some((limit, offset)) => tasks
-            .iter()
-            .skip(usize::try_from(offset).unwrap_or(usize::MAX))
-            .take(usize::try_from(limit).unwrap_or(usize::MAX))
-            .map(task_json)
-            .collect(),
-        None => tasks.iter().map(task_json).collect(),
-    };
-    Ok(paged(&items, total, query.link(paging, total)))
+    tasks_of(&state, &policy, &eid, &query).await
 }
 
 /// `GET .../tasks/{tid}/log`: what the delivery did, as text.
@@ -360,19 +451,94 @@ pub async fn get_logs_of_webhook_task(
     Path((project, id, eid, tid)): Path<(String, String, String, String)>,
 ) -> HarborResult<Response> {
     let policy = readable_policy(&state, &caller, &project, &id).await?;
-    let execution = execution_of(&state, &policy, &eid).await?;
-    let tid = path_int("task_id", &tid)?;
-    let jobs = state.store.jobs();
-    match jobs.task(tid).await? {
-        Some(task) if task.execution_id == execution.id => {
-            Ok(super::text(jobs.log_text(task.id).await?))
-        }
-        _ => Err(ApiError::not_found(format!(
-            "task {tid} not found in execution {}",
-            execution.id
-        ))
-        .into()),
-    }
+    log_of(&state, &policy, &eid, &tid).await
+}
+
+/// `GET /system/webhook/policies` (Berth's, administrators): policies that
+/// receive every project's events.
+pub async fn list_system_webhook_policies(
+    State(state): State<AppState>,
+    principal: crate::extract::Principal,
+    query: HarborQuery,
+) -> HarborResult<Response> {
+    principal.require_sysadmin()?;
+    list_in(&state, SYSTEM, &query).await
+}
+
+/// `POST /system/webhook/policies`.
+pub async fn create_system_webhook_policy(
+    State(state): State<AppState>,
+    principal: crate::extract::Principal,
+    body: LaterJson<Policy>,
+) -> HarborResult<Response> {
+    principal.require_sysadmin()?;
+    create_in(&state, SYSTEM, &principal, &body, SYSTEM_BASE).await
+}
+
+/// `GET /system/webhook/policies/{id}`.
+pub async fn get_system_webhook_policy(
+    State(state): State<AppState>,
+    principal: crate::extract::Principal,
+    Path(id): Path<String>,
+) -> HarborResult<axum::Json<Policy>> {
+    principal.require_sysadmin()?;
+    Ok(axum::Json(policy_in(&state, SYSTEM, &id).await?))
+}
+
+/// `PUT /system/webhook/policies/{id}`.
+pub async fn update_system_webhook_policy(
+    State(state): State<AppState>,
+    principal: crate::extract::Principal,
+    Path(id): Path<String>,
+    body: LaterJson<Policy>,
+) -> HarborResult<StatusCode> {
+    principal.require_sysadmin()?;
+    update_in(&state, SYSTEM, &id, &body).await
+}
+
+/// `DELETE /system/webhook/policies/{id}`.
+pub async fn delete_system_webhook_policy(
+    State(state): State<AppState>,
+    principal: crate::extract::Principal,
+    Path(id): Path<String>,
+) -> HarborResult<StatusCode> {
+    principal.require_sysadmin()?;
+    delete_in(&state, SYSTEM, &id).await
+}
+
+/// `GET /system/webhook/policies/{id}/executions`.
+pub async fn list_executions_of_system_webhook_policy(
+    State(state): State<AppState>,
+    principal: crate::extract::Principal,
+    Path(id): Path<String>,
+    query: HarborQuery,
+) -> HarborResult<Response> {
+    principal.require_sysadmin()?;
+    let policy = policy_in(&state, SYSTEM, &id).await?;
+    executions_of(&state, &policy, &query).await
+}
+
+/// `GET /system/webhook/policies/{id}/executions/{eid}/tasks`.
+pub async fn list_tasks_of_system_webhook_execution(
+    State(state): State<AppState>,
+    principal: crate::extract::Principal,
+    Path((id, eid)): Path<(String, String)>,
+    query: HarborQuery,
+) -> HarborResult<Response> {
+    principal.require_sysadmin()?;
+    let policy = policy_in(&state, SYSTEM, &id).await?;
+    tasks_of(&state, &policy, &eid, &query).await
+}
+
+/// `GET /system/webhook/policies/{id}/executions/{eid}/tasks/{tid}/log`.
+pub async fn get_logs_of_system_webhook_task(
+    State(state): State<AppState>,
+    principal: crate::extract::Principal,
+    Path((id, eid, tid)): Path<(String, String, String)>,
+) -> HarborResult<Response> {
+    principal.require_sysadmin()?;
+    let policy = policy_in(&state, SYSTEM, &id).await?;
+    log_of(&state, &policy, &eid, &tid).await
 }
 
 /// `GET .../webhook/lasttrigger`: per policy and event type, when a delivery

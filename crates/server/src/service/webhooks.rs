@@ -27,6 +27,7 @@ use berth_domain::model::webhook::{
 use berth_store::repo::events::{self, Event, NewEvent};
 use berth_store::repo::jobs::{NewExecution, NewTask, Task};
 use berth_store::repo::manifests::NewManifest;
+use berth_store::repo::webhooks::SYSTEM;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
@@ -55,6 +56,9 @@ pub struct Delivery {
     pub target: Target,
     /// The CloudEvents `id`, the same at every attempt.
     pub id: String,
+    /// Whether the policy is the system's (every project's events).
+    #[serde(default)]
+    pub system: bool,
     /// What the event is about.
     #[serde(flatten)]
     pub subject: Subject,
@@ -161,7 +165,9 @@ fn plan(events: &[Event], policies: &[Policy]) -> Vec<(NewExecution, Vec<NewTask
         let occur_at = berth_domain::time::parse_timestamp(&event.occurred_at)
             .map_or_else(berth_domain::time::unix_now, |t| t.unix_timestamp());
         for policy in policies.iter().filter(|p| {
-            p.project_id == project_id && p.enabled && p.event_types.iter().any(|t| t == kind)
+            (p.project_id == project_id || p.project_id == SYSTEM)
+                && p.enabled
+                && p.event_types.iter().any(|t| t == kind)
         }) {
             for target in &policy.targets {
                 let delivery = Delivery {
@@ -172,6 +178,7 @@ fn plan(events: &[Event], policies: &[Policy]) -> Vec<(NewExecution, Vec<NewTask
                     operator: event.actor.clone(),
                     target: target.clone(),
                     id: uuid::Uuid::new_v4().to_string(),
+                    system: policy.project_id == SYSTEM,
                     subject: subject.clone(),
                 };
                 let vendor_type = if target.kind == SLACK {
@@ -267,7 +274,9 @@ impl PullNotices {
                 refresh_watching(&state).await;
             });
         }
-        current.is_some_and(|(_, projects)| projects.contains(&project_id))
+        current.is_some_and(|(_, projects)| {
+            projects.contains(&project_id) || projects.contains(&SYSTEM)
+        })
     }
 }
 
@@ -767,10 +776,14 @@ fn cloud_event(delivery: &Delivery, event_data: &EventData) -> String {
     go_json(&CloudEvent {
         specversion: "1.0",
         id: &delivery.id,
-        source: format!(
-            "/projects/{}/webhook/policies/{}",
-            delivery.project_id, delivery.policy_id
-        ),
+        source: if delivery.system {
+            format!("/system/webhook/policies/{}", delivery.policy_id)
+        } else {
+            format!(
+                "/projects/{}/webhook/policies/{}",
+                delivery.project_id, delivery.policy_id
+            )
+        },
         kind: webhook::cloud_event_type(&delivery.event_type).unwrap_or_default(),
         datacontenttype: "application/json",
         time,

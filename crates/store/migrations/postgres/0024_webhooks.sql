@@ -1,5 +1,6 @@
 -- Webhooks (issue #30): a project's policies, Harbor's WebhookPolicy with
--- its targets and event types kept as JSON once checked. Deliveries are jobs
+-- its targets and event types kept as JSON once checked, and the system's
+-- (no project: every project's events, for administrators). Deliveries are jobs
 -- (vendor type WEBHOOK or SLACK, vendor id the policy's id), made from the
 -- domain events by the 'webhook' subscriber in the transaction that takes
 -- the events, so a change that rolled back is never announced and one that
@@ -7,7 +8,7 @@
 -- Keep in step with the other backend's file of the same name.
 CREATE TABLE webhook_policies (
     id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-    project_id BIGINT NOT NULL REFERENCES projects (id) ON DELETE CASCADE,
+    project_id BIGINT REFERENCES projects (id) ON DELETE CASCADE,
     name TEXT NOT NULL,
     description TEXT NOT NULL DEFAULT '',
     targets TEXT NOT NULL,
@@ -18,6 +19,7 @@ CREATE TABLE webhook_policies (
     update_time TEXT NOT NULL
 );
 CREATE UNIQUE INDEX webhook_policies_name_key ON webhook_policies (project_id, name);
+CREATE UNIQUE INDEX webhook_policies_system_name_key ON webhook_policies (name) WHERE project_id IS NULL;
 
 -- The digest of the artifact an event is about (payloads name it beside a
 -- tag), and what else its announcement says (a quota event's details).

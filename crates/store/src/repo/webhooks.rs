@@ -1,5 +1,6 @@
-//! Webhook policies (migration 0024) and the hand-off of domain events to
-//! them: the `webhook` subscriber's pending events become delivery jobs in
+//! Webhook policies (migration 0024), a project's or the system's (project
+//! id 0 here, no project in the table: every project's events), and the
+//! hand-off of domain events to them: the `webhook` subscriber's pending events become delivery jobs in
 //! the transaction that takes them, so each event is handed over once.
 
 use berth_domain::model::webhook::Policy;
@@ -15,7 +16,7 @@ use crate::repo::registry::placeholders;
 #[derive(sqlx::FromRow)]
 struct PolicyRow {
     id: i64,
-    project_id: i64,
+    project_id: Option<i64>,
     name: String,
     description: String,
     targets: String,
@@ -38,7 +39,7 @@ impl PolicyRow {
             id: self.id,
             name: self.name,
             description: self.description,
-            project_id: self.project_id,
+            project_id: self.project_id.unwrap_or(SYSTEM),
             targets: serde_json::from_str(&self.targets).map_err(bad)?,
             event_types: serde_json::from_str(&self.event_types).map_err(bad)?,
             creator: self.creator,
@@ -47,6 +48,14 @@ impl PolicyRow {
             enabled: self.enabled != 0,
         })
     }
+}
+
+/// The project id of the system's policies.
+pub const SYSTEM: i64 = 0;
+
+/// The stored project of scope `project_id` ([`SYSTEM`]: none).
+fn stored_project(project_id: i64) -> Option<i64> {
+    (project_id != SYSTEM).then_some(project_id)
 }
 
 /// The vendor types of deliveries: to http receivers, to Slack.
@@ -72,14 +81,15 @@ impl Store {
 impl Webhooks<'_> {
     /// A page of project `project_id`'s policies (by id) and how many it has.
     pub async fn list(&self, project_id: i64, paging: Paging) -> StoreResult<(i64, Vec<Policy>)> {
-        let (total,): (i64,) =
-            sqlx::query_as("SELECT COUNT(*) FROM webhook_policies WHERE project_id = $1")
-                .bind(project_id)
-                .fetch_one(&self.0.pool)
-                .await?;
+        let (total,): (i64,) = sqlx::query_as(
+            "SELECT COUNT(*) FROM webhook_policies WHERE COALESCE(project_id, 0) = $1",
+        )
+        .bind(project_id)
+        .fetch_one(&self.0.pool)
+        .await?;
         let (limit, offset) = paging.limit_offset().unwrap_or((i64::MAX, 0));
         let rows: Vec<PolicyRow> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
-            "SELECT {COLUMNS} FROM webhook_policies WHERE project_id = $1 ORDER BY id LIMIT $2 OFFSET $3"
+            "SELECT {COLUMNS} FROM webhook_policies WHERE COALESCE(project_id, 0) = $1 ORDER BY id LIMIT $2 OFFSET $3"
         )))
         .bind(project_id)
         .bind(limit)
@@ -96,7 +106,7 @@ impl Webhooks<'_> {
     /// Policy `id` of project `project_id`.
     pub async fn get(&self, project_id: i64, id: i64) -> StoreResult<Option<Policy>> {
         let row: Option<PolicyRow> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
-            "SELECT {COLUMNS} FROM webhook_policies WHERE project_id = $1 AND id = $2"
+            "SELECT {COLUMNS} FROM webhook_policies WHERE COALESCE(project_id, 0) = $1 AND id = $2"
         )))
         .bind(project_id)
         .bind(id)
@@ -119,7 +129,7 @@ impl Webhooks<'_> {
              enabled, creator, creation_time, update_time) \
              VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8) RETURNING id",
         )
-        .bind(project_id)
+        .bind(stored_project(project_id))
         .bind(&policy.name)
         .bind(&policy.description)
         .bind(serde_json::to_string(&policy.targets).unwrap_or_default())
@@ -138,7 +148,7 @@ impl Webhooks<'_> {
     pub async fn update(&self, project_id: i64, id: i64, policy: &Policy) -> StoreResult<bool> {
         let done = sqlx::query(
             "UPDATE webhook_policies SET name = $3, description = $4, targets = $5, \
-             event_types = $6, enabled = $7, update_time = $8 WHERE project_id = $1 AND id = $2",
+             event_types = $6, enabled = $7, update_time = $8 WHERE COALESCE(project_id, 0) = $1 AND id = $2",
         )
         .bind(project_id)
         .bind(id)
@@ -158,11 +168,13 @@ impl Webhooks<'_> {
     /// `false` when there was none.
     pub async fn delete(&self, project_id: i64, id: i64) -> StoreResult<bool> {
         let mut tx = self.0.begin_write().await?;
-        let done = sqlx::query("DELETE FROM webhook_policies WHERE project_id = $1 AND id = $2")
-            .bind(project_id)
-            .bind(id)
-            .execute(&mut *tx)
-            .await?;
+        let done = sqlx::query(
+            "DELETE FROM webhook_policies WHERE COALESCE(project_id, 0) = $1 AND id = $2",
+        )
+        .bind(project_id)
+        .bind(id)
+        .execute(&mut *tx)
+        .await?;
         if done.rows_affected() == 1 {
             sqlx::query(
                 "DELETE FROM job_executions WHERE vendor_type IN ($1, $2) AND vendor_id = $3",
@@ -229,10 +241,11 @@ impl Webhooks<'_> {
             .collect())
     }
 
-    /// The projects with an enabled policy naming `event_type`.
+    /// The projects with an enabled policy naming `event_type` ([`SYSTEM`]
+    /// among them when a system policy does: every project).
     pub async fn projects_watching(&self, event_type: &str) -> StoreResult<Vec<i64>> {
         let rows: Vec<(i64, String)> = sqlx::query_as(
-            "SELECT DISTINCT project_id, event_types FROM webhook_policies WHERE enabled = 1",
+            "SELECT DISTINCT COALESCE(project_id, 0), event_types FROM webhook_policies WHERE enabled = 1",
         )
         .fetch_all(&self.0.pool)
         .await?;
@@ -244,12 +257,13 @@ impl Webhooks<'_> {
             })
             .map(|(project, _)| project)
             .collect();
+        projects.sort_unstable();
         projects.dedup();
         Ok(projects)
     }
 
     /// Hands up to `limit` pending events over: `plan` turns them, with the
-    /// enabled policies of their projects, into delivery executions, which are
+    /// enabled policies of their projects and the system's, into delivery executions, which are
     /// created as the events are taken, in one transaction. How many events
     /// were taken (0: none was pending).
     pub async fn hand_off(
@@ -267,10 +281,15 @@ impl Webhooks<'_> {
         projects.sort_unstable();
         projects.dedup();
         let mut policies = Vec::new();
-        if !projects.is_empty() {
+        {
+            let listed = if projects.is_empty() {
+                String::new()
+            } else {
+                format!(" OR project_id IN ({})", placeholders(1, projects.len()))
+            };
             let sql = format!(
-                "SELECT {COLUMNS} FROM webhook_policies WHERE enabled = 1 AND project_id IN ({}) ORDER BY id",
-                placeholders(1, projects.len())
+                "SELECT {COLUMNS} FROM webhook_policies WHERE enabled = 1 \
+                 AND (project_id IS NULL{listed}) ORDER BY id"
             );
             let mut query = sqlx::query_as::<_, PolicyRow>(sqlx::AssertSqlSafe(sql));
             for project in &projects {

@@ -492,3 +492,39 @@ backend_test!(
         assert!(details.starts_with("quota usage reach 85%: resource storage used "), "{details}");
     }
 );
+
+backend_test!(
+    /// Beyond Harbor (goharbor/harbor #21370): administrators' system
+    /// policies receive every project's events; nobody else may see them.
+    async fn system_policies_receive_every_projects_events(app) {
+        let receiver = Receiver::start(&[]).await;
+        project(&app, None, "second", false).await;
+        user(&app, "someone").await;
+        let base = "/api/v2.0/system/webhook/policies";
+        let body = policy("everything", json!([{"type": "http", "address": receiver.url("all"), "payload_format": "CloudEvents"}]), &["PUSH_ARTIFACT"]);
+        let res = app.post(base).basic("someone", PASSWORD).json(&body).send().await;
+        assert_eq!(res.status, StatusCode::FORBIDDEN);
+        let res = app.post(base).admin().json(&body).send().await;
+        assert_eq!(res.status, StatusCode::CREATED, "{}", res.text());
+        let id = id_from_location(&res);
+        assert_eq!(res.header("location"), Some(format!("/api/v2.0/system/webhook/policies/{id}").as_str()));
+        let res = app.post(base).admin().json(&body).send().await;
+        assert_eq!(res.status, StatusCode::CONFLICT, "names are unique among system policies");
+        let res = app.post("/api/v2.0/projects/library/webhook/policies").admin().json(&body).send().await;
+        assert_eq!(res.status, StatusCode::CREATED, "a project's may have the same name");
+        let res = app.get(base).basic("someone", PASSWORD).send().await;
+        assert_eq!(res.status, StatusCode::FORBIDDEN);
+
+        push_image(&app, "library/one", "v1", &[b"one layer"]).await;
+        push_image(&app, "second/two", "v1", &[b"two layer"]).await;
+        deliver(&app).await;
+        let sources: Vec<String> = receiver.received().iter().map(|r| r.json()["source"].as_str().unwrap().to_string()).collect();
+        let system = format!("/system/webhook/policies/{id}");
+        assert_eq!(sources.iter().filter(|s| **s == system).count(), 2, "{sources:?}");
+        assert_eq!(sources.len(), 3, "and the library policy's own: {sources:?}");
+        let executions = app.get(&format!("{base}/{id}/executions")).admin().send().await;
+        assert_eq!(executions.header("x-total-count"), Some("2"));
+        let res = app.delete(&format!("{base}/{id}")).admin().send().await;
+        assert_eq!(res.status, StatusCode::OK);
+    }
+);
