@@ -8,7 +8,10 @@ pydantic models, so field names and types must match Harbor's. Exits non-zero
 """
 
 import asyncio
+import http.server
+import json
 import sys
+import threading
 
 from harborapi import HarborAsyncClient
 from harborapi.exceptions import Conflict, NotFound, Unauthorized, Forbidden, BadRequest
@@ -34,7 +37,29 @@ from harborapi.models import (
     ScheduleObj,
     UserCreationReq,
     UserProfile,
+    WebhookPolicy,
+    WebhookTargetObject,
 )
+
+
+def start_receiver():
+    """A webhook receiver on a loopback port: (its URL, the bodies it got)."""
+    received = []
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_POST(self):
+            length = int(self.headers.get("Content-Length", "0"))
+            headers = {name.lower(): value for name, value in self.headers.items()}
+            received.append((headers, json.loads(self.rfile.read(length))))
+            self.send_response(200)
+            self.end_headers()
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return f"http://127.0.0.1:{server.server_address[1]}/hook", received
 
 
 def expect(condition, message):
@@ -284,6 +309,44 @@ async def main(base, password):
     await admin.stop_retention_execution(retention_id, execution_id)
     await admin.delete_retention_policy(retention_id)
     await expect_error(NotFound, admin.get_retention_policy(retention_id))
+
+    # Webhooks: a policy, a copy it is told of, its jobs and last trigger.
+    receiver_url, received = start_receiver()
+    events = await admin.get_webhook_supported_events("library")
+    event_types = [e.root for e in events.event_type]
+    expect("PUSH_ARTIFACT" in event_types and [n.root for n in events.notify_type] == ["http", "slack"], f"{events}")
+    hook = WebhookPolicy(
+        name="compat-hook",
+        targets=[WebhookTargetObject(type="http", address=receiver_url, auth_header="Bearer compat")],
+        event_types=["PUSH_ARTIFACT"],
+        enabled=True,
+    )
+    hook_id = int((await admin.create_webhook_policy("library", hook)).rsplit("/", 1)[1])
+    stored_hook = await admin.get_webhook_policy("library", hook_id)
+    expect(stored_hook.targets[0].payload_format.root == "Default" and stored_hook.enabled, f"{stored_hook}")
+    expect(any(p.id == hook_id for p in await admin.get_webhook_policies("library")), "listed")
+    await admin.copy_artifact("library", "compat-hooked", "library/compat-src:v1")
+    for _ in range(150):
+        if received:
+            break
+        await asyncio.sleep(0.1)
+    expect(received and received[0][1]["type"] == "PUSH_ARTIFACT", f"{received}")
+    expect(received[0][0].get("authorization") == "Bearer compat", f"{received[0][0]}")
+    expect(received[0][1]["event_data"]["repository"]["repo_full_name"] == "library/compat-hooked", f"{received}")
+    for _ in range(100):
+        jobs = await admin.get_webhook_jobs("library", policy_id=hook_id)
+        if jobs and jobs[0].status == "Success":
+            break
+        await asyncio.sleep(0.1)
+    expect(jobs[0].event_type == "PUSH_ARTIFACT" and str(getattr(jobs[0].notify_type, "root", jobs[0].notify_type)) == "http", f"{jobs}")
+    triggers = await admin.get_webhook_policy_last_trigger("library")
+    expect(any(t.policy_name == "compat-hook" and t.event_type == "PUSH_ARTIFACT" for t in triggers), f"{triggers}")
+    stored_hook.enabled = False
+    await admin.update_webhook_policy("library", hook_id, stored_hook)
+    expect(not (await admin.get_webhook_policy("library", hook_id)).enabled, "disabled")
+    await expect_error(Conflict, admin.create_webhook_policy("library", hook))
+    await admin.delete_webhook_policy("library", hook_id)
+    await expect_error(NotFound, admin.get_webhook_policy("library", hook_id))
 
     purge = Schedule(
         schedule=ScheduleObj(type="Manual"),

@@ -93,6 +93,12 @@ pub(super) fn routes() -> Routes {
             "GetSupportedEventTypes",
             get(get_supported_event_types),
         )
+        .named(
+            Method::GET,
+            &format!("{BASE}/jobs"),
+            "ListWebhookJobs",
+            get(list_webhook_jobs),
+        )
         .merge(system_routes())
 }
 
@@ -452,6 +458,74 @@ pub async fn get_logs_of_webhook_task(
 ) -> HarborResult<Response> {
     let policy = readable_policy(&state, &caller, &project, &id).await?;
     log_of(&state, &policy, &eid, &tid).await
+}
+
+/// `GET .../webhook/jobs?policy_id=N` (Harbor's deprecated `webhookjob`
+/// tag): a policy's deliveries as jobs, newest first, paged, optionally of
+/// some statuses (`status=Success&status=Error`).
+pub async fn list_webhook_jobs(
+    State(state): State<AppState>,
+    caller: ProjectCaller,
+    Path(project): Path<String>,
+    query: HarborQuery,
+    axum::extract::RawQuery(raw): axum::extract::RawQuery,
+) -> HarborResult<Response> {
+    let access = caller
+        .require(&state, &project, Resource::NotificationPolicy, Action::List)
+        .await?;
+    let id = query.required("policy_id")?;
+    let policy = policy_in(&state, access.project.id, &id).await?;
+    let statuses: Vec<String> = url_pairs(raw.as_deref().unwrap_or(""))
+        .filter(|(name, _)| name == "status")
+        .map(|(_, value)| value)
+        .collect();
+    let paging = query.paging()?;
+    let (_, executions) = state
+        .store
+        .webhooks()
+        .executions(policy.id, berth_domain::query::Paging::new(1, 0)?)
+        .await?;
+    let jobs: Vec<Value> = executions
+        .iter()
+        .map(|execution| {
+            let status = match execution.status.as_str() {
+                "Pending" => "Running",
+                other => other,
+            };
+            (status, execution)
+        })
+        .filter(|(status, _)| statuses.is_empty() || statuses.iter().any(|s| s == status))
+        .map(|(status, execution)| {
+            let attrs: Value = serde_json::from_str(&execution.extra_attrs).unwrap_or_default();
+            json!({
+                "id": execution.id,
+                "policy_id": execution.vendor_id,
+                "event_type": attrs["event_type"],
+                "notify_type": if execution.vendor_type == "SLACK" { "slack" } else { "http" },
+                "status": status,
+                "job_detail": attrs["payload"].as_str().unwrap_or_default(),
+                "creation_time": execution.start_time,
+                "update_time": execution.update_time,
+            })
+        })
+        .collect();
+    let total = i64::try_from(jobs.len()).unwrap_or(i64::MAX);
+    let page: Vec<Value> = match paging.limit_offset() {
+        Some((limit, offset)) => jobs
+            .into_iter()
+            .skip(usize::try_from(offset).unwrap_or(usize::MAX))
+            .take(usize::try_from(limit).unwrap_or(usize::MAX))
+            .collect(),
+        None => jobs,
+    };
+    Ok(paged(&page, total, query.link(paging, total)))
+}
+
+/// The decoded `name=value` pairs of a query string, repeated names kept.
+fn url_pairs(raw: &str) -> impl Iterator<Item = (String, String)> + '_ {
+    serde_urlencoded::from_str::<Vec<(String, String)>>(raw)
+        .unwrap_or_default()
+        .into_iter()
 }
 
 /// `GET /system/webhook/policies` (Berth's, administrators): policies that
