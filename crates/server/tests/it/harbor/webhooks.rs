@@ -528,3 +528,23 @@ backend_test!(
         assert_eq!(res.status, StatusCode::OK);
     }
 );
+
+backend_test!(
+    /// Each policy keeps its newest ended deliveries (Harbor's 50); the
+    /// older ones go, with their tasks.
+    async fn old_deliveries_are_swept(app) {
+        let receiver = Receiver::start(&[]).await;
+        let targets = json!([{"type": "http", "address": receiver.url("many")}]);
+        let id = create(&app, "library", &policy("many", targets, &["PUSH_ARTIFACT"])).await;
+        for n in 0..4 {
+            push_image(&app, "library/many", &format!("v{n}"), &[format!("layer {n}").as_bytes()]).await;
+        }
+        deliver(&app).await;
+        assert_eq!(receiver.received().len(), 4);
+        let removed = app.store().webhooks().sweep(3).await.unwrap();
+        assert_eq!(removed, 1);
+        let executions = app.get(&format!("/api/v2.0/projects/library/webhook/policies/{id}/executions")).admin().send().await;
+        assert_eq!(executions.header("x-total-count"), Some("3"));
+        assert_eq!(app.store().webhooks().sweep(3).await.unwrap(), 0, "once");
+    }
+);
