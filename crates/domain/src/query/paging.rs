@@ -40,6 +40,20 @@ impl Paging {
         Ok(Self { page, page_size })
     }
 
+    /// The page of `items` (all of them with no page size), with their count.
+    pub fn page_of<T>(&self, items: Vec<T>) -> (i64, Vec<T>) {
+        let total = i64::try_from(items.len()).unwrap_or(i64::MAX);
+        let page = match self.limit_offset() {
+            Some((limit, offset)) => items
+                .into_iter()
+                .skip(usize::try_from(offset).unwrap_or(usize::MAX))
+                .take(usize::try_from(limit).unwrap_or(usize::MAX))
+                .collect(),
+            None => items,
+        };
+        (total, page)
+    }
+
     /// `(LIMIT, OFFSET)`, or `None` for all rows.
     pub fn limit_offset(&self) -> Option<(i64, i64)> {
         (self.page_size > 0).then(|| {

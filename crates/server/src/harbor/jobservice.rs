@@ -137,13 +137,9 @@ pub async fn list_schedules(
     query: HarborQuery,
 ) -> HarborResult<Response> {
     let paging = query.paging()?;
-    let all = jobservice::schedules(&state, &principal).await?;
-    let total = i64::try_from(all.len()).unwrap_or(i64::MAX);
-    let (limit, offset) = paging.limit_offset().unwrap_or((i64::MAX, 0));
-    let items: Vec<Value> = all
+    let (total, page) = paging.page_of(jobservice::schedules(&state, &principal).await?);
+    let items: Vec<Value> = page
         .iter()
-        .skip(usize::try_from(offset).unwrap_or(usize::MAX))
-        .take(usize::try_from(limit).unwrap_or(usize::MAX))
         .map(|s| {
             // Harbor's system jobs (GC, the purge) are of vendor -1.
             let vendor_id = if s.vendor_id == 0 { -1 } else { s.vendor_id };

@@ -305,17 +305,8 @@ async fn tasks_of(
 ) -> HarborResult<Response> {
     let execution = execution_of(state, policy, eid).await?;
     let paging = query.paging()?;
-    let tasks = state.store.jobs().tasks(execution.id).await?;
-    let total = i64::try_from(tasks.len()).unwrap_or(i64::MAX);
-    let items: Vec<Value> = match paging.limit_offset() {
-        Some((limit, offset)) => tasks
-            .iter()
-            .skip(usize::try_from(offset).unwrap_or(usize::MAX))
-            .take(usize::try_from(limit).unwrap_or(usize::MAX))
-            .map(task_json)
-            .collect(),
-        None => tasks.iter().map(task_json).collect(),
-    };
+    let (total, tasks) = paging.page_of(state.store.jobs().tasks(execution.id).await?);
+    let items: Vec<Value> = tasks.iter().map(task_json).collect();
     Ok(paged(&items, total, query.link(paging, total)))
 }
 
@@ -509,15 +500,7 @@ pub async fn list_webhook_jobs(
             })
         })
         .collect();
-    let total = i64::try_from(jobs.len()).unwrap_or(i64::MAX);
-    let page: Vec<Value> = match paging.limit_offset() {
-        Some((limit, offset)) => jobs
-            .into_iter()
-            .skip(usize::try_from(offset).unwrap_or(usize::MAX))
-            .take(usize::try_from(limit).unwrap_or(usize::MAX))
-            .collect(),
-        None => jobs,
-    };
+    let (total, page) = paging.page_of(jobs);
     Ok(paged(&page, total, query.link(paging, total)))
 }
 

@@ -430,16 +430,7 @@ pub async fn tasks(
         .into_iter()
         .filter(|task| !is_plan(task))
         .collect();
-    let total = i64::try_from(tasks.len()).unwrap_or(i64::MAX);
-    let page = match paging.limit_offset() {
-        Some((limit, offset)) => tasks
-            .into_iter()
-            .skip(usize::try_from(offset).unwrap_or(usize::MAX))
-            .take(usize::try_from(limit).unwrap_or(usize::MAX))
-            .collect(),
-        None => tasks,
-    };
-    Ok((total, page))
+    Ok(paging.page_of(tasks))
 }
 
 /// The log of task `tid` of run `eid` of policy `id`.

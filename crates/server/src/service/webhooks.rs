@@ -685,16 +685,22 @@ async fn artifact_data(
     }
 }
 
-/// Harbor's `repository` of an event: names, type, and creation as stored now.
-async fn repository_data(state: &AppState, project_id: i64, repository: &str) -> RepositoryData {
-    let (namespace, name) = repository.split_once('/').unwrap_or(("", repository));
-    let public = state
+/// Project `id` as stored now (`None` when gone or unreadable: payloads say less).
+async fn project_of(state: &AppState, id: i64) -> Option<berth_domain::model::Project> {
+    state
         .store
         .projects()
-        .find(&ProjectRef::Id(project_id))
+        .find(&ProjectRef::Id(id))
         .await
         .ok()
         .flatten()
+}
+
+/// Harbor's `repository` of an event: names, type, and creation as stored now.
+async fn repository_data(state: &AppState, project_id: i64, repository: &str) -> RepositoryData {
+    let (namespace, name) = repository.split_once('/').unwrap_or(("", repository));
+    let public = project_of(state, project_id)
+        .await
         .is_some_and(|p| p.public);
     let date_created = state
         .store
@@ -743,13 +749,8 @@ async fn retention_data(state: &AppState, project_id: i64, execution_id: i64) ->
         }
         _ => Vec::new(),
     };
-    let project_name = state
-        .store
-        .projects()
-        .find(&ProjectRef::Id(project_id))
+    let project_name = project_of(state, project_id)
         .await
-        .ok()
-        .flatten()
         .map(|p| p.name)
         .unwrap_or_default();
     let host = external_host(state);

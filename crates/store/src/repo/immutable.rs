@@ -130,18 +130,7 @@ impl ImmutableRules<'_> {
         paging: Paging,
     ) -> StoreResult<(i64, Vec<ImmutableRule>)> {
         let mut conn = self.0.pool.acquire().await?;
-        let all = rules_of(&mut conn, project_id).await?;
-        let total = i64::try_from(all.len()).unwrap_or(i64::MAX);
-        let page = match usize::try_from(paging.page_size) {
-            Ok(size) if size > 0 => {
-                let skip = usize::try_from(paging.page.max(1) - 1)
-                    .unwrap_or(0)
-                    .saturating_mul(size);
-                all.into_iter().skip(skip).take(size).collect()
-            }
-            _ => all,
-        };
-        Ok((total, page))
+        Ok(paging.page_of(rules_of(&mut conn, project_id).await?))
     }
 
     /// The enabled rules of project `project_id`, compiled: what
