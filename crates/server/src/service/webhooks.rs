@@ -137,10 +137,15 @@ fn subject_of(event: &Event) -> Option<Subject> {
         });
     }
     if let Some((repository, digest)) = event.resource.split_once('@') {
+        // A deleted artifact is named by the first tag it had, as Harbor names it.
+        let reference = match (event.kind.as_str(), &event.detail) {
+            (events::ARTIFACT_DELETED, Some(tag)) => tag.clone(),
+            _ => digest.to_string(),
+        };
         return Some(Subject::Artifact {
             repository: repository.into(),
             digest: digest.into(),
-            reference: digest.into(),
+            reference,
         });
     }
     let (repository, tag) = event.resource.rsplit_once(':')?;

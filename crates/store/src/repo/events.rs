@@ -23,7 +23,8 @@ pub const WEBHOOK: &str = "webhook";
 
 /// An artifact was pushed (its manifest stored by a client's PUT).
 pub const ARTIFACT_PUSHED: &str = "artifact.pushed";
-/// An artifact was deleted, with its tags and accessories (`repo@digest`).
+/// An artifact was deleted, with its tags and accessories (`repo@digest`;
+/// the detail is the first tag it had, if any).
 pub const ARTIFACT_DELETED: &str = "artifact.deleted";
 /// A tag was deleted (`repo:tag`).
 pub const TAG_DELETED: &str = "tag.deleted";
@@ -225,11 +226,13 @@ pub(crate) async fn delivered(
     Ok(())
 }
 
-/// The [`ARTIFACT_DELETED`] event of artifact `digest` of `repository`.
+/// The [`ARTIFACT_DELETED`] event of artifact `digest` of `repository`,
+/// which had `tag` first among its tags, if any (its detail: webhooks name it).
 pub(crate) fn artifact_deleted(
     project_id: i64,
     repository: &str,
     digest: &str,
+    tag: Option<&str>,
     by: &str,
 ) -> NewEvent {
     NewEvent {
@@ -237,8 +240,8 @@ pub(crate) fn artifact_deleted(
         project_id: Some(project_id),
         resource: format!("{repository}@{digest}"),
         actor: by.to_string(),
-        digest: None,
-        detail: None,
+        digest: Some(digest.to_string()),
+        detail: tag.map(str::to_string),
     }
 }
 

@@ -727,6 +727,11 @@ impl Registry<'_> {
             return Ok(DeleteManifest::Referenced);
         }
         check_artifact_mutable(&mut tx, artifact_id, repository_id).await?;
+        let first_tag: Option<(String,)> =
+            sqlx::query_as("SELECT name FROM tags WHERE artifact_id = $1 ORDER BY id LIMIT 1")
+                .bind(artifact_id)
+                .fetch_optional(&mut *tx)
+                .await?;
         delete_artifacts(
             self.0,
             &mut tx,
@@ -737,7 +742,13 @@ impl Registry<'_> {
         .await?;
         events::record(
             &mut tx,
-            &events::artifact_deleted(project_id, repository, digest, by),
+            &events::artifact_deleted(
+                project_id,
+                repository,
+                digest,
+                first_tag.as_ref().map(|(tag,)| tag.as_str()),
+                by,
+            ),
         )
         .await?;
         tx.commit().await?;

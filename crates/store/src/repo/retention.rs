@@ -295,7 +295,13 @@ impl Retentions<'_> {
             delete_artifacts(self.0, &mut tx, repository_id, project_id, &going).await?;
             let events: Vec<events::NewEvent> = going
                 .iter()
-                .map(|(_, digest)| events::artifact_deleted(project_id, repository, digest, by))
+                .map(|(id, digest)| {
+                    let first_tag = tags
+                        .iter()
+                        .find(|(artifact, _)| artifact == id)
+                        .map(|(_, tag)| tag.as_str());
+                    events::artifact_deleted(project_id, repository, digest, first_tag, by)
+                })
                 .collect();
             events::record_all(&mut tx, &events).await?;
         }

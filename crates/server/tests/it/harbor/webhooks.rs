@@ -192,7 +192,7 @@ backend_test!(
         let deleted = last.as_array().unwrap().iter().find(|t| t["event_type"] == "DELETE_ARTIFACT").unwrap();
         assert_eq!(deleted["last_trigger_time"], "0001-01-01T00:00:00.000Z");
 
-        // A delete by digest names the digest as Harbor's `tag`.
+        // A deleted artifact is named by the first tag it had, as Harbor names it.
         let res = app.delete(&format!("/api/v2.0/projects/library/repositories/hooked/artifacts/{digest}")).admin().send().await;
         assert_eq!(res.status, StatusCode::OK, "{}", res.text());
         deliver(&app).await;
@@ -200,10 +200,11 @@ backend_test!(
         let deleted = got.iter().skip(2).find(|r| r.path == "/default").expect("the delete delivered");
         let body = deleted.json();
         assert_eq!(body["type"], "DELETE_ARTIFACT");
-        assert_eq!(body["event_data"]["resources"][0]["tag"], json!(digest));
+        assert_eq!(body["event_data"]["resources"][0]["tag"], "v1");
+        assert_eq!(body["event_data"]["resources"][0]["digest"], json!(digest));
         assert_eq!(
             body["event_data"]["resources"][0]["resource_url"],
-            json!(format!("{host}/library/hooked@{digest}"))
+            json!(format!("{host}/library/hooked:v1"))
         );
     }
 );
