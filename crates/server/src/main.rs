@@ -126,7 +126,7 @@ async fn serve(settings: &Settings) -> anyhow::Result<()> {
         ));
     }
     tokio::spawn(berth::events::sweep(state.clone()));
-    tokio::spawn(berth::service::webhooks::sweep(state.clone()));
+    tokio::spawn(berth::workers::sweep(state.clone()));
     tokio::spawn(berth::workers::run(state.clone(), settings.job_lease()));
     tracing::info!(%addr, backend = ?state.store.backend(), tls = tls.is_some(), "berth is listening");
     if let Some(proxies) = berth_net::proxies_in_use() {

@@ -22,6 +22,34 @@ pub const LEASE: Duration = Duration::from_secs(60);
 pub const HEARTBEAT: Duration = Duration::from_secs(10);
 /// How often due schedules and waiting tasks are looked for.
 const TICK: Duration = Duration::from_secs(1);
+/// How many ended executions each vendor (a webhook policy, a retention
+/// policy, the audit purge) keeps: Harbor's task sweep keeps 50.
+pub const KEPT_EXECUTIONS: i64 = 50;
+/// The job types whose old executions are swept (garbage collections keep
+/// their own history, `gc_runs`).
+const SWEPT: [&str; 4] = [
+    webhooks::WEBHOOK,
+    webhooks::SLACK_VENDOR,
+    retention::RETENTION,
+    audit_purge::VENDOR_TYPE,
+];
+/// How often old executions are swept.
+const SWEEP_EVERY: Duration = Duration::from_secs(600);
+
+/// Removes ended executions beyond each vendor's newest [`KEPT_EXECUTIONS`]
+/// every [`SWEEP_EVERY`], for ever (every instance; the work is idempotent).
+pub async fn sweep(state: AppState) {
+    let mut ticks = tokio::time::interval(SWEEP_EVERY);
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        ticks.tick().await;
+        match state.store.jobs().sweep(&SWEPT, KEPT_EXECUTIONS).await {
+            Ok(0) => {}
+            Ok(removed) => tracing::info!(removed, "old job executions removed"),
+            Err(err) => tracing::warn!(error = %err, "removing old job executions failed"),
+        }
+    }
+}
 
 /// The job types this instance runs.
 pub const KINDS: [&str; 5] = [

@@ -240,26 +240,6 @@ pub async fn hand_off(
     }
 }
 
-/// How many ended deliveries a policy keeps (Harbor: 50).
-pub const KEPT_DELIVERIES: i64 = 50;
-/// How often older deliveries are removed.
-pub const SWEEP_EVERY: Duration = Duration::from_secs(600);
-
-/// Removes ended deliveries beyond each policy's newest [`KEPT_DELIVERIES`]
-/// every [`SWEEP_EVERY`], for ever (every instance; the work is idempotent).
-pub async fn sweep(state: AppState) {
-    let mut ticks = tokio::time::interval(SWEEP_EVERY);
-    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    loop {
-        ticks.tick().await;
-        match state.store.webhooks().sweep(KEPT_DELIVERIES).await {
-            Ok(0) => {}
-            Ok(removed) => tracing::info!(removed, "old webhook deliveries removed"),
-            Err(err) => tracing::warn!(error = %err, "removing old webhook deliveries failed"),
-        }
-    }
-}
-
 /// How long the projects whose webhooks ask for pulls are used before they
 /// are read again: a policy made on another instance acts within this time.
 const WATCH_TIMES: Duration = Duration::from_secs(5);

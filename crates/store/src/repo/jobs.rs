@@ -823,6 +823,30 @@ impl Jobs<'_> {
         Ok((total, page))
     }
 
+    /// Removes the ended executions of `vendor_types` (and their tasks and
+    /// logs) but the newest `keep` of each vendor; how many were removed.
+    /// Idempotent: every instance may run it at once.
+    pub async fn sweep(&self, vendor_types: &[&str], keep: i64) -> StoreResult<u64> {
+        if vendor_types.is_empty() {
+            return Ok(0);
+        }
+        let kinds = (0..vendor_types.len())
+            .map(|i| format!("${}", i + 2))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let sql = format!(
+            "DELETE FROM job_executions WHERE id IN (SELECT id FROM (SELECT id, ROW_NUMBER() \
+             OVER (PARTITION BY vendor_type, vendor_id ORDER BY id DESC) AS newer \
+             FROM job_executions WHERE vendor_type IN ({kinds}) AND end_time IS NOT NULL) ranked \
+             WHERE newer > $1)"
+        );
+        let mut query = sqlx::query(sqlx::AssertSqlSafe(sql)).bind(keep);
+        for kind in vendor_types {
+            query = query.bind(*kind);
+        }
+        Ok(query.execute(&self.0.pool).await?.rows_affected())
+    }
+
     /// Task `id`.
     pub async fn task(&self, id: i64) -> StoreResult<Option<Task>> {
         Ok(sqlx::query_as(sqlx::AssertSqlSafe(format!(

@@ -214,23 +214,6 @@ impl Webhooks<'_> {
         Ok((total, page))
     }
 
-    /// Removes the ended deliveries of every policy but its newest `keep`
-    /// (Harbor keeps 50); how many were removed. Safe on every instance at once.
-    pub async fn sweep(&self, keep: i64) -> StoreResult<u64> {
-        let done = sqlx::query(
-            "DELETE FROM job_executions WHERE id IN (SELECT id FROM (SELECT id, ROW_NUMBER() \
-             OVER (PARTITION BY vendor_type, vendor_id ORDER BY id DESC) AS newer \
-             FROM job_executions WHERE vendor_type IN ($1, $2) AND end_time IS NOT NULL) ranked \
-             WHERE newer > $3)",
-        )
-        .bind(VENDOR_TYPES[0])
-        .bind(VENDOR_TYPES[1])
-        .bind(keep)
-        .execute(&self.0.pool)
-        .await?;
-        Ok(done.rows_affected())
-    }
-
     /// When each of `policies` last started a delivery, per event type:
     /// `(policy id, event type, start time)`.
     pub async fn last_triggers(&self, policies: &[i64]) -> StoreResult<Vec<(i64, String, String)>> {

@@ -542,10 +542,11 @@ backend_test!(
         }
         deliver(&app).await;
         assert_eq!(receiver.received().len(), 4);
-        let removed = app.store().webhooks().sweep(3).await.unwrap();
+        let swept = ["WEBHOOK", "SLACK"];
+        let removed = app.store().jobs().sweep(&swept, 3).await.unwrap();
         assert_eq!(removed, 1);
         let executions = app.get(&format!("/api/v2.0/projects/library/webhook/policies/{id}/executions")).admin().send().await;
         assert_eq!(executions.header("x-total-count"), Some("3"));
-        assert_eq!(app.store().webhooks().sweep(3).await.unwrap(), 0, "once");
+        assert_eq!(app.store().jobs().sweep(&swept, 3).await.unwrap(), 0, "once");
     }
 );

@@ -248,3 +248,24 @@ backend_test!(
         assert_eq!(n_of(&second), 2);
     }
 );
+
+backend_test!(
+    /// Old executions go: each vendor keeps its newest ended ones; running
+    /// or waiting ones and other vendors' stay.
+    async fn old_executions_are_swept_per_vendor(app) {
+        let jobs = app.store().jobs();
+        let of = |vendor_id: i64| NewExecution { vendor_id, ..execution("RETENTION") };
+        let mut ended = Vec::new();
+        for _ in 0..4 {
+            ended.push(jobs.create(&of(7), &[]).await.unwrap());
+        }
+        let waiting = jobs.create(&of(7), &tasks(1, 1)).await.unwrap();
+        let other = jobs.create(&of(8), &[]).await.unwrap();
+        let gc = jobs.create(&execution(GC), &[]).await.unwrap();
+        assert_eq!(jobs.sweep(&["RETENTION"], 2).await.unwrap(), 2);
+        for (id, kept) in [(ended[0], false), (ended[1], false), (ended[2], true), (ended[3], true), (waiting, true), (other, true), (gc, true)] {
+            assert_eq!(jobs.execution(id).await.unwrap().is_some(), kept, "execution {id}");
+        }
+        assert_eq!(jobs.sweep(&["RETENTION"], 2).await.unwrap(), 0);
+    }
+);
