@@ -279,6 +279,47 @@ async fn an_unreachable_server_is_a_transport_error() {
     assert!(matches!(error, S3Error::Transport(_)), "{error}");
 }
 
+/// A bucket that throttles (`503 SlowDown`) and then answers: the request is
+/// sent again after a pause and succeeds; one that refuses (403) is not.
+#[tokio::test]
+async fn a_throttled_request_is_sent_again() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let answers: [&[u8]; 3] = [
+        b"HTTP/1.1 503 Slow Down\r\nContent-Type: application/xml\r\nContent-Length: 66\r\nConnection: close\r\n\r\n<Error><Code>SlowDown</Code><Message>Reduce rate</Message></Error>",
+        b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+        b"HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+    ];
+    let server = tokio::spawn(async move {
+        let mut times = Vec::new();
+        for answer in answers {
+            let (mut socket, _) = listener.accept().await.unwrap();
+            let mut request = Vec::new();
+            let mut buf = [0u8; 4096];
+            while !request.windows(4).any(|w| w == b"\r\n\r\n") {
+                let n = socket.read(&mut buf).await.unwrap();
+                assert!(n > 0);
+                request.extend_from_slice(&buf[..n]);
+            }
+            times.push(std::time::Instant::now());
+            socket.write_all(answer).await.unwrap();
+        }
+        times
+    });
+    let mut config = config();
+    config.endpoint = Some(format!("http://127.0.0.1:{port}"));
+    let s3 = S3Client::new(config).unwrap();
+    s3.head_bucket().await.expect("the second try succeeds");
+    let refused = s3.head_bucket().await.unwrap_err();
+    assert!(
+        matches!(refused, S3Error::Status { status: 403, .. }),
+        "{refused}"
+    );
+    let times = server.await.unwrap();
+    assert_eq!(times.len(), 3, "two tries, then one for the refusal");
+    assert!(times[1] - times[0] <= THROTTLED_PAUSE + std::time::Duration::from_millis(500));
+}
+
 /// A server that announces 100 bytes and sends 10: the stream must end with an error.
 #[tokio::test]
 async fn a_short_body_ends_the_stream_with_an_error() {
