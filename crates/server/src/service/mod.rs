@@ -17,6 +17,7 @@ pub mod members;
 pub mod projects;
 pub mod registries;
 pub mod registry_state;
+pub mod replication;
 pub mod repositories;
 pub mod retention;
 pub mod robots;

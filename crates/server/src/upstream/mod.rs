@@ -1,6 +1,7 @@
 //! A client for upstream registries (the `/registries` proxy-cache projects
-//! pull through): the health check Harbor calls a ping, with the registry's
-//! TLS settings and credential, and the proxy cache's pulls ([`Remote`]).
+//! pull through, and replication pushes to): the health check Harbor calls a
+//! ping, with the registry's TLS settings and credential, the proxy cache's
+//! pulls and replication's pushes ([`Remote`]).
 //!
 //! A ping is `GET <base>/v2/`. Without a credential, any answer of a
 //! registry (200, or 401/403 asking for sign-in) counts: the registry is
@@ -22,6 +23,7 @@ use std::time::Duration;
 use axum::http::{HeaderMap, Method, Request, StatusCode, header};
 use base64::Engine;
 use bytes::Bytes;
+use http_body_util::combinators::UnsyncBoxBody;
 use http_body_util::{BodyExt, Empty, Limited};
 use hyper_rustls::HttpsConnector;
 use hyper_util::client::legacy::Client;
@@ -64,9 +66,19 @@ struct Answer {
     body: hyper::body::Incoming,
 }
 
+/// A request body: none, bytes, or a stream of them.
+pub type Body = UnsyncBoxBody<Bytes, std::io::Error>;
+
+/// An empty request body.
+pub fn empty_body() -> Body {
+    Empty::<Bytes>::new()
+        .map_err(|never| match never {})
+        .boxed_unsync()
+}
+
 /// The HTTP client of one target.
 struct Upstream {
-    client: Client<HttpsConnector<berth_net::Connector>, Empty<Bytes>>,
+    client: Client<HttpsConnector<berth_net::Connector>, Body>,
 }
 
 /// `scheme://authority` of an absolute URL.
@@ -127,7 +139,7 @@ impl Upstream {
                 request = request.header(header::ACCEPT, accept);
             }
             let request = request
-                .body(Empty::new())
+                .body(empty_body())
                 .map_err(|e| Unhealthy(format!("invalid URL {url}: {e}")))?;
             let response = self
                 .client
@@ -153,6 +165,42 @@ impl Upstream {
             });
         }
         Err(Unhealthy(format!("{url}: too many redirects")))
+    }
+
+    /// Sends `method` to `url` once (no redirect: a body is sent once) with
+    /// `authorization`, `headers` and `body`.
+    async fn send_body(
+        &self,
+        method: Method,
+        url: &str,
+        authorization: Option<&str>,
+        headers: &[(header::HeaderName, String)],
+        body: Body,
+    ) -> Result<Answer, Unhealthy> {
+        let mut request = Request::builder().method(method).uri(url).header(
+            header::USER_AGENT,
+            concat!("berth/", env!("CARGO_PKG_VERSION")),
+        );
+        if let Some(value) = authorization {
+            request = request.header(header::AUTHORIZATION, value);
+        }
+        for (name, value) in headers {
+            request = request.header(name, value);
+        }
+        let request = request
+            .body(body)
+            .map_err(|e| Unhealthy(format!("invalid request to {url}: {e}")))?;
+        let response = self
+            .client
+            .request(request)
+            .await
+            .map_err(|e| Unhealthy(format!("{url}: {}", berth_net::error_chain(&e))))?;
+        let (parts, body) = response.into_parts();
+        Ok(Answer {
+            status: parts.status,
+            headers: parts.headers,
+            body,
+        })
     }
 
     /// A token from the token service a Bearer challenge names, asked with

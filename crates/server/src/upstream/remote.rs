@@ -193,8 +193,21 @@ impl Remote {
         path: &str,
         accept: Option<&str>,
     ) -> Result<Option<Answer>, Unavailable> {
+        self.request_as(method, repository, path, accept, "pull")
+            .await
+    }
+
+    /// [`Remote::request`] with the token scope's `actions` (`pull`, `pull,push`).
+    async fn request_as(
+        &self,
+        method: Method,
+        repository: &str,
+        path: &str,
+        accept: Option<&str>,
+        actions: &str,
+    ) -> Result<Option<Answer>, Unavailable> {
         let url = format!("{}/v2/{repository}/{path}", self.base);
-        let scope = format!("repository:{repository}:pull");
+        let scope = format!("repository:{repository}:{actions}");
         let kept = self.kept_authorization(&scope);
         let mut answer = self
             .send(method.clone(), &url, kept.as_deref(), accept)
@@ -243,6 +256,145 @@ impl Remote {
 
     /// The `Authorization` kept for `scope`: a token that has not expired,
     /// or the Basic credential of a registry that asked for it.
+    /// Whether the registry has blob `digest` in `repository`; signs in for
+    /// pushing to it on the way (what the pushes that follow use).
+    pub async fn has_blob(&self, repository: &str, digest: &str) -> Result<bool, Unavailable> {
+        let path = format!("blobs/{digest}");
+        Ok(self
+            .request_as(Method::HEAD, repository, &path, None, PUSH)
+            .await?
+            .is_some())
+    }
+
+    /// Whether the registry's manifest `reference` of `repository` is `digest`.
+    pub async fn has_manifest(
+        &self,
+        repository: &str,
+        reference: &str,
+        digest: &str,
+    ) -> Result<bool, Unavailable> {
+        let path = format!("manifests/{reference}");
+        let Some(answer) = self
+            .request_as(Method::HEAD, repository, &path, Some(MANIFEST_ACCEPT), PUSH)
+            .await?
+        else {
+            return Ok(false);
+        };
+        Ok(text(&answer.headers, "docker-content-digest").as_deref() == Some(digest))
+    }
+
+    /// Asks the registry to mount blob `digest` from `from` into `repository`
+    /// (no bytes sent); `false` when it would not (the bytes must be pushed).
+    pub async fn mount_blob(
+        &self,
+        repository: &str,
+        digest: &str,
+        from: &str,
+    ) -> Result<bool, Unavailable> {
+        let query = serde_urlencoded::to_string([("mount", digest), ("from", from)])
+            .map_err(|e| Unavailable::unreachable(e.to_string()))?;
+        let url = format!("{}/v2/{repository}/blobs/uploads/?{query}", self.base);
+        let answer = self
+            .send_pushing(Method::POST, repository, &url, &[], super::empty_body())
+            .await?;
+        Ok(answer.status == StatusCode::CREATED)
+    }
+
+    /// Pushes blob `digest` (`length` bytes of `body`) to `repository` in one
+    /// request (a monolithic upload: a session, then its one PUT).
+    pub async fn push_blob(
+        &self,
+        repository: &str,
+        digest: &str,
+        length: u64,
+        body: super::Body,
+    ) -> Result<(), Unavailable> {
+        let url = format!("{}/v2/{repository}/blobs/uploads/", self.base);
+        let started = self
+            .send_pushing(Method::POST, repository, &url, &[], super::empty_body())
+            .await?;
+        if started.status != StatusCode::ACCEPTED {
+            return Err(refused(&url, started.status));
+        }
+        let location = text(&started.headers, header::LOCATION.as_str())
+            .and_then(|l| super::resolve(&url, &l))
+            .ok_or_else(|| Unavailable::unreachable(format!("{url}: no upload location")))?;
+        let separator = if location.contains('?') { '&' } else { '?' };
+        let put = format!("{location}{separator}digest={}", encode(digest));
+        let headers = [
+            (header::CONTENT_TYPE, "application/octet-stream".to_string()),
+            (header::CONTENT_LENGTH, length.to_string()),
+        ];
+        // No time limit: the answer comes once the whole blob is sent.
+        let scope = format!("repository:{repository}:{PUSH}");
+        let done = self
+            .http
+            .send_body(
+                Method::PUT,
+                &put,
+                self.kept_authorization(&scope).as_deref(),
+                &headers,
+                body,
+            )
+            .await
+            .map_err(|why| Unavailable::unreachable(why.0))?;
+        if done.status != StatusCode::CREATED {
+            return Err(refused(&put, done.status));
+        }
+        Ok(())
+    }
+
+    /// Pushes manifest `body` of `media_type` to `repository` as `reference`
+    /// (a tag, or its digest).
+    pub async fn push_manifest(
+        &self,
+        repository: &str,
+        reference: &str,
+        media_type: &str,
+        body: Bytes,
+    ) -> Result<(), Unavailable> {
+        let url = format!("{}/v2/{repository}/manifests/{reference}", self.base);
+        let headers = [
+            (header::CONTENT_TYPE, media_type.to_string()),
+            (header::CONTENT_LENGTH, body.len().to_string()),
+        ];
+        let body = http_body_util::Full::new(body)
+            .map_err(|never| match never {})
+            .boxed_unsync();
+        let done = self
+            .send_pushing(Method::PUT, repository, &url, &headers, body)
+            .await?;
+        if !done.status.is_success() {
+            return Err(refused(&url, done.status));
+        }
+        Ok(())
+    }
+
+    /// Sends a request that changes `repository` once, with the push token
+    /// a [`Remote::has_blob`] or [`Remote::has_manifest`] got (a body is sent
+    /// once, so it is not sent again after a challenge).
+    async fn send_pushing(
+        &self,
+        method: Method,
+        repository: &str,
+        url: &str,
+        headers: &[(header::HeaderName, String)],
+        body: super::Body,
+    ) -> Result<Answer, Unavailable> {
+        let scope = format!("repository:{repository}:{PUSH}");
+        let authorization = self.kept_authorization(&scope);
+        tokio::time::timeout(
+            ANSWER_TIMEOUT,
+            self.http
+                .send_body(method, url, authorization.as_deref(), headers, body),
+        )
+        .await
+        .map_err(|_| {
+            Unavailable::unreachable(format!("{url}: no answer within {ANSWER_TIMEOUT:?}"))
+        })?
+        .map_err(|why| Unavailable::unreachable(why.0))
+    }
+
     fn kept_authorization(&self, scope: &str) -> Option<String> {
         let tokens = self.tokens.lock().unwrap_or_else(|e| e.into_inner());
         match tokens.get(scope) {
@@ -293,6 +445,24 @@ impl Remote {
         }
         tokens.insert(scope.to_string(), (authorization.to_string(), until));
     }
+}
+
+/// The actions of a pushing token's scope.
+const PUSH: &str = "pull,push";
+
+/// An answer that is not what a push expects.
+fn refused(url: &str, status: StatusCode) -> Unavailable {
+    Unavailable {
+        status: Some(status),
+        reason: format!("{url} answered {status}"),
+    }
+}
+
+/// A query value, percent-encoded (`sha256:...` keeps nothing special but `:`).
+fn encode(value: &str) -> String {
+    serde_urlencoded::to_string([("v", value)])
+        .map(|pair| pair[2..].to_string())
+        .unwrap_or_default()
 }
 
 /// A header's value as text.

@@ -10,6 +10,7 @@ mod object_store;
 mod outbound;
 mod protocol;
 mod proxy_cache;
+mod replication;
 mod signed_pulls;
 mod spec;
 mod tls;
