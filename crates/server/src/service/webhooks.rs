@@ -169,10 +169,13 @@ fn plan(events: &[Event], policies: &[Policy]) -> Vec<(NewExecution, Vec<NewTask
         };
         let occur_at = berth_domain::time::parse_timestamp(&event.occurred_at)
             .map_or_else(berth_domain::time::unix_now, |t| t.unix_timestamp());
+        // A policy hears of what happened after it was made, not of an
+        // event that waited for its hand-off meanwhile.
         for policy in policies.iter().filter(|p| {
             (p.project_id == project_id || p.project_id == SYSTEM)
                 && p.enabled
                 && p.event_types.iter().any(|t| t == kind)
+                && p.creation_time <= event.occurred_at
         }) {
             for target in &policy.targets {
                 let delivery = Delivery {

@@ -33,6 +33,8 @@ use super::S3Error;
 
 /// How long before temporary keys expire they are renewed.
 pub const REFRESH_AHEAD: Duration = Duration::from_secs(5 * 60);
+/// The least time between two renewals ahead of expiry.
+const RENEWAL_INTERVAL: Duration = Duration::from_secs(30);
 /// Keys this close to expiry are not used any more.
 const EXPIRY_MARGIN: Duration = Duration::from_secs(10);
 /// How long a credential service (STS, ECS) may take to answer.
@@ -134,6 +136,10 @@ pub(super) struct Chain {
     current: RwLock<Option<Current>>,
     /// Held while renewing: one renewal at a time.
     renewing: tokio::sync::Mutex<()>,
+    /// When a renewal ahead of expiry was last started: a source that keeps
+    /// handing out keys close to their expiry is asked at most every
+    /// [`RENEWAL_INTERVAL`], not at every request.
+    ahead: std::sync::Mutex<Option<std::time::Instant>>,
 }
 
 #[derive(Clone)]
@@ -148,6 +154,7 @@ impl Chain {
             source: Box::new(source),
             current: RwLock::new(None),
             renewing: tokio::sync::Mutex::new(()),
+            ahead: std::sync::Mutex::new(None),
         })
     }
 
@@ -160,6 +167,9 @@ impl Chain {
                 None => return Ok(current.keys),
                 Some(expires) if expires > now + REFRESH_AHEAD => return Ok(current.keys),
                 Some(expires) if expires > now + EXPIRY_MARGIN => {
+                    if !self.may_renew_ahead() {
+                        return Ok(current.keys);
+                    }
                     let chain = self.clone();
                     tokio::spawn(async move {
                         if let Err(e) = chain.renew(false).await {
@@ -172,6 +182,17 @@ impl Chain {
             }
         }
         self.renew(true).await
+    }
+
+    /// Whether a renewal ahead of expiry may start now (none did within
+    /// [`RENEWAL_INTERVAL`]); notes that one does.
+    fn may_renew_ahead(&self) -> bool {
+        let mut last = self.ahead.lock().unwrap_or_else(|e| e.into_inner());
+        if last.is_some_and(|at| at.elapsed() < RENEWAL_INTERVAL) {
+            return false;
+        }
+        *last = Some(std::time::Instant::now());
+        true
     }
 
     fn current(&self) -> Option<Current> {
@@ -420,6 +441,12 @@ mod tests {
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
         assert_eq!(chain.keys().await.unwrap().access_key, "AK2");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        assert_eq!(
+            calls.load(Ordering::SeqCst),
+            2,
+            "keys still close to expiry are not asked again at once"
+        );
     }
 
     #[tokio::test]
