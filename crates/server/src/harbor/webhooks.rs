@@ -288,11 +288,19 @@ async fn executions_of(
 ) -> HarborResult<Response> {
     let paging = query.paging()?;
     let (total, executions) = state.store.webhooks().executions(policy.id, paging).await?;
-    let jobs = state.store.jobs();
-    let mut items = Vec::with_capacity(executions.len());
-    for execution in &executions {
-        items.push(execution_json(execution, &jobs.tasks(execution.id).await?));
-    }
+    let ids: Vec<i64> = executions.iter().map(|e| e.id).collect();
+    let tasks = state.store.jobs().tasks_of(&ids).await?;
+    let items: Vec<Value> = executions
+        .iter()
+        .map(|execution| {
+            let own: Vec<Task> = tasks
+                .iter()
+                .filter(|t| t.execution_id == execution.id)
+                .cloned()
+                .collect();
+            execution_json(execution, &own)
+        })
+        .collect();
     Ok(paged(&items, total, query.link(paging, total)))
 }
 

@@ -883,6 +883,22 @@ impl Jobs<'_> {
         .fetch_all(&self.0.pool)
         .await?)
     }
+
+    /// The tasks of `executions`, by execution then id, in one query.
+    pub async fn tasks_of(&self, executions: &[i64]) -> StoreResult<Vec<Task>> {
+        if executions.is_empty() {
+            return Ok(Vec::new());
+        }
+        let sql = format!(
+            "SELECT {TASK_COLUMNS} FROM job_tasks WHERE execution_id IN ({}) ORDER BY execution_id, id",
+            crate::repo::registry::placeholders(1, executions.len())
+        );
+        let mut query = sqlx::query_as(sqlx::AssertSqlSafe(sql));
+        for id in executions {
+            query = query.bind(*id);
+        }
+        Ok(query.fetch_all(&self.0.pool).await?)
+    }
 }
 
 /// Creates an execution with its tasks in `tx` (see [`Jobs::create`]).
