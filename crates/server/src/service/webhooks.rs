@@ -252,19 +252,28 @@ const PULL_GATHER: Duration = Duration::from_secs(1);
 /// At most this many pull notices wait; past it, more are dropped.
 const MAX_PULLS: usize = 10_000;
 
-/// Pulls to announce: which projects' webhooks ask for them, as last read,
-/// and the pulls gathered for the next write.
+/// Pulls to announce: which projects' webhooks ask for pulls (and for quota
+/// warnings, which cost a quota read per push), as last read, and the pulls
+/// gathered for the next write.
 #[derive(Debug, Default)]
 pub struct PullNotices {
-    watching: RwLock<Option<(Instant, Arc<Vec<i64>>)>>,
+    watching: RwLock<Option<(Instant, Arc<Watching>)>>,
     reading: AtomicBool,
     gathered: Mutex<Vec<NewEvent>>,
 }
 
+/// The projects whose webhooks ask for what the hot paths would otherwise
+/// do for nothing ([`SYSTEM`] among them: every project).
+#[derive(Debug, Default)]
+struct Watching {
+    pulls: Vec<i64>,
+    quota_warnings: Vec<i64>,
+}
+
 impl PullNotices {
-    /// Whether project `project_id`'s webhooks ask for pulls, as last read;
-    /// a stale answer starts a read in the background.
-    fn watches(&self, state: &AppState, project_id: i64) -> bool {
+    /// Whether project `project_id`'s webhooks ask for what `of` picks, as
+    /// last read; a stale answer starts a read in the background.
+    fn watches(&self, state: &AppState, project_id: i64, of: fn(&Watching) -> &Vec<i64>) -> bool {
         let current = self
             .watching
             .read()
@@ -282,25 +291,28 @@ impl PullNotices {
                 refresh_watching(&state).await;
             });
         }
-        current.is_some_and(|(_, projects)| {
+        current.is_some_and(|(_, watching)| {
+            let projects = of(&watching);
             projects.contains(&project_id) || projects.contains(&SYSTEM)
         })
     }
 }
 
-/// Reads again which projects' webhooks ask for pulls (after a policy
-/// changes on this instance, and when the last read is stale).
+/// Reads again which projects' webhooks ask for pulls and quota warnings
+/// (after a policy changes on this instance, and when the last read is stale).
 pub async fn refresh_watching(state: &AppState) {
     let notices = &state.pull_notices;
-    match state
-        .store
-        .webhooks()
-        .projects_watching(PULL_ARTIFACT)
-        .await
-    {
-        Ok(projects) => {
+    let webhooks = state.store.webhooks();
+    let read = async {
+        Ok::<_, berth_store::StoreError>(Watching {
+            pulls: webhooks.projects_watching(PULL_ARTIFACT).await?,
+            quota_warnings: webhooks.projects_watching(webhook::QUOTA_WARNING).await?,
+        })
+    };
+    match read.await {
+        Ok(watching) => {
             *notices.watching.write().unwrap_or_else(|e| e.into_inner()) =
-                Some((Instant::now(), Arc::new(projects)));
+                Some((Instant::now(), Arc::new(watching)));
         }
         Err(err) => tracing::warn!(error = %err, "reading the webhook policies failed"),
     }
@@ -319,7 +331,7 @@ pub fn pulled(
     by: &str,
 ) {
     let notices = &state.pull_notices;
-    if !notices.watches(state, project_id) {
+    if !notices.watches(state, project_id, |w| &w.pulls) {
         return;
     }
     let separator = if reference.contains(':') { '@' } else { ':' };
@@ -394,7 +406,14 @@ pub async fn quota_exceeded(
 
 /// Announces a push that took the project's usage to the warning threshold
 /// of its storage quota or past it (`QUOTA_WARNING`).
+/// Reads the quota only for projects whose webhooks ask for warnings.
 pub async fn quota_checked(state: &AppState, new: &NewManifest) {
+    if !state
+        .pull_notices
+        .watches(state, new.project_id, |w| &w.quota_warnings)
+    {
+        return;
+    }
     let Ok(Some(quota)) = state.store.quotas().get(new.project_id).await else {
         return;
     };
