@@ -1,6 +1,7 @@
 //! Hands the store's domain events (`berth_store::repo::events`) to their
 //! subscribers: the audit log ([`crate::audit::AuditQueue::deliver_events`])
-//! and the webhooks ([`crate::service::webhooks::hand_off`]).
+//! the webhooks ([`crate::service::webhooks::hand_off`]) and event-based
+//! replication ([`crate::service::replication::hand_off`]).
 //!
 //! A change's own transaction writes its event, so an acknowledged change
 //! always has one, a crash right after it included. The dispatcher delivers
@@ -71,6 +72,9 @@ pub async fn deliver(state: &AppState) {
     let notifications = config.flag("notification_enable");
     if let Err(err) = crate::service::webhooks::hand_off(state, notifications).await {
         tracing::warn!(error = %err, "handing events to the webhooks failed; they wait for the next try");
+    }
+    if let Err(err) = crate::service::replication::hand_off(state).await {
+        tracing::warn!(error = %err, "handing events to replication failed; they wait for the next try");
     }
 }
 

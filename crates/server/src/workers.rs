@@ -10,7 +10,7 @@ use serde_json::Value;
 use time::OffsetDateTime;
 use tokio::sync::watch;
 
-use crate::service::{audit_purge, gc, retention, webhooks};
+use crate::service::{audit_purge, gc, replication, retention, webhooks};
 use crate::state::AppState;
 
 /// How long a task is held without a renewal before another instance may
@@ -27,11 +27,12 @@ const TICK: Duration = Duration::from_secs(1);
 pub const KEPT_EXECUTIONS: i64 = 50;
 /// The job types whose old executions are swept (garbage collections keep
 /// their own history, `gc_runs`).
-const SWEPT: [&str; 4] = [
+const SWEPT: [&str; 5] = [
     webhooks::WEBHOOK,
     webhooks::SLACK_VENDOR,
     retention::RETENTION,
     audit_purge::VENDOR_TYPE,
+    replication::REPLICATION,
 ];
 /// How often old executions are swept.
 const SWEEP_EVERY: Duration = Duration::from_secs(600);
@@ -52,12 +53,13 @@ pub async fn sweep(state: AppState) {
 }
 
 /// The job types this instance runs.
-pub const KINDS: [&str; 5] = [
+pub const KINDS: [&str; 6] = [
     gc::VENDOR_TYPE,
     retention::RETENTION,
     audit_purge::VENDOR_TYPE,
     webhooks::WEBHOOK,
     webhooks::SLACK_VENDOR,
+    replication::REPLICATION,
 ];
 
 /// This instance's name as a task's owner: its host and process.
@@ -123,6 +125,7 @@ fn tasks_of(schedule: &berth_store::repo::jobs::Schedule) -> Vec<NewTask> {
     match schedule.vendor_type.as_str() {
         retention::RETENTION => return retention::tasks_of(schedule),
         audit_purge::VENDOR_TYPE => return audit_purge::tasks_of(schedule),
+        replication::REPLICATION => return replication::tasks_of(schedule),
         _ => {}
     }
     vec![NewTask {
@@ -148,6 +151,7 @@ async fn run_task(state: &AppState, owner: &str, task: &Task, lease: Duration) -
             retention::RETENTION => retention::run_task(state, task).await,
             audit_purge::VENDOR_TYPE => audit_purge::run_task(state, task).await,
             webhooks::WEBHOOK | webhooks::SLACK_VENDOR => webhooks::deliver(state, task).await,
+            replication::REPLICATION => replication::run_task(state, task).await,
             other => Err(format!("no worker runs {other} jobs")),
         }
     };

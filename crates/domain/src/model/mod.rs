@@ -8,6 +8,7 @@ pub mod member;
 pub mod metadata;
 pub mod project;
 pub mod registry;
+pub mod replication;
 pub mod retention;
 pub mod robot;
 pub mod user;

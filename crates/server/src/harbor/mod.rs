@@ -23,6 +23,7 @@ pub(crate) mod projects;
 mod purge;
 mod quotas;
 pub(crate) mod registries;
+mod replication;
 mod retentions;
 mod robots;
 mod search;
@@ -63,6 +64,7 @@ pub fn routes() -> Routes {
         .merge(projects::routes())
         .merge(quotas::routes())
         .merge(registries::routes())
+        .merge(replication::routes())
         .merge(robots::routes())
         .merge(immutable::routes())
         .merge(audit_logs::routes())

@@ -26,6 +26,7 @@ pub(super) fn routes() -> Routes {
         .post("/registries", create_registry)
         .post("/registries/ping", ping_registry)
         .get("/registries/{id}", get_registry)
+        .get("/registries/{id}/info", get_registry_info)
         .put("/registries/{id}", update_registry)
         .delete("/registries/{id}", delete_registry)
         .get("/replication/adapters", list_registry_provider_types)
@@ -395,6 +396,31 @@ pub async fn ping_registry(
     registry::credential_type(&requested_type, &settings.access_key)?;
     check_health(kind, &settings, &secret).await?;
     Ok(StatusCode::OK)
+}
+
+/// `GET /registries/{id}/info`: what replication can do with the registry
+/// (the filters and triggers of a policy pulling from it).
+pub async fn get_registry_info(
+    State(state): State<AppState>,
+    principal: Principal,
+    Path(id): Path<String>,
+) -> HarborResult<Json<serde_json::Value>> {
+    principal.require_sysadmin()?;
+    let registry = registry_for(&state, &id).await?;
+    let kind = registry::parse_type(&registry.settings.kind)?;
+    let mut filters = vec![
+        serde_json::json!({"type": "name", "style": "input"}),
+        serde_json::json!({"type": "tag", "style": "input"}),
+    ];
+    if kind == RegistryType::Harbor {
+        filters.push(serde_json::json!({"type": "resource", "style": "radio", "values": ["image", "artifact"]}));
+    }
+    Ok(Json(serde_json::json!({
+        "type": kind.name(),
+        "description": registry.settings.description,
+        "supported_resource_filters": filters,
+        "supported_triggers": ["manual", "scheduled"],
+    })))
 }
 
 /// `GET /replication/adapters`: the registry types Berth can use.

@@ -18,7 +18,7 @@ use crate::error::{ErrorKind, OciCode};
 use crate::service::content::{self, manifest_record};
 
 /// The largest manifest accepted (distribution's limit).
-pub(super) const MAX_MANIFEST_BYTES: usize = 4 << 20;
+pub(crate) const MAX_MANIFEST_BYTES: usize = 4 << 20;
 /// `OCI-Subject`.
 const OCI_SUBJECT: HeaderName = HeaderName::from_static("oci-subject");
 /// `OCI-Filters-Applied`.
@@ -301,7 +301,7 @@ pub async fn put_manifest(
 
 /// The digest of a manifest body: with SHA-512 when it is pushed by a `sha512:`
 /// digest (once [`Digest`] accepts those), else with SHA-256, the canonical algorithm.
-pub(super) fn manifest_digest(body: &[u8], reference: &Reference) -> Digest {
+pub(crate) fn manifest_digest(body: &[u8], reference: &Reference) -> Digest {
     let sha256 = || Digest::from_sha256_bytes(&Sha256::digest(body));
     match reference {
         Reference::Digest(given) if given.as_str().starts_with("sha512:") => {

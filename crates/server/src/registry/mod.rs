@@ -10,6 +10,9 @@ mod blobs;
 mod manifests;
 mod proxy;
 
+pub(crate) use manifests::{MAX_MANIFEST_BYTES, manifest_digest};
+pub(crate) use proxy::throttled;
+
 use axum::Router;
 use axum::extract::{Request, State};
 use axum::http::header::WWW_AUTHENTICATE;

@@ -610,7 +610,7 @@ fn bounded(
 }
 
 /// `body` at no more than `bytes_per_second` (as given when `None`).
-fn throttled(
+pub(crate) fn throttled(
     body: impl Stream<Item = Result<Bytes, String>> + Send + 'static,
     bytes_per_second: Option<u64>,
 ) -> futures_util::stream::BoxStream<'static, Result<Bytes, String>> {

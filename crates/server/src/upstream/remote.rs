@@ -208,6 +208,19 @@ impl Remote {
     ) -> Result<Option<Answer>, Unavailable> {
         let url = format!("{}/v2/{repository}/{path}", self.base);
         let scope = format!("repository:{repository}:{actions}");
+        self.request_scoped(method, &url, &scope, accept).await
+    }
+
+    /// Sends `method` to `url`, signing in for `scope` when asked.
+    async fn request_scoped(
+        &self,
+        method: Method,
+        url: &str,
+        scope: &str,
+        accept: Option<&str>,
+    ) -> Result<Option<Answer>, Unavailable> {
+        let url = url.to_string();
+        let scope = scope.to_string();
         let kept = self.kept_authorization(&scope);
         let mut answer = self
             .send(method.clone(), &url, kept.as_deref(), accept)
@@ -370,6 +383,120 @@ impl Remote {
         Ok(())
     }
 
+    /// Every repository the registry lists (`/v2/_catalog`, page after page).
+    pub async fn catalog(&self) -> Result<Vec<String>, Unavailable> {
+        #[derive(serde::Deserialize)]
+        struct Catalog {
+            #[serde(default)]
+            repositories: Option<Vec<String>>,
+        }
+        let first = format!("{}/v2/_catalog?n={LIST_PAGE}", self.base);
+        let mut names = Vec::new();
+        for page in self.pages::<Catalog>(&first, "registry:catalog:*").await? {
+            names.extend(page.repositories.unwrap_or_default());
+        }
+        Ok(names)
+    }
+
+    /// The tags of `repository` (`/v2/<name>/tags/list`, page after page);
+    /// none when the registry does not know it.
+    pub async fn tags(&self, repository: &str) -> Result<Vec<String>, Unavailable> {
+        #[derive(serde::Deserialize)]
+        struct Tags {
+            #[serde(default)]
+            tags: Option<Vec<String>>,
+        }
+        let first = format!("{}/v2/{repository}/tags/list?n={LIST_PAGE}", self.base);
+        let scope = format!("repository:{repository}:pull");
+        let mut tags = Vec::new();
+        for page in self.pages::<Tags>(&first, &scope).await? {
+            tags.extend(page.tags.unwrap_or_default());
+        }
+        Ok(tags)
+    }
+
+    /// The JSON pages of a listing from `first` on, following `Link: <...>; rel="next"`.
+    async fn pages<T: serde::de::DeserializeOwned>(
+        &self,
+        first: &str,
+        scope: &str,
+    ) -> Result<Vec<T>, Unavailable> {
+        let mut pages = Vec::new();
+        let mut next = Some(first.to_string());
+        while let Some(url) = next.take() {
+            if pages.len() >= MAX_LIST_PAGES {
+                return Err(Unavailable::unreachable(format!(
+                    "{first}: more than {MAX_LIST_PAGES} pages"
+                )));
+            }
+            let Some(answer) = self
+                .request_scoped(Method::GET, &url, scope, Some("application/json"))
+                .await?
+            else {
+                break;
+            };
+            next = text(&answer.headers, header::LINK.as_str())
+                .and_then(|link| next_link(&link))
+                .and_then(|link| super::resolve(&url, &link));
+            let body = tokio::time::timeout(
+                MANIFEST_READ_TIMEOUT,
+                Limited::new(answer.body, MAX_LIST_BODY).collect(),
+            )
+            .await
+            .map_err(|_| Unavailable::unreachable(format!("{url}: the list came too slowly")))?
+            .map_err(|e| Unavailable::unreachable(format!("{url}: reading the list: {e}")))?
+            .to_bytes();
+            pages.push(
+                serde_json::from_slice(&body)
+                    .map_err(|e| Unavailable::unreachable(format!("{url}: not a listing: {e}")))?,
+            );
+        }
+        Ok(pages)
+    }
+
+    /// Deletes manifest `digest` of `repository`; `false` when the registry
+    /// did not have it.
+    pub async fn delete_manifest(
+        &self,
+        repository: &str,
+        digest: &str,
+    ) -> Result<bool, Unavailable> {
+        let path = format!("manifests/{digest}");
+        Ok(self
+            .request_as(Method::DELETE, repository, &path, None, "delete")
+            .await?
+            .is_some())
+    }
+
+    /// Makes sure the Harbor (or Berth) at this registry has project `name`,
+    /// creating it private when it has none (Harbor's API, with the Basic
+    /// credential).
+    pub async fn ensure_harbor_project(&self, name: &str) -> Result<(), Unavailable> {
+        let url = format!("{}/api/v2.0/projects", self.base);
+        let body = serde_json::json!({"project_name": name, "metadata": {"public": "false"}});
+        let body = http_body_util::Full::new(Bytes::from(body.to_string()))
+            .map_err(|never| match never {})
+            .boxed_unsync();
+        let headers = [(header::CONTENT_TYPE, "application/json".to_string())];
+        let answer = tokio::time::timeout(
+            ANSWER_TIMEOUT,
+            self.http
+                .send_body(Method::POST, &url, self.basic.as_deref(), &headers, body),
+        )
+        .await
+        .map_err(|_| {
+            Unavailable::unreachable(format!("{url}: no answer within {ANSWER_TIMEOUT:?}"))
+        })?
+        .map_err(|why| Unavailable::unreachable(why.0))?;
+        match answer.status {
+            StatusCode::CREATED | StatusCode::CONFLICT => Ok(()),
+            status => Err(Unavailable {
+                status: Some(status),
+                reason: format!("creating project {name} at {url}: it answered {status}"),
+            }),
+        }
+    }
+
     /// Sends a request that changes `repository` once, with the push token
     /// a [`Remote::has_blob`] or [`Remote::has_manifest`] got (a body is sent
     /// once, so it is not sent again after a challenge).
@@ -445,6 +572,27 @@ impl Remote {
         }
         tokens.insert(scope.to_string(), (authorization.to_string(), until));
     }
+}
+
+/// How many names one page of a listing asks for.
+const LIST_PAGE: usize = 1000;
+/// How many pages a listing may have.
+const MAX_LIST_PAGES: usize = 10_000;
+/// The largest page of a listing read.
+const MAX_LIST_BODY: usize = 16 << 20;
+
+/// The target of a `Link` header's `rel="next"`.
+fn next_link(link: &str) -> Option<String> {
+    link.split(',').find_map(|part| {
+        let (target, params) = part.split_once(';')?;
+        params.contains("rel=\"next\"").then(|| {
+            target
+                .trim()
+                .trim_start_matches('<')
+                .trim_end_matches('>')
+                .to_string()
+        })
+    })
 }
 
 /// The actions of a pushing token's scope.

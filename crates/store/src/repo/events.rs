@@ -20,6 +20,8 @@ use crate::repo::registry::placeholders;
 pub const AUDIT: &str = "audit";
 /// The webhooks' name among the subscribers (migration 0024).
 pub const WEBHOOK: &str = "webhook";
+/// Event-based replication's name among the subscribers (migration 0025).
+pub const REPLICATION: &str = "replication";
 
 /// An artifact was pushed (its manifest stored by a client's PUT).
 pub const ARTIFACT_PUSHED: &str = "artifact.pushed";

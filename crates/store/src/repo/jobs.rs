@@ -192,7 +192,7 @@ pub struct NewSchedule {
 const SCHEDULE_COLUMNS: &str = "id, vendor_type, vendor_id, schedule_type, cron, parameters, \
      next_fire_at, creation_time, update_time";
 
-const TASK_COLUMNS: &str = "id, execution_id, vendor_type, status, status_message, parameters, \
+pub(crate) const TASK_COLUMNS: &str = "id, execution_id, vendor_type, status, status_message, parameters, \
      extra_attrs, attempts, max_attempts, owner, creation_time, start_time, update_time, end_time";
 pub(crate) const EXECUTION_COLUMNS: &str = "id, vendor_type, vendor_id, job_trigger, status, status_message, \
      extra_attrs, start_time, update_time, end_time";

@@ -29,6 +29,7 @@ pub mod password_resets;
 pub mod quotas;
 pub mod registries;
 pub mod registry;
+pub mod replication;
 pub mod repositories;
 mod rest_list;
 pub mod retention;

@@ -135,6 +135,12 @@ fn in_use(id: i64) -> DomainError {
     ))
 }
 
+fn in_policy(id: i64) -> DomainError {
+    DomainError::Precondition(format!(
+        "the registry {id} is referenced by replication policies, cannot delete it"
+    ))
+}
+
 /// Access to the `registries` table.
 pub struct Registries<'a>(&'a Store);
 
@@ -287,13 +293,15 @@ impl Registries<'_> {
     }
 
     /// Deletes registry `id`; `false` when it was not there, `Precondition`
-    /// while a project uses it. Records [`events::REGISTRY_DELETED`] `by`
+    /// while a project or a replication policy uses it. Records [`events::REGISTRY_DELETED`] `by`
     /// the caller.
     pub async fn delete(&self, id: i64, by: &str) -> StoreResult<bool> {
         let mut tx = self.0.begin_write().await?;
         let name: Option<String> = sqlx::query_scalar(
             "DELETE FROM registries WHERE id = $1 \
-             AND NOT EXISTS (SELECT 1 FROM projects WHERE registry_id = $1) RETURNING name",
+             AND NOT EXISTS (SELECT 1 FROM projects WHERE registry_id = $1) \
+             AND NOT EXISTS (SELECT 1 FROM replication_policies \
+             WHERE src_registry_id = $1 OR dest_registry_id = $1) RETURNING name",
         )
         .bind(id)
         .fetch_optional(&mut *tx)
@@ -314,6 +322,16 @@ impl Registries<'_> {
                     .await?;
             if users > 0 {
                 return Err(in_use(id).into());
+            }
+            let (policies,): (i64,) = sqlx::query_as(
+                "SELECT COUNT(*) FROM replication_policies \
+                 WHERE src_registry_id = $1 OR dest_registry_id = $1",
+            )
+            .bind(id)
+            .fetch_one(&mut *tx)
+            .await?;
+            if policies > 0 {
+                return Err(in_policy(id).into());
             }
             return Ok(false);
         };

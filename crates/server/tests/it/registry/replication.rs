@@ -84,3 +84,234 @@ registry_test!(
         assert_eq!((again.manifests, again.blobs, again.manifests_present), (0, 0, 1), "{again:?}");
     }
 );
+
+/// Registers `peer` as a `docker-registry` endpoint; its id.
+async fn register(app: &crate::util::TestApp, peer: &DockerRegistry, name: &str) -> i64 {
+    let res = app
+        .post("/api/v2.0/registries")
+        .admin()
+        .json(&serde_json::json!({
+            "name": name, "type": "docker-registry", "url": peer.url(),
+            "credential": {"type": "basic", "access_key": USER, "access_secret": PASSWORD},
+        }))
+        .send()
+        .await;
+    assert_eq!(
+        res.status,
+        axum::http::StatusCode::CREATED,
+        "{}",
+        res.text()
+    );
+    crate::harbor::fixtures::id_from_location(&res)
+}
+
+async fn create_policy(app: &crate::util::TestApp, body: &serde_json::Value) -> i64 {
+    let res = app
+        .post("/api/v2.0/replication/policies")
+        .admin()
+        .json(body)
+        .send()
+        .await;
+    assert_eq!(
+        res.status,
+        axum::http::StatusCode::CREATED,
+        "{}",
+        res.text()
+    );
+    crate::harbor::fixtures::id_from_location(&res)
+}
+
+/// Starts a run of `policy` by hand and runs it to its end; the run as listed.
+async fn run_policy(app: &crate::util::TestApp, policy: i64) -> serde_json::Value {
+    let res = app
+        .post("/api/v2.0/replication/executions")
+        .admin()
+        .json(&serde_json::json!({"policy_id": policy}))
+        .send()
+        .await;
+    assert_eq!(
+        res.status,
+        axum::http::StatusCode::CREATED,
+        "{}",
+        res.text()
+    );
+    let id = crate::harbor::fixtures::id_from_location(&res);
+    berth::workers::run_due(&app.state, "test").await.unwrap();
+    let res = app
+        .get(&format!("/api/v2.0/replication/executions/{id}"))
+        .admin()
+        .send()
+        .await;
+    assert_eq!(res.status, axum::http::StatusCode::OK, "{}", res.text());
+    res.json()
+}
+
+async fn tasks_of(
+    app: &crate::util::TestApp,
+    execution: &serde_json::Value,
+) -> Vec<serde_json::Value> {
+    let res = app
+        .get(&format!(
+            "/api/v2.0/replication/executions/{}/tasks",
+            execution["id"]
+        ))
+        .admin()
+        .send()
+        .await;
+    assert_eq!(res.status, axum::http::StatusCode::OK, "{}", res.text());
+    res.json().as_array().unwrap().clone()
+}
+
+async fn task_log(
+    app: &crate::util::TestApp,
+    execution: &serde_json::Value,
+    task: &serde_json::Value,
+) -> String {
+    let res = app
+        .get(&format!(
+            "/api/v2.0/replication/executions/{}/tasks/{}/log",
+            execution["id"], task["id"]
+        ))
+        .admin()
+        .send()
+        .await;
+    assert_eq!(res.status, axum::http::StatusCode::OK, "{}", res.text());
+    res.text()
+}
+
+fn peer_has(peer: &DockerRegistry, reference: &str) -> bool {
+    let host = peer.url().replace("http://", "");
+    skopeo()
+        .args(["inspect", "--raw", "--tls-verify=false", "--creds"])
+        .arg(format!("{USER}:{PASSWORD}"))
+        .arg(format!("docker://{host}/{reference}"))
+        .output()
+        .unwrap()
+        .status
+        .success()
+}
+
+registry_test!(
+    /// A manual push-based run: the name and tag filters pick what goes,
+    /// flattening names where it lands, and a second run sends nothing.
+    async fn a_push_based_policy_copies_what_its_filters_keep(app) {
+        require("skopeo");
+        let peer = DockerRegistry::start(PeerOptions {
+            basic_auth: Some((USER.into(), PASSWORD.into())),
+            tls: false,
+        })
+        .await;
+        let registry = register(&app, &peer, "peer").await;
+        let (_, v1) = push_image(&app, "library/team/app", "v1", &[b"layer one", &vec![7u8; 200_000]]).await;
+        push_image(&app, "library/team/app", "latest", &[b"latest layer"]).await;
+        push_image(&app, "library/other", "v1", &[b"other layer"]).await;
+        let policy = create_policy(&app, &serde_json::json!({
+            "name": "to-peer",
+            "dest_registry": {"id": registry},
+            "dest_namespace": "mirror",
+            "dest_namespace_replace_count": 1,
+            "filters": [
+                {"type": "name", "value": "library/team/**"},
+                {"type": "tag", "value": "v*"},
+            ],
+            "trigger": {"type": "manual"},
+            "enabled": true,
+        })).await;
+
+        let got = app.get(&format!("/api/v2.0/replication/policies/{policy}")).admin().send().await.json();
+        assert_eq!(got["src_registry"]["id"], 0, "{got}");
+        assert_eq!(got["src_registry"]["name"], "Local");
+        assert_eq!(got["dest_registry"]["id"], registry);
+        assert_eq!(got["dest_registry"]["credential"]["access_secret"], "*****");
+        assert_eq!(got["dest_namespace_replace_count"], 1);
+        assert_eq!(got["enabled"], true);
+        assert!(got.get("override").is_none(), "false is left out: {got}");
+
+        let run = run_policy(&app, policy).await;
+        assert_eq!(run["status"], "Succeed", "{run}");
+        assert_eq!(run["trigger"], "manual");
+        assert_eq!((run["total"].as_i64(), run["succeed"].as_i64()), (Some(1), Some(1)), "{run}");
+        let tasks = tasks_of(&app, &run).await;
+        assert_eq!(tasks.len(), 1, "{tasks:?}");
+        assert_eq!(tasks[0]["src_resource"], "library/team/app:[v1]");
+        assert_eq!(tasks[0]["dst_resource"], "mirror/team/app:[v1]");
+        assert_eq!(tasks[0]["operation"], "copy");
+        assert_eq!(tasks[0]["status"], "Succeed");
+        assert!(task_log(&app, &run, &tasks[0]).await.contains("3 blobs"), "config and two layers");
+        assert_eq!(inspect_digest(&peer, "mirror/team/app:v1"), v1);
+        assert!(!peer_has(&peer, "mirror/team/app:latest"), "the tag filter keeps v* only");
+        assert!(!peer_has(&peer, "mirror/other:v1"), "the name filter keeps library/team/** only");
+
+        let again = run_policy(&app, policy).await;
+        assert_eq!(again["status"], "Succeed", "{again}");
+        let tasks = tasks_of(&app, &again).await;
+        let log = task_log(&app, &again, &tasks[0]).await;
+        assert!(log.contains("0 manifests and 0 blobs (0 bytes) sent"), "{log}");
+    }
+);
+
+registry_test!(
+    /// A pull-based run brings the peer's images in, making the project it
+    /// needs; an event-based push policy copies each push and each delete.
+    async fn pull_based_and_event_based_policies(app) {
+        require("skopeo");
+        let peer = DockerRegistry::start(PeerOptions {
+            basic_auth: Some((USER.into(), PASSWORD.into())),
+            tls: false,
+        })
+        .await;
+        let registry = register(&app, &peer, "peer").await;
+        let events = create_policy(&app, &serde_json::json!({
+            "name": "on-push",
+            "dest_registry": {"id": registry},
+            "dest_namespace": "edge",
+            "trigger": {"type": "event_based"},
+            "deletion": true,
+            "enabled": true,
+        })).await;
+        let (_, pushed) = push_image(&app, "library/web", "v2", &[b"web layer"]).await;
+        berth::events::deliver(&app.state).await;
+        berth::workers::run_due(&app.state, "test").await.unwrap();
+        assert_eq!(inspect_digest(&peer, "edge/web:v2"), pushed, "the push was replicated");
+        let runs = app
+            .get(&format!("/api/v2.0/replication/executions?policy_id={events}&trigger=event_based"))
+            .admin()
+            .send()
+            .await
+            .json();
+        assert_eq!(runs.as_array().map(Vec::len), Some(1), "{runs}");
+        assert_eq!(runs[0]["status"], "Succeed", "{runs}");
+
+        let pull = create_policy(&app, &serde_json::json!({
+            "name": "from-peer",
+            "src_registry": {"id": registry},
+            "dest_namespace": "pulled",
+            "filters": [{"type": "name", "value": "edge/**"}],
+            "enabled": true,
+        })).await;
+        let run = run_policy(&app, pull).await;
+        assert_eq!(run["status"], "Succeed", "{run}");
+        let res = app.get("/v2/pulled/web/manifests/v2").admin().send().await;
+        assert_eq!(res.status, axum::http::StatusCode::OK, "{}", res.text());
+        assert_eq!(res.header("docker-content-digest"), Some(pushed.as_str()));
+        let project = app.get("/api/v2.0/projects/pulled").admin().send().await;
+        assert_eq!(project.status, axum::http::StatusCode::OK, "the project was made: {}", project.text());
+        let again = run_policy(&app, pull).await;
+        let tasks = tasks_of(&app, &again).await;
+        assert!(task_log(&app, &again, &tasks[0]).await.contains("0 manifests"), "nothing new");
+
+        let res = app
+            .delete(&format!("/api/v2.0/projects/library/repositories/web/artifacts/{pushed}"))
+            .admin()
+            .send()
+            .await;
+        assert_eq!(res.status, axum::http::StatusCode::OK, "{}", res.text());
+        berth::events::deliver(&app.state).await;
+        berth::workers::run_due(&app.state, "test").await.unwrap();
+        assert!(!peer_has(&peer, &format!("edge/web@{pushed}")), "the delete was replicated");
+
+        // A registry a policy names stays.
+        let res = app.delete(&format!("/api/v2.0/registries/{registry}")).admin().send().await;
+        assert_eq!(res.status, axum::http::StatusCode::PRECONDITION_FAILED, "{}", res.text());
+    }
+);
