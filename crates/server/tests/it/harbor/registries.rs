@@ -348,7 +348,7 @@ backend_test!(
 
 /// `berth serve` on SQLite in `dir`, reachable at its own port (so its
 /// registry challenge names a token service that answers).
-async fn served_berth(dir: &std::path::Path) -> ServedBerth {
+pub(crate) async fn served_berth(dir: &std::path::Path) -> ServedBerth {
     let database = format!("sqlite://{}?mode=rwc", dir.join("berth.db").display());
     ServedBerth::start(|port| {
         let mut command = Command::new(BERTH_BIN);
