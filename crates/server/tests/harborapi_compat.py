@@ -24,6 +24,11 @@ from harborapi.models import (
     ProjectMetadata,
     ProjectReq,
     QuotaUpdateReq,
+    Registry,
+    RegistryCredential,
+    ReplicationFilter,
+    ReplicationPolicy,
+    ReplicationTrigger,
     ResourceList,
     RetentionPolicy,
     RetentionPolicyScope,
@@ -347,6 +352,48 @@ async def main(base, password):
     await expect_error(Conflict, admin.create_webhook_policy("library", hook))
     await admin.delete_webhook_policy("library", hook_id)
     await expect_error(NotFound, admin.get_webhook_policy("library", hook_id))
+
+    # Replication: Berth as its own peer (the harbor adapter), a manual push-based run.
+    self_registry = Registry(
+        name="compat-self",
+        url=base,
+        type="harbor",
+        credential=RegistryCredential(type="basic", access_key="admin", access_secret=password),
+    )
+    registry_id = int((await admin.create_registry(self_registry)).rsplit("/", 1)[1])
+    replication = ReplicationPolicy(
+        name="compat-replication",
+        dest_registry=Registry(id=registry_id),
+        dest_namespace="compat-mirror",
+        filters=[ReplicationFilter(type="name", value="library/compat-src")],
+        trigger=ReplicationTrigger(type="manual"),
+        override=True,
+        enabled=True,
+    )
+    policy_id = int((await admin.create_replication_policy(replication)).rsplit("/", 1)[1])
+    stored_policy = await admin.get_replication_policy(policy_id)
+    expect(stored_policy.dest_registry.id == registry_id and stored_policy.src_registry.id == 0, f"{stored_policy}")
+    expect(any(p.id == policy_id for p in await admin.get_replication_policies(name="compat")), "listed")
+    await expect_error(Conflict, admin.create_replication_policy(replication))
+    execution_id = int((await admin.start_replication(policy_id)).rsplit("/", 1)[1])
+    for _ in range(150):
+        execution = await admin.get_replication(execution_id)
+        if execution.status != "InProgress":
+            break
+        await asyncio.sleep(0.1)
+    expect(execution.status == "Succeed" and execution.total == 1 and execution.succeed == 1, f"{execution}")
+    expect(any(e.id == execution_id for e in await admin.get_replications(policy_id=policy_id)), "runs listed")
+    tasks = await admin.get_replication_tasks(execution_id)
+    expect(tasks[0].src_resource.startswith("library/compat-src:") and tasks[0].dst_resource.startswith("compat-mirror/compat-src:"), f"{tasks}")
+    expect("sent" in await admin.get_replication_task_log(execution_id, tasks[0].id), "task log")
+    expect(await admin.get_artifact("compat-mirror", "compat-src", "v1"), "the copy arrived")
+    stored_policy.description = "updated"
+    await admin.update_replication_policy(policy_id, stored_policy)
+    expect((await admin.get_replication_policy(policy_id)).description == "updated", "policy updated")
+    await admin.stop_replication(execution_id)
+    await admin.delete_replication_policy(policy_id)
+    await expect_error(NotFound, admin.get_replication_policy(policy_id))
+    await admin.delete_registry(registry_id)
 
     purge = Schedule(
         schedule=ScheduleObj(type="Manual"),
