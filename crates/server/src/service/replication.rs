@@ -115,13 +115,14 @@ impl Transfer<'_> {
             .map_err(|e| e.to_string())?
             .and_then(|lookup| lookup.manifest)
             .ok_or_else(|| format!("{repository}:{reference} is not here"))?;
+        let digest = stored.digest.to_string();
         if remote
-            .has_manifest(to, reference, &stored.digest)
+            .has_manifest(to, reference, &digest)
             .await
             .map_err(|e| e.to_string())?
         {
             self.copied.manifests_present += 1;
-            return Ok(());
+            return self.push_accessories(repository, &digest, to, depth).await;
         }
         let manifest = Manifest::parse(&stored.body, Some(&stored.media_type))
             .map_err(|e| format!("{repository}@{}: {e}", stored.digest))?;
@@ -165,6 +166,28 @@ impl Transfer<'_> {
             .await
             .map_err(|e| e.to_string())?;
         self.copied.manifests += 1;
+        self.push_accessories(repository, &digest, to, depth).await
+    }
+
+    /// Pushes the accessories (signatures, SBOMs: manifests whose subject
+    /// is `digest`) of `repository` after their subject, by digest.
+    async fn push_accessories(
+        &mut self,
+        repository: &str,
+        digest: &str,
+        to: &str,
+        depth: usize,
+    ) -> Result<(), String> {
+        let accessories = self
+            .state
+            .store
+            .replication()
+            .accessories(repository, digest)
+            .await
+            .map_err(|e| e.to_string())?;
+        for accessory in accessories {
+            Box::pin(self.push_manifest(repository, &accessory, to, depth + 1)).await?;
+        }
         Ok(())
     }
 }
@@ -935,6 +958,8 @@ impl Transfer<'_> {
         let here = local_digest(state, to, reference).await?;
         if here.as_deref() == Some(digest.as_str()) {
             self.copied.manifests_present += 1;
+            self.pull_accessories(repository, &digest, to, project_id, depth)
+                .await?;
             return Ok(Some(digest.to_string()));
         }
         if here.is_some() && !overwrite {
@@ -982,7 +1007,31 @@ impl Transfer<'_> {
             }
         }
         self.copied.manifests += 1;
+        self.pull_accessories(repository, &digest, to, project_id, depth)
+            .await?;
         Ok(Some(digest.to_string()))
+    }
+
+    /// Pulls the accessories the registry there lists as referrers of
+    /// `digest` (none from a registry without the referrers API).
+    async fn pull_accessories(
+        &mut self,
+        repository: &str,
+        digest: &Digest,
+        to: &str,
+        project_id: i64,
+        depth: usize,
+    ) -> Result<(), String> {
+        let referrers = self
+            .remote
+            .referrers(repository, digest.as_str())
+            .await
+            .map_err(|e| e.to_string())?;
+        for referrer in referrers {
+            Box::pin(self.pull_manifest(repository, &referrer, to, project_id, true, depth + 1))
+                .await?;
+        }
+        Ok(())
     }
 
     /// Pulls blob `digest` of `repository` there into local `to`, unless `to`

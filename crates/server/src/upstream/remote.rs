@@ -454,6 +454,50 @@ impl Remote {
         Ok(pages)
     }
 
+    /// The digests of the manifests the registry lists as referrers of
+    /// `digest` (the OCI 1.1 referrers API); none when it has no such API.
+    pub async fn referrers(
+        &self,
+        repository: &str,
+        digest: &str,
+    ) -> Result<Vec<String>, Unavailable> {
+        #[derive(serde::Deserialize)]
+        struct Descriptor {
+            digest: String,
+        }
+        #[derive(serde::Deserialize)]
+        struct Referrers {
+            #[serde(default)]
+            manifests: Vec<Descriptor>,
+        }
+        let path = format!("referrers/{digest}");
+        let answer = match self
+            .request(
+                Method::GET,
+                repository,
+                &path,
+                Some("application/vnd.oci.image.index.v1+json"),
+            )
+            .await
+        {
+            Ok(Some(answer)) => answer,
+            // No such API (a 404 above, or a 400/405 from an older registry).
+            Ok(None) => return Ok(Vec::new()),
+            Err(why) if why.status.is_some_and(|s| s.is_client_error()) => return Ok(Vec::new()),
+            Err(why) => return Err(why),
+        };
+        let read = Limited::new(answer.body, MAX_LIST_BODY).collect();
+        let body = tokio::time::timeout(MANIFEST_READ_TIMEOUT, read)
+            .await
+            .map_err(|_| Unavailable::unreachable(format!("{path}: the list came too slowly")))?
+            .map_err(|e| Unavailable::unreachable(format!("{path}: reading the list: {e}")))?
+            .to_bytes();
+        let listed: Referrers = serde_json::from_slice(&body).unwrap_or(Referrers {
+            manifests: Vec::new(),
+        });
+        Ok(listed.manifests.into_iter().map(|d| d.digest).collect())
+    }
+
     /// Deletes manifest `digest` of `repository`; `false` when the registry
     /// did not have it.
     pub async fn delete_manifest(

@@ -376,6 +376,20 @@ impl Replication<'_> {
         )
     }
 
+    /// The digests of the accessories (manifests whose subject is
+    /// `subject`) of repository `repository`, oldest first.
+    pub async fn accessories(&self, repository: &str, subject: &str) -> StoreResult<Vec<String>> {
+        Ok(sqlx::query_scalar(
+            "SELECT a.digest FROM artifacts a JOIN repositories r ON r.id = a.repository_id \
+             WHERE r.name = $1 AND a.subject_digest = $2 AND a.accessory_type IS NOT NULL \
+             ORDER BY a.id",
+        )
+        .bind(repository)
+        .bind(subject)
+        .fetch_all(&self.0.pool)
+        .await?)
+    }
+
     /// The label names of repository `repository_id`'s artifacts, by artifact id.
     pub async fn labels_of(
         &self,

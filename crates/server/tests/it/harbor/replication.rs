@@ -185,3 +185,112 @@ backend_test!(
         assert_eq!(crate::registry::digest_of(&raw.stdout), digest);
     }
 );
+
+const OCI_MANIFEST: &str = "application/vnd.oci.image.manifest.v1+json";
+const OCI_INDEX: &str = "application/vnd.oci.image.index.v1+json";
+
+/// Pushes an accessory of `artifact_type` whose subject is `subject` (an
+/// OCI manifest over the empty config and one layer); its digest.
+async fn push_accessory(app: &TestApp, name: &str, artifact_type: &str, subject: Value, layer: &[u8]) -> String {
+    use crate::registry::{descriptor, digest_of, push_blob, put_manifest};
+    push_blob(app, name, b"{}").await;
+    push_blob(app, name, layer).await;
+    let manifest = json!({
+        "schemaVersion": 2,
+        "mediaType": OCI_MANIFEST,
+        "artifactType": artifact_type,
+        "config": descriptor("application/vnd.oci.empty.v1+json", b"{}"),
+        "layers": [descriptor("application/octet-stream", layer)],
+        "subject": subject,
+    })
+    .to_string()
+    .into_bytes();
+    let digest = digest_of(&manifest);
+    let res = put_manifest(app, name, &digest, OCI_MANIFEST, &manifest).await;
+    assert_eq!(res.status, StatusCode::CREATED, "{}", res.text());
+    digest
+}
+
+/// The digests a Berth at `base` lists as referrers of `name@digest`.
+async fn referrers_at(base: &str, name: &str, digest: &str) -> Vec<String> {
+    let res = reqwest::Client::new()
+        .get(format!("{base}/v2/{name}/referrers/{digest}"))
+        .basic_auth("admin", Some(ADMIN_PASSWORD))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), reqwest::StatusCode::OK);
+    let listed: Value = res.json().await.unwrap();
+    let mut digests: Vec<String> = listed["manifests"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["digest"].as_str().unwrap().to_string())
+        .collect();
+    digests.sort();
+    digests
+}
+
+backend_test!(
+    /// A multi-arch index with a signature on it and an SBOM on one of its
+    /// images goes whole to another Berth (the accessories after their
+    /// subjects) and comes back whole through a pull-based policy (the far
+    /// side's referrers API).
+    async fn an_index_with_its_signature_and_sbom_arrives_whole(app) {
+        use crate::registry::{digest_of, put_manifest};
+        let dir = tempfile::tempdir().unwrap();
+        let far = served_berth(dir.path()).await;
+        let id = registry(&app, "harbor", &far.url(""), "admin", ADMIN_PASSWORD).await;
+        let (amd, amd_digest) = push_image(&app, "library/app", "amd", &[b"amd layer"]).await;
+        let (arm, arm_digest) = push_image(&app, "library/app", "arm", &[b"arm layer"]).await;
+        let index = json!({
+            "schemaVersion": 2,
+            "mediaType": OCI_INDEX,
+            "manifests": [
+                {"mediaType": OCI_MANIFEST, "digest": amd_digest, "size": amd.len(), "platform": {"architecture": "amd64", "os": "linux"}},
+                {"mediaType": OCI_MANIFEST, "digest": arm_digest, "size": arm.len(), "platform": {"architecture": "arm64", "os": "linux"}},
+            ],
+        })
+        .to_string()
+        .into_bytes();
+        let index_digest = digest_of(&index);
+        let res = put_manifest(&app, "library/app", "multi", OCI_INDEX, &index).await;
+        assert_eq!(res.status, StatusCode::CREATED, "{}", res.text());
+        let signature = push_accessory(&app, "library/app", "application/vnd.dev.cosign.artifact.sig.v1+json",
+            json!({"mediaType": OCI_INDEX, "digest": index_digest, "size": index.len()}), b"a signature").await;
+        let sbom = push_accessory(&app, "library/app", "application/spdx+json",
+            json!({"mediaType": OCI_MANIFEST, "digest": arm_digest, "size": arm.len()}), b"an sbom").await;
+
+        let res = app.post(BASE).admin()
+            .json(&json!({"name": "far", "dest_registry": {"id": id}, "dest_namespace": "copies",
+                "filters": [{"type": "tag", "value": "multi"}], "enabled": true}))
+            .send().await;
+        let policy = id_from_location(&res);
+        let res = app.post("/api/v2.0/replication/executions").admin().json(&json!({"policy_id": policy})).send().await;
+        let run = id_from_location(&res);
+        berth::workers::run_due(&app.state, "test").await.unwrap();
+        let got: Value = app.get(&format!("/api/v2.0/replication/executions/{run}")).admin().send().await.json();
+        assert_eq!(got["status"], "Succeed", "{got}");
+        let base = far.url("");
+        assert_eq!(referrers_at(&base, "copies/app", &index_digest).await, vec![signature.clone()]);
+        assert_eq!(referrers_at(&base, "copies/app", &arm_digest).await, vec![sbom.clone()]);
+
+        let res = app.post(BASE).admin()
+            .json(&json!({"name": "back", "src_registry": {"id": id}, "dest_namespace": "back",
+                "filters": [{"type": "name", "value": "copies/app"}], "enabled": true}))
+            .send().await;
+        let policy = id_from_location(&res);
+        let res = app.post("/api/v2.0/replication/executions").admin().json(&json!({"policy_id": policy})).send().await;
+        let run = id_from_location(&res);
+        berth::workers::run_due(&app.state, "test").await.unwrap();
+        let got: Value = app.get(&format!("/api/v2.0/replication/executions/{run}")).admin().send().await.json();
+        assert_eq!(got["status"], "Succeed", "{got}");
+        let res = app.get(&format!("/v2/back/app/referrers/{index_digest}")).admin().send().await;
+        assert_eq!(res.status, StatusCode::OK);
+        assert_eq!(res.json()["manifests"][0]["digest"], signature.as_str(), "{}", res.text());
+        let res = app.get(&format!("/v2/back/app/referrers/{arm_digest}")).admin().send().await;
+        assert_eq!(res.json()["manifests"][0]["digest"], sbom.as_str(), "{}", res.text());
+        let res = app.get("/v2/back/app/manifests/multi").admin().send().await;
+        assert_eq!(res.header("docker-content-digest"), Some(index_digest.as_str()));
+    }
+);
