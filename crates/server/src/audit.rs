@@ -244,7 +244,8 @@ fn entry_of(event: &StoredEvent) -> Option<NewAuditLog> {
         berth_store::repo::events::REGISTRY_UPDATED => ("update", "registry"),
         berth_store::repo::events::REGISTRY_DELETED => ("delete", "registry"),
         berth_store::repo::events::ARTIFACT_PULLED
-        | berth_store::repo::events::RETENTION_FINISHED => return None,
+        | berth_store::repo::events::RETENTION_FINISHED
+        | berth_store::repo::events::REPLICATION_FINISHED => return None,
         other => (other, "event"),
     };
     Some(NewAuditLog {

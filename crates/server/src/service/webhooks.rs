@@ -21,6 +21,7 @@ use std::time::{Duration, Instant};
 
 use axum::http::{HeaderName, header};
 use berth_domain::model::ProjectRef;
+use berth_domain::model::replication::Policy as ReplicationPolicy;
 use berth_domain::model::webhook::{
     self, CLOUD_EVENTS, DELETE_ARTIFACT, PULL_ARTIFACT, PUSH_ARTIFACT, Policy, SLACK, Target,
 };
@@ -78,6 +79,8 @@ pub enum Subject {
     },
     /// A tag retention run that ended (its execution).
     Retention { execution_id: i64 },
+    /// A replication task that ended, as `status` (`Success`, `Error`).
+    Replication { task_id: i64, status: String },
     /// A push refused by, or near, the project's quota.
     Quota {
         repository: String,
@@ -95,6 +98,7 @@ impl Subject {
         match self {
             Subject::Artifact { repository, .. } => format!("repository {repository}"),
             Subject::Retention { .. } => "retention".to_string(),
+            Subject::Replication { .. } => "replication".to_string(),
             Subject::Quota { repository, .. } => format!("repository {repository}"),
         }
     }
@@ -107,6 +111,7 @@ fn event_type(kind: &str) -> Option<&'static str> {
         events::ARTIFACT_DELETED => Some(DELETE_ARTIFACT),
         events::ARTIFACT_PULLED => Some(PULL_ARTIFACT),
         events::RETENTION_FINISHED => Some(webhook::TAG_RETENTION),
+        events::REPLICATION_FINISHED => Some(webhook::REPLICATION),
         events::QUOTA_EXCEEDED => Some(webhook::QUOTA_EXCEED),
         events::QUOTA_WARNED => Some(webhook::QUOTA_WARNING),
         _ => None,
@@ -116,6 +121,12 @@ fn event_type(kind: &str) -> Option<&'static str> {
 /// What `event` is about: an artifact of its resource (`repo:tag` with the
 /// digest beside it, or `repo@digest`), or a retention run (its execution id).
 fn subject_of(event: &Event) -> Option<Subject> {
+    if event.kind == events::REPLICATION_FINISHED {
+        return Some(Subject::Replication {
+            task_id: event.resource.parse().ok()?,
+            status: event.detail.clone().unwrap_or_default(),
+        });
+    }
     if event.kind == events::RETENTION_FINISHED {
         return Some(Subject::Retention {
             execution_id: event.resource.parse().ok()?,
@@ -510,6 +521,9 @@ enum EventData {
     Retention {
         retention: RetentionData,
     },
+    Replication {
+        replication: Box<ReplicationData>,
+    },
     Quota {
         resources: Vec<Resource>,
         repository: RepositoryData,
@@ -540,6 +554,52 @@ struct RetentionData {
     result: &'static str,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     deleted_artifact: Vec<DeletedArtifact>,
+}
+
+/// A replication task's `event_data.replication`.
+#[derive(Debug, Default, Serialize)]
+struct ReplicationData {
+    #[serde(skip_serializing_if = "String::is_empty")]
+    harbor_hostname: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    job_status: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    description: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    artifact_type: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    authentication_type: String,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    override_mode: bool,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    trigger_type: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    policy_creator: String,
+    #[serde(skip_serializing_if = "is_zero")]
+    execution_timestamp: i64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    src_resource: Option<ReplicationResource>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    dest_resource: Option<ReplicationResource>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    successful_artifact: Vec<DeletedArtifact>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    failed_artifact: Vec<DeletedArtifact>,
+    #[serde(skip_serializing_if = "is_zero")]
+    execution_id: i64,
+    #[serde(skip_serializing_if = "is_zero")]
+    task_id: i64,
+}
+
+/// One side of a replication in its event.
+#[derive(Debug, Serialize)]
+struct ReplicationResource {
+    #[serde(skip_serializing_if = "String::is_empty")]
+    registry_name: String,
+    registry_type: String,
+    endpoint: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    namespace: String,
 }
 
 fn is_zero(value: &i64) -> bool {
@@ -647,6 +707,9 @@ async fn event_data(state: &AppState, delivery: &Delivery) -> EventData {
         } => artifact_data(state, delivery.project_id, repository, digest, reference).await,
         Subject::Retention { execution_id } => EventData::Retention {
             retention: retention_data(state, delivery.project_id, *execution_id).await,
+        },
+        Subject::Replication { task_id, status } => EventData::Replication {
+            replication: Box::new(replication_data(state, *task_id, status).await),
         },
         Subject::Quota {
             repository,
@@ -779,6 +842,130 @@ async fn retention_data(state: &AppState, project_id: i64, execution_id: i64) ->
             .collect(),
         result: "SUCCESS",
         deleted_artifact,
+    }
+}
+
+/// A replication task's data: its policy, both sides (namespaces as the
+/// task's resources name them) and the artifact, as things are now.
+async fn replication_data(state: &AppState, task_id: i64, status: &str) -> ReplicationData {
+    let jobs = state.store.jobs();
+    let Some(task) = jobs.task(task_id).await.ok().flatten() else {
+        return ReplicationData::default();
+    };
+    let execution = jobs.execution(task.execution_id).await.ok().flatten();
+    let policy_id = execution.as_ref().map_or(0, |e| e.vendor_id);
+    let policy = state
+        .store
+        .replication()
+        .get(policy_id)
+        .await
+        .ok()
+        .flatten();
+    let remote = match &policy {
+        Some(policy) => state
+            .store
+            .registries()
+            .get(policy.remote())
+            .await
+            .ok()
+            .flatten(),
+        None => None,
+    };
+    let parameters: Value = serde_json::from_str(&task.parameters).unwrap_or_default();
+    let work: Option<crate::service::replication::Work> =
+        serde_json::from_value(parameters["work"].clone()).ok();
+    let (from, to) = work.as_ref().map(|w| w.resources()).unwrap_or_default();
+    let split = |resource: &str| -> (String, String) {
+        match resource.split_once('/') {
+            Some((namespace, rest)) => (namespace.to_string(), rest.to_string()),
+            None => (String::new(), resource.to_string()),
+        }
+    };
+    let ((src_namespace, src_name), (dest_namespace, dest_name)) = (split(&from), split(&to));
+    let host = external_host(state);
+    let hostname = host.rsplit_once(':').map_or(host, |(name, _)| name);
+    let local = |namespace: String| ReplicationResource {
+        registry_name: String::new(),
+        registry_type: "harbor".into(),
+        endpoint: state.external_url.clone(),
+        namespace,
+    };
+    let other = |namespace: String| ReplicationResource {
+        registry_name: remote
+            .as_ref()
+            .map(|r| r.settings.name.clone())
+            .unwrap_or_default(),
+        registry_type: remote
+            .as_ref()
+            .map(|r| r.settings.kind.clone())
+            .unwrap_or_default(),
+        endpoint: remote
+            .as_ref()
+            .map(|r| r.settings.url.clone())
+            .unwrap_or_default(),
+        namespace,
+    };
+    let push = policy.as_ref().is_none_or(ReplicationPolicy::push_based);
+    let (src_resource, dest_resource, name_tag) = if push {
+        (local(src_namespace), other(dest_namespace), src_name)
+    } else {
+        (other(src_namespace), local(dest_namespace), dest_name)
+    };
+    let kind = work
+        .as_ref()
+        .map(|w| w.resource_type.clone())
+        .unwrap_or_default();
+    let artifact = || {
+        vec![DeletedArtifact {
+            kind: "image",
+            status: if status == "Success" {
+                "Success"
+            } else {
+                "Error"
+            },
+            name_tag: name_tag.clone(),
+            references: None,
+        }]
+    };
+    ReplicationData {
+        harbor_hostname: hostname.to_string(),
+        job_status: status.to_string(),
+        description: policy
+            .as_ref()
+            .map(|p| p.description.clone())
+            .unwrap_or_default(),
+        artifact_type: kind,
+        authentication_type: remote
+            .as_ref()
+            .map(|r| r.settings.credential_type.clone())
+            .unwrap_or_default(),
+        override_mode: policy.as_ref().is_some_and(|p| p.overwrite),
+        trigger_type: execution
+            .as_ref()
+            .map(|e| e.trigger.clone())
+            .unwrap_or_default(),
+        policy_creator: policy
+            .as_ref()
+            .map(|p| p.creator.clone())
+            .unwrap_or_default(),
+        execution_timestamp: execution
+            .as_ref()
+            .and_then(|e| berth_domain::time::parse_timestamp(&e.start_time))
+            .map_or(0, |t| t.unix_timestamp()),
+        src_resource: Some(src_resource),
+        dest_resource: Some(dest_resource),
+        successful_artifact: if status == "Success" {
+            artifact()
+        } else {
+            Vec::new()
+        },
+        failed_artifact: if status == "Success" {
+            Vec::new()
+        } else {
+            artifact()
+        },
+        execution_id: task.execution_id,
+        task_id,
     }
 }
 

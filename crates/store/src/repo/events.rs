@@ -63,6 +63,9 @@ pub const ARTIFACT_PULLED: &str = "artifact.pulled";
 /// A tag retention run that deleted something ended (its execution's id;
 /// not for dry runs): what webhooks announce as `TAG_RETENTION`.
 pub const RETENTION_FINISHED: &str = "retention.finished";
+/// A replication task ended (its resource the task's id, its detail the
+/// task's status), in the project of the side that is this registry.
+pub const REPLICATION_FINISHED: &str = "replication.finished";
 /// A push was refused for the project's storage quota (`repo:tag` or
 /// `repo@digest`; the details say by how much): written on its own, as the
 /// push's transaction rolled back.

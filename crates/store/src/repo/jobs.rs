@@ -385,8 +385,8 @@ impl Jobs<'_> {
         };
         let mut tx = self.0.begin_write().await?;
         self.lock_execution(&mut tx, execution_id).await?;
-        let held: Option<(i64, i64)> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
-            "SELECT attempts, max_attempts FROM job_tasks WHERE id = $1 AND owner = $2 AND status = $3{}",
+        let held: Option<(i64, i64, String)> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
+            "SELECT attempts, max_attempts, vendor_type FROM job_tasks WHERE id = $1 AND owner = $2 AND status = $3{}",
             self.0.locking(Locking::Update)
         )))
         .bind(id)
@@ -394,7 +394,7 @@ impl Jobs<'_> {
         .bind(RUNNING)
         .fetch_optional(&mut *tx)
         .await?;
-        let Some((attempts, max_attempts)) = held else {
+        let Some((attempts, max_attempts, vendor_type)) = held else {
             return Ok(false);
         };
         let retry = matches!(outcome, Outcome::Failed(_)) && attempts < max_attempts;
@@ -420,6 +420,11 @@ impl Jobs<'_> {
         .execute(&mut *tx)
         .await?;
         if !retry {
+            if vendor_type == crate::repo::replication::VENDOR_TYPE
+                && matches!(status, SUCCESS | ERROR)
+            {
+                crate::repo::replication::record_task_finished(&mut tx, id, status).await?;
+            }
             settle_execution(&mut tx, execution_id, &now).await?;
         }
         tx.commit().await?;

@@ -466,3 +466,56 @@ fn bind_policy<'q, O>(
         .bind(i64::from(policy.copy_by_chunk))
         .bind(i64::from(policy.single_active_replication))
 }
+
+/// Records the [`events::REPLICATION_FINISHED`] event of task `task_id`,
+/// which ended as `status`, in the transaction that ends it (Harbor
+/// announces each task): the project is that of the side of the copy that
+/// is this registry, the actor the run's trigger. A planning task, or a
+/// task whose project here is gone, records nothing.
+pub(crate) async fn record_task_finished(
+    tx: &mut sqlx::Transaction<'static, sqlx::Any>,
+    task_id: i64,
+    status: &str,
+) -> StoreResult<()> {
+    let found: Option<(String, String, Option<i64>)> = sqlx::query_as(
+        "SELECT t.parameters, e.job_trigger, p.dest_registry_id FROM job_tasks t \
+         JOIN job_executions e ON e.id = t.execution_id \
+         LEFT JOIN replication_policies p ON p.id = e.vendor_id WHERE t.id = $1",
+    )
+    .bind(task_id)
+    .fetch_optional(&mut **tx)
+    .await?;
+    let Some((parameters, trigger, dest_registry)) = found else {
+        return Ok(());
+    };
+    let parameters: serde_json::Value = serde_json::from_str(&parameters).unwrap_or_default();
+    let work = &parameters["work"];
+    let local = if dest_registry.is_some() {
+        work["repository"].as_str()
+    } else {
+        work["destination"].as_str()
+    };
+    let Some(local) = local else {
+        return Ok(());
+    };
+    let project = local.split_once('/').map_or(local, |(p, _)| p);
+    let project_id: Option<i64> = sqlx::query_scalar("SELECT id FROM projects WHERE name = $1")
+        .bind(project)
+        .fetch_optional(&mut **tx)
+        .await?;
+    let Some(project_id) = project_id else {
+        return Ok(());
+    };
+    events::record(
+        &mut *tx,
+        &events::NewEvent {
+            kind: events::REPLICATION_FINISHED,
+            project_id: Some(project_id),
+            resource: task_id.to_string(),
+            actor: trigger,
+            digest: None,
+            detail: Some(status.to_string()),
+        },
+    )
+    .await
+}

@@ -191,7 +191,13 @@ const OCI_INDEX: &str = "application/vnd.oci.image.index.v1+json";
 
 /// Pushes an accessory of `artifact_type` whose subject is `subject` (an
 /// OCI manifest over the empty config and one layer); its digest.
-async fn push_accessory(app: &TestApp, name: &str, artifact_type: &str, subject: Value, layer: &[u8]) -> String {
+async fn push_accessory(
+    app: &TestApp,
+    name: &str,
+    artifact_type: &str,
+    subject: Value,
+    layer: &[u8],
+) -> String {
     use crate::registry::{descriptor, digest_of, push_blob, put_manifest};
     push_blob(app, name, b"{}").await;
     push_blob(app, name, layer).await;

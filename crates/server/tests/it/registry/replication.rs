@@ -227,9 +227,33 @@ registry_test!(
         assert_eq!(got["enabled"], true);
         assert!(got.get("override").is_none(), "false is left out: {got}");
 
+        let receiver = crate::util::Receiver::start(&[]).await;
+        let res = app.post("/api/v2.0/projects/library/webhook/policies").admin()
+            .json(&serde_json::json!({"name": "replicated", "enabled": true, "event_types": ["REPLICATION"],
+                "targets": [{"type": "http", "address": receiver.url("replication")}]}))
+            .send().await;
+        assert_eq!(res.status, axum::http::StatusCode::CREATED, "{}", res.text());
+
         let run = run_policy(&app, policy).await;
         assert_eq!(run["status"], "Succeed", "{run}");
         assert_eq!(run["trigger"], "manual");
+        berth::events::deliver(&app.state).await;
+        berth::workers::run_due(&app.state, "test").await.unwrap();
+        let received = receiver.received();
+        assert_eq!(received.len(), 1, "one task, one REPLICATION event");
+        let event = received[0].json();
+        assert_eq!(event["type"], "REPLICATION", "{event}");
+        assert_eq!(event["operator"], "MANUAL", "{event}");
+        let data = &event["event_data"]["replication"];
+        assert_eq!(data["job_status"], "Success", "{event}");
+        assert_eq!(data["trigger_type"], "MANUAL");
+        assert_eq!(data["policy_creator"], "admin");
+        assert_eq!(data["src_resource"]["registry_type"], "harbor");
+        assert_eq!(data["src_resource"]["namespace"], "library");
+        assert_eq!(data["dest_resource"]["registry_name"], "peer");
+        assert_eq!(data["dest_resource"]["registry_type"], "docker-registry");
+        assert_eq!(data["dest_resource"]["namespace"], "mirror");
+        assert_eq!(data["successful_artifact"][0]["name_tag"], "team/app:[v1]", "{event}");
         assert_eq!((run["total"].as_i64(), run["succeed"].as_i64()), (Some(1), Some(1)), "{run}");
         let tasks = tasks_of(&app, &run).await;
         assert_eq!(tasks.len(), 1, "{tasks:?}");
