@@ -19,12 +19,13 @@ use berth_domain::cron::Cron;
 use berth_domain::model::registry::{Registry, RegistryType};
 use berth_domain::model::replication::{self as model, Policy};
 use berth_domain::model::{NewProject, ProjectRef};
+use berth_domain::oci::manifest::Descriptor;
 use berth_domain::oci::{Digest, Manifest, Reference};
 use berth_store::repo::events::{self, Event};
 use berth_store::repo::jobs::{NewExecution, NewSchedule, NewTask, Schedule, Task};
 use berth_store::repo::manifests::PutManifest;
 pub use berth_store::repo::replication::VENDOR_TYPE as REPLICATION;
-use futures_util::TryStreamExt;
+use futures_util::{StreamExt, TryStreamExt};
 use http_body_util::{BodyExt, StreamBody};
 use hyper::body::Frame;
 use serde::{Deserialize, Serialize};
@@ -34,6 +35,9 @@ use crate::error::ApiError;
 use crate::extract::Principal;
 use crate::state::AppState;
 use crate::upstream::{Remote, Target};
+
+/// How many blobs of one manifest are sent (or fetched) at once.
+const PARALLEL_BLOBS: usize = 4;
 
 /// How deep indexes may nest (an index of indexes of images is two).
 const MAX_DEPTH: usize = 4;
@@ -98,7 +102,7 @@ impl Transfer<'_> {
         to: &str,
         depth: usize,
     ) -> Result<(), String> {
-        let (state, remote, pace) = (self.state, self.remote, self.pace);
+        let (state, remote) = (self.state, self.remote);
         if depth > MAX_DEPTH {
             return Err(format!("{repository}:{reference}: indexes nest too deep"));
         }
@@ -129,44 +133,68 @@ impl Transfer<'_> {
         for child in manifest.children() {
             Box::pin(self.push_manifest(repository, child.digest.as_str(), to, depth + 1)).await?;
         }
-        for blob in manifest.blob_dependencies() {
-            let digest = blob.digest.as_str();
-            if remote
-                .has_blob(to, digest)
-                .await
-                .map_err(|e| e.to_string())?
-            {
-                self.copied.blobs_present += 1;
-                continue;
-            }
-            let size =
-                u64::try_from(blob.size).map_err(|_| format!("{digest}: a negative size"))?;
-            let stream = state
-                .registry
-                .blobs
-                .read(&blob.digest, 0, size)
-                .await
-                .map_err(|e| format!("{digest}: {e}"))?
-                .ok_or_else(|| format!("{digest}: its bytes are not stored here"))?;
-            let paced = crate::registry::throttled(
-                stream.map_err(|e| e.to_string()),
-                pace.bytes_per_second,
-            );
-            let body = StreamBody::new(paced.map_ok(Frame::data).map_err(std::io::Error::other))
-                .boxed_unsync();
-            remote
-                .push_blob(to, digest, size, body)
-                .await
-                .map_err(|e| format!("{digest}: {e}"))?;
-            self.copied.blobs += 1;
-            self.copied.bytes += size;
-        }
+        let pushes: Vec<_> = manifest
+            .blob_dependencies()
+            .into_iter()
+            .map(|blob| self.push_blob(to, blob))
+            .collect();
+        let sent: Vec<Option<u64>> = futures_util::stream::iter(pushes)
+            .buffer_unordered(PARALLEL_BLOBS)
+            .try_collect()
+            .await?;
+        self.count_blobs(&sent);
         remote
             .push_manifest(to, reference, &stored.media_type, stored.body.into())
             .await
             .map_err(|e| e.to_string())?;
         self.copied.manifests += 1;
         self.push_accessories(repository, &digest, to, depth).await
+    }
+
+    /// Pushes `blob` to `to` unless the registry there has it; its size when sent.
+    async fn push_blob(&self, to: &str, blob: &Descriptor) -> Result<Option<u64>, String> {
+        let digest = blob.digest.as_str();
+        if self
+            .remote
+            .has_blob(to, digest)
+            .await
+            .map_err(|e| e.to_string())?
+        {
+            return Ok(None);
+        }
+        let size = u64::try_from(blob.size).map_err(|_| format!("{digest}: a negative size"))?;
+        let stream = self
+            .state
+            .registry
+            .blobs
+            .read(&blob.digest, 0, size)
+            .await
+            .map_err(|e| format!("{digest}: {e}"))?
+            .ok_or_else(|| format!("{digest}: its bytes are not stored here"))?;
+        let paced = crate::registry::throttled(
+            stream.map_err(|e| e.to_string()),
+            self.pace.bytes_per_second,
+        );
+        let body = StreamBody::new(paced.map_ok(Frame::data).map_err(std::io::Error::other))
+            .boxed_unsync();
+        self.remote
+            .push_blob(to, digest, size, body)
+            .await
+            .map_err(|e| format!("{digest}: {e}"))?;
+        Ok(Some(size))
+    }
+
+    /// Counts blobs sent (with their sizes) and blobs that were there.
+    fn count_blobs(&mut self, sent: &[Option<u64>]) {
+        for blob in sent {
+            match blob {
+                Some(size) => {
+                    self.copied.blobs += 1;
+                    self.copied.bytes += size;
+                }
+                None => self.copied.blobs_present += 1,
+            }
+        }
     }
 
     /// Pushes the accessories (signatures, SBOMs: manifests whose subject
@@ -978,10 +1006,16 @@ impl Transfer<'_> {
             ))
             .await?;
         }
-        for blob in manifest.blob_dependencies() {
-            self.pull_blob(repository, &blob.digest, to, project_id)
-                .await?;
-        }
+        let pulls: Vec<_> = manifest
+            .blob_dependencies()
+            .into_iter()
+            .map(|blob| self.pull_blob(repository, &blob.digest, to, project_id))
+            .collect();
+        let pulled: Vec<Option<u64>> = futures_util::stream::iter(pulls)
+            .buffer_unordered(PARALLEL_BLOBS)
+            .try_collect()
+            .await?;
+        self.count_blobs(&pulled);
         let tag = match parsed {
             Reference::Tag(tag) => Some(tag),
             Reference::Digest(_) => None,
@@ -1035,14 +1069,14 @@ impl Transfer<'_> {
     }
 
     /// Pulls blob `digest` of `repository` there into local `to`, unless `to`
-    /// has it.
+    /// has it; its size when fetched.
     async fn pull_blob(
-        &mut self,
+        &self,
         repository: &str,
         digest: &Digest,
         to: &str,
         project_id: i64,
-    ) -> Result<(), String> {
+    ) -> Result<Option<u64>, String> {
         let (state, remote, pace) = (self.state, self.remote, self.pace);
         let registry = state.store.registry();
         if registry
@@ -1051,8 +1085,7 @@ impl Transfer<'_> {
             .map_err(|e| e.to_string())?
             .is_some()
         {
-            self.copied.blobs_present += 1;
-            return Ok(());
+            return Ok(None);
         }
         let stream = remote
             .blob(repository, digest.as_str())
@@ -1077,8 +1110,6 @@ impl Transfer<'_> {
             .put(project_id, to, digest, body)
             .await
             .map_err(|e| format!("{digest}: {e}"))?;
-        self.copied.blobs += 1;
-        self.copied.bytes += counted.load(std::sync::atomic::Ordering::Relaxed);
-        Ok(())
+        Ok(Some(counted.load(std::sync::atomic::Ordering::Relaxed)))
     }
 }
