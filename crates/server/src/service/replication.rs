@@ -242,10 +242,17 @@ fn not_found(id: i64) -> ApiError {
 async fn check(state: &AppState, policy: &Policy) -> Result<Option<NewSchedule>, ApiError> {
     policy.validate()?;
     let remote = policy.remote();
-    if state.store.registries().get(remote).await?.is_none() {
+    let Some(registry) = state.store.registries().get(remote).await? else {
         return Err(ApiError::bad_request(format!(
             "registry {remote} not found"
         )));
+    };
+    if policy.push_based()
+        && RegistryType::parse(&registry.settings.kind) == Some(RegistryType::DockerHub)
+    {
+        return Err(ApiError::bad_request(
+            "a docker-hub registry can only be the source of a replication",
+        ));
     }
     let Some(cron) = policy.cron() else {
         return Ok(None);
