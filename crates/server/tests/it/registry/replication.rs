@@ -271,6 +271,28 @@ registry_test!(
         let tasks = tasks_of(&app, &again).await;
         let log = task_log(&app, &again, &tasks[0]).await;
         assert!(log.contains("0 manifests and 0 blobs (0 bytes) sent"), "{log}");
+
+        // On a schedule: the workers fire it, and the run copies a new tag.
+        let (_, v2) = push_image(&app, "library/team/app", "v2", &[b"layer two"]).await;
+        let res = app.put(&format!("/api/v2.0/replication/policies/{policy}")).admin()
+            .json(&serde_json::json!({
+                "name": "to-peer", "dest_registry": {"id": registry}, "dest_namespace": "mirror",
+                "dest_namespace_replace_count": 1, "enabled": true,
+                "filters": [{"type": "name", "value": "library/team/**"}, {"type": "tag", "value": "v*"}],
+                "trigger": {"type": "scheduled", "trigger_settings": {"cron": "* * * * * *"}},
+            }))
+            .send().await;
+        assert_eq!(res.status, axum::http::StatusCode::OK, "{}", res.text());
+        tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
+        berth::workers::run_due(&app.state, "test").await.unwrap();
+        let runs = app
+            .get(&format!("/api/v2.0/replication/executions?policy_id={policy}&trigger=scheduled"))
+            .admin()
+            .send()
+            .await
+            .json();
+        assert_eq!(runs[0]["status"], "Succeed", "{runs}");
+        assert_eq!(inspect_digest(&peer, "mirror/team/app:v2"), v2);
     }
 );
 
