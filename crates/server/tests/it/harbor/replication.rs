@@ -117,9 +117,10 @@ backend_test!(
 );
 
 backend_test!(
-    /// A run to a registry that is down fails its task with the reason; the
-    /// run can be stopped.
-    async fn an_outage_fails_the_task_with_its_reason(app) {
+    /// A run to a registry that is down fails its task with the reason and
+    /// can be stopped; once the registry is back, a new run sends only what
+    /// it lacks.
+    async fn an_outage_fails_the_task_and_a_new_run_sends_only_what_is_missing(app) {
         let peer = DockerRegistry::start(PeerOptions { basic_auth: None, tls: false }).await;
         let url = peer.url();
         let id = {
@@ -153,6 +154,34 @@ backend_test!(
         assert_eq!(got["status"], "Stopped", "{got}");
         let listed = app.get("/api/v2.0/replication/executions?status=Stopped").admin().send().await;
         assert_eq!(listed.header("x-total-count"), Some("1"), "{}", listed.text());
+
+        // The registry is back (elsewhere) holding part of the image, as an
+        // interrupted run leaves it: a new run sends only what is missing.
+        let back = DockerRegistry::start(PeerOptions { basic_auth: None, tls: false }).await;
+        let remote = berth::upstream::Remote::new(&berth::upstream::Target {
+            base: back.url(),
+            insecure: false,
+            ca_certificate: "",
+            credential: None,
+        })
+        .unwrap();
+        let layer: &[u8] = b"a layer";
+        let layer_digest = crate::registry::digest_of(layer);
+        let body = http_body_util::BodyExt::boxed_unsync(
+            http_body_util::BodyExt::map_err(http_body_util::Full::new(bytes::Bytes::from_static(b"a layer")), |never| match never {}),
+        );
+        remote.push_blob("library/app", &layer_digest, layer.len() as u64, body).await.unwrap();
+        let res = app.put(&format!("/api/v2.0/registries/{id}")).admin().json(&json!({"url": back.url()})).send().await;
+        assert_eq!(res.status, StatusCode::OK, "{}", res.text());
+        let res = app.post("/api/v2.0/replication/executions").admin().json(&json!({"policy_id": policy})).send().await;
+        let again = id_from_location(&res);
+        berth::workers::run_due(&app.state, "test").await.unwrap();
+        let got = app.get(&format!("/api/v2.0/replication/executions/{again}")).admin().send().await.json();
+        assert_eq!(got["status"], "Succeed", "{got}");
+        let tasks = app.get(&format!("/api/v2.0/replication/executions/{again}/tasks")).admin().send().await.json();
+        let log = app.get(&format!("/api/v2.0/replication/executions/{again}/tasks/{}/log", tasks[0]["id"])).admin().send().await.text();
+        assert!(log.contains("1 manifests and 1 blobs") && log.contains("0 manifests and 1 blobs already there"), "the config went, the layer was there: {log}");
+
         let res = app.delete(&format!("{BASE}/{policy}")).admin().send().await;
         assert_eq!(res.status, StatusCode::OK, "an ended run does not hold the policy: {}", res.text());
     }
