@@ -101,6 +101,25 @@ pub enum Resource {
 }
 
 impl Resource {
+    /// Every project resource.
+    pub const ALL: [Resource; 15] = [
+        Self::Project,
+        Self::Member,
+        Self::Metadata,
+        Self::Repository,
+        Self::Artifact,
+        Self::Tag,
+        Self::Label,
+        Self::ArtifactLabel,
+        Self::Quota,
+        Self::ArtifactAddition,
+        Self::Accessory,
+        Self::ImmutableTag,
+        Self::Robot,
+        Self::TagRetention,
+        Self::NotificationPolicy,
+    ];
+
     /// Harbor's name of the resource in robot permissions (`rbac/const.go`).
     pub fn name(self) -> &'static str {
         match self {
@@ -143,6 +162,17 @@ pub enum Action {
 }
 
 impl Action {
+    /// Every action.
+    pub const ALL: [Action; 7] = [
+        Self::Read,
+        Self::List,
+        Self::Create,
+        Self::Update,
+        Self::Delete,
+        Self::Pull,
+        Self::Push,
+    ];
+
     /// Harbor's name of the action.
     pub fn name(self) -> &'static str {
         match self {
@@ -198,6 +228,49 @@ pub fn role_allows(role: Role, resource: Resource, action: Action) -> bool {
         _ => false,
     }
 }
+
+/// Whether some role holds `action` on `resource` (the project policies
+/// Harbor lists).
+pub fn project_policy(resource: Resource, action: Action) -> bool {
+    Role::ALL
+        .into_iter()
+        .any(|role| role_allows(role, resource, action))
+}
+
+/// The system-level resources and actions a system administrator holds, by
+/// Harbor's names (`rbac/const.go`), for those Berth serves.
+pub const SYSTEM_POLICIES: &[(&str, &[&str])] = &[
+    ("audit-log", &["list"]),
+    ("project", &["list", "create"]),
+    (
+        "replication-policy",
+        &["read", "create", "delete", "list", "update"],
+    ),
+    ("replication", &["read", "create", "list"]),
+    ("replication-adapter", &["list"]),
+    ("registry", &["read", "create", "delete", "list", "update"]),
+    (
+        "garbage-collection",
+        &["read", "create", "list", "update", "stop"],
+    ),
+    ("purge-audit", &["read", "create", "list", "update", "stop"]),
+    ("jobservice-monitor", &["list", "stop"]),
+    ("label", &["read", "create", "delete", "list", "update"]),
+    ("catalog", &["read"]),
+    ("user", &["read", "create", "delete", "list", "update"]),
+    (
+        "user-group",
+        &["read", "create", "delete", "list", "update"],
+    ),
+    ("robot", &["read", "create", "delete", "list", "update"]),
+    ("quota", &["read", "list", "update"]),
+    ("ldap-user", &["create", "list"]),
+    ("configuration", &["read", "update"]),
+    (
+        "notification-policy",
+        &["read", "create", "delete", "list", "update"],
+    ),
+];
 
 /// Whether every caller (anonymous included) holds `action` on `resource` of a public project.
 pub fn public_allows(resource: Resource, action: Action) -> bool {

@@ -41,6 +41,7 @@ from harborapi.models import (
     Schedule,
     ScheduleObj,
     UserCreationReq,
+    UserGroup,
     UserProfile,
     WebhookPolicy,
     WebhookTargetObject,
@@ -394,6 +395,19 @@ async def main(base, password):
     await admin.delete_replication_policy(policy_id)
     await expect_error(NotFound, admin.get_replication_policy(policy_id))
     await admin.delete_registry(registry_id)
+
+    # User groups and the caller's permissions.
+    group_id = int((await admin.create_usergroup(UserGroup(group_name="compat-group", group_type=3))).rsplit("/", 1)[1])
+    expect((await admin.get_usergroup(group_id)).group_name == "compat-group", "group read")
+    expect(any(g.id == group_id for g in await admin.get_usergroups(group_name="compat")), "groups listed")
+    expect(any(g.id == group_id for g in await admin.search_usergroups("compat-gr")), "groups searched")
+    await admin.update_usergroup(group_id, UserGroup(group_name="compat-group-2"))
+    expect((await admin.get_usergroup(group_id)).group_name == "compat-group-2", "group renamed")
+    await expect_error(Conflict, admin.create_usergroup(UserGroup(group_name="compat-group-2", group_type=3)))
+    await admin.delete_usergroup(group_id)
+    await expect_error(NotFound, admin.get_usergroup(group_id))
+    permissions = await admin.get_current_user_permissions(scope="/project/1", relative=True)
+    expect(any(p.resource == "repository" and p.action == "push" for p in permissions), f"{permissions}")
 
     purge = Schedule(
         schedule=ScheduleObj(type="Manual"),

@@ -29,6 +29,7 @@ mod robots;
 mod search;
 pub(crate) mod statistics;
 mod system_cve_allowlist;
+mod usergroups;
 
 use axum::extract::OriginalUri;
 use axum::http::Method;
@@ -65,6 +66,7 @@ pub fn routes() -> Routes {
         .merge(quotas::routes())
         .merge(registries::routes())
         .merge(replication::routes())
+        .merge(usergroups::routes())
         .merge(robots::routes())
         .merge(immutable::routes())
         .merge(audit_logs::routes())

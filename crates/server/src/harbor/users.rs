@@ -51,6 +51,7 @@ impl From<&User> for UserResp {
 pub(super) fn routes() -> Routes {
     Routes::new(Surface::Harbor)
         .get("/users/current", get_current_user_info)
+        .get("/users/current/permissions", get_current_user_permissions)
         .get("/users", list_users)
         .post("/users", create_user)
         .get("/users/search", search_users)
@@ -264,4 +265,75 @@ pub async fn delete_user(
     let id = parse_user_id(&user_id)?;
     users::delete(&state, &principal, id).await?;
     Ok(StatusCode::OK)
+}
+
+/// `GET /users/current/permissions?scope&relative`: what the caller may do,
+/// as Harbor's `{resource, action}` pairs: in a project (`/project/{id}` or
+/// `/project/{name}`, by the caller's roles, the project's publicity or the
+/// robot's permissions) or in the system (`/system`, the default: everything
+/// for system administrators, creating projects for others when the
+/// configuration lets everyone). `relative=true` names resources within
+/// the scope (`repository` for `/project/1/repository`).
+pub async fn get_current_user_permissions(
+    State(state): State<AppState>,
+    principal: Principal,
+    query: HarborQuery,
+) -> HarborResult<Json<Vec<serde_json::Value>>> {
+    use berth_domain::model::ProjectRef;
+    use berth_domain::rbac::{self, Action, Resource};
+    principal.require_authenticated()?;
+    let scope = query
+        .get("scope")
+        .filter(|s| !s.is_empty())
+        .unwrap_or("/system")
+        .trim_end_matches('/')
+        .to_string();
+    let relative = query.bool("relative", false);
+    let mut pairs: Vec<(String, String)> = Vec::new();
+    if let Some(project) = scope.strip_prefix("/project/") {
+        let reference = project
+            .parse::<i64>()
+            .map_or_else(|_| ProjectRef::Name(project.to_string()), ProjectRef::Id);
+        if let Some(found) = state.store.projects().find(&reference).await? {
+            let access = crate::access::project_access(&state, principal.actor(), found).await?;
+            for resource in Resource::ALL {
+                for action in Action::ALL {
+                    if rbac::project_policy(resource, action) && access.allows(resource, action) {
+                        let name = match resource {
+                            Resource::Project => "",
+                            other => other.name(),
+                        };
+                        pairs.push((name.to_string(), action.name().to_string()));
+                    }
+                }
+            }
+        }
+    } else if scope == "/system" {
+        let sysadmin = principal.actor().is_sysadmin();
+        let config = state.store.configurations().load().await?;
+        let everyone_creates = config.string("project_creation_restriction") != "adminonly";
+        for (resource, actions) in rbac::SYSTEM_POLICIES {
+            for action in *actions {
+                let granted = sysadmin
+                    || (*resource == "project"
+                        && (*action == "create" && everyone_creates || *action == "list"));
+                if granted && !matches!(principal, Principal::Robot(_)) {
+                    pairs.push((resource.to_string(), action.to_string()));
+                }
+            }
+        }
+    }
+    Ok(Json(
+        pairs
+            .into_iter()
+            .map(|(resource, action)| {
+                let resource = match (relative, resource.is_empty()) {
+                    (true, _) => resource,
+                    (false, true) => scope.clone(),
+                    (false, false) => format!("{scope}/{resource}"),
+                };
+                serde_json::json!({"resource": resource, "action": action})
+            })
+            .collect(),
+    ))
 }

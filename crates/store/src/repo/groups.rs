@@ -173,6 +173,64 @@ impl Groups<'_> {
         Ok(row.into())
     }
 
+    /// A page of the groups (by id) of `group_type` (any when `None`), whose
+    /// name contains `name` (case-insensitively) and whose DN is `ldap_dn`,
+    /// when given; and how many match.
+    pub async fn list(
+        &self,
+        group_type: Option<i64>,
+        name: Option<&str>,
+        ldap_dn: Option<&str>,
+        paging: berth_domain::query::Paging,
+    ) -> StoreResult<(i64, Vec<UserGroup>)> {
+        let mut from = Sql::new(" FROM user_groups WHERE 1 = 1");
+        if let Some(group_type) = group_type {
+            from.push(" AND group_type = ").int(group_type);
+        }
+        if let Some(name) = name {
+            from.push(" AND LOWER(group_name)").like(name);
+        }
+        if let Some(dn) = ldap_dn {
+            from.push(" AND ldap_group_dn = ").text(dn);
+        }
+        let (rows, total): (Vec<GroupRow>, i64) = from
+            .fetch_page(
+                &self.0.pool,
+                "id, group_name, group_type, ldap_group_dn",
+                " ORDER BY id",
+                paging,
+            )
+            .await?;
+        Ok((total, rows.into_iter().map(UserGroup::from).collect()))
+    }
+
+    /// Renames group `id`; `false` when it is gone, `Conflict` when its
+    /// type has a group of that name.
+    pub async fn rename(&self, id: i64, name: &str) -> StoreResult<bool> {
+        let done =
+            sqlx::query("UPDATE user_groups SET group_name = $2, updated_at = $3 WHERE id = $1")
+                .bind(id)
+                .bind(name)
+                .bind(time::now())
+                .execute(&self.0.pool)
+                .await
+                .map_err(|err| {
+                    conflict_on_unique(err, || format!("group {name} already exists"))
+                })?;
+        Ok(done.rows_affected() == 1)
+    }
+
+    /// Deletes group `id` with its memberships and the project memberships
+    /// it has; `false` when it was not there.
+    pub async fn delete(&self, id: i64) -> StoreResult<bool> {
+        let done = sqlx::query("DELETE FROM user_groups WHERE id = $1")
+            .bind(id)
+            .execute(&self.0.pool)
+            .await?;
+        self.0.changes().bump(Topic::Registry);
+        Ok(done.rows_affected() == 1)
+    }
+
     /// Puts `user_id` into `group_id` (idempotent).
     pub async fn add_member(&self, user_id: i64, group_id: i64) -> StoreResult<()> {
         sqlx::query(

@@ -18,7 +18,7 @@ pub(crate) fn env(name: &str) -> String {
 
 pub(crate) const PEOPLE: &str = "ou=people,dc=berth,dc=test";
 pub(crate) const GROUPS: &str = "ou=groups,dc=berth,dc=test";
-const DEVELOPERS: &str = "cn=developers,ou=groups,dc=berth,dc=test";
+pub(crate) const DEVELOPERS: &str = "cn=developers,ou=groups,dc=berth,dc=test";
 const ADMINS: &str = "cn=registry-admins,ou=groups,dc=berth,dc=test";
 
 /// A string configuration value.

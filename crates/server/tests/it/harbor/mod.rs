@@ -25,6 +25,7 @@ mod robots;
 mod search_statistics;
 mod signin_security;
 mod system;
+mod usergroups;
 mod users;
 mod users_api;
 mod webhooks;
