@@ -33,3 +33,23 @@ CREATE INDEX replication_policies_trigger_idx ON replication_policies (trigger_t
 
 INSERT INTO event_subscribers (name) VALUES ('replication');
 CREATE INDEX job_executions_type_idx ON job_executions (vendor_type, id);
+
+-- An event is delivered to the webhooks only when an enabled webhook policy
+-- exists and the event is of a kind they announce, and to replication only
+-- when an enabled event-based policy exists and the event is a push or a
+-- delete: a registry without such policies writes no deliveries for them
+-- (a retention run's 100,000 deletes included). A policy hears of what
+-- happens after it is made, so nothing it could hear is left out.
+DROP TRIGGER events_delivered_to_subscribers;
+CREATE TRIGGER events_delivered_to_subscribers AFTER INSERT ON events
+BEGIN
+    INSERT INTO event_deliveries (subscriber, event_id) SELECT name, NEW.id FROM event_subscribers
+    WHERE name NOT IN ('webhook', 'replication')
+       OR (name = 'webhook'
+           AND NEW.kind IN ('artifact.pushed', 'artifact.pulled', 'artifact.deleted', 'retention.finished',
+                            'quota.exceeded', 'quota.warned', 'replication.finished')
+           AND EXISTS (SELECT 1 FROM webhook_policies WHERE enabled = 1))
+       OR (name = 'replication'
+           AND NEW.kind IN ('artifact.pushed', 'artifact.deleted')
+           AND EXISTS (SELECT 1 FROM replication_policies WHERE trigger_type = 'event_based' AND enabled = 1));
+END;

@@ -329,3 +329,34 @@ backend_test!(
         assert_eq!(res.header("docker-content-digest"), Some(index_digest.as_str()));
     }
 );
+
+backend_test!(
+    /// Without webhook or event-based replication policies, a push writes no
+    /// deliveries for them; with one, it does.
+    async fn events_are_delivered_only_to_subscribers_with_policies(app) {
+        let events = app.store().events();
+        push_image(&app, "library/quiet", "v1", &[b"quiet layer"]).await;
+        assert_eq!(events.pending("webhook").await.unwrap(), 0);
+        assert_eq!(events.pending("replication").await.unwrap(), 0);
+        assert!(
+            events.pending("audit").await.unwrap() > 0,
+            "the audit log hears of everything (not delivered yet: the dispatcher waits a second)"
+        );
+
+        let peer = DockerRegistry::start(PeerOptions { basic_auth: None, tls: false }).await;
+        let res = app.post("/api/v2.0/registries").admin()
+            .json(&json!({"name": "peer", "type": "docker-registry", "url": peer.url()}))
+            .send().await;
+        let id = id_from_location(&res);
+        let res = app.post(BASE).admin()
+            .json(&json!({"name": "on-push", "dest_registry": {"id": id}, "trigger": {"type": "event_based"}, "enabled": true}))
+            .send().await;
+        assert_eq!(res.status, StatusCode::CREATED, "{}", res.text());
+        push_image(&app, "library/quiet", "v2", &[b"another layer"]).await;
+        // Taken already if the dispatcher ran: then it started a run.
+        let runs = app.get("/api/v2.0/replication/executions?trigger=event_based").admin().send().await;
+        let started: i64 = runs.header("x-total-count").unwrap().parse().unwrap();
+        assert_eq!(events.pending("replication").await.unwrap() + started, 1, "the push, for the event-based policy");
+        assert_eq!(events.pending("webhook").await.unwrap(), 0, "no webhook policy");
+    }
+);
