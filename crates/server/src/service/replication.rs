@@ -484,8 +484,12 @@ fn plan_events(events: &[Event], policies: &[Policy]) -> Vec<(NewExecution, Vec<
         for policy in policies.iter().filter(|p| {
             p.push_based()
                 && p.creation_time <= event.occurred_at
-                && (!happened.deletion || p.replicate_deletion)
                 && p.keeps_repository(&happened.repository)
+                && if happened.deletion {
+                    p.replicate_deletion
+                } else {
+                    keeps_pushed(p, &happened)
+                }
         }) {
             let plan = Plan {
                 policy_id: policy.id,
@@ -503,6 +507,19 @@ fn plan_events(events: &[Event], policies: &[Policy]) -> Vec<(NewExecution, Vec<
         }
     }
     planned
+}
+
+/// Whether `policy`'s tag and label filters keep the artifact a push
+/// stored (a new artifact has no labels yet).
+fn keeps_pushed(policy: &Policy, happened: &Happened) -> bool {
+    let kept = if happened.reference != happened.digest {
+        !policy
+            .keeps_tags(std::slice::from_ref(&happened.reference))
+            .is_empty()
+    } else {
+        policy.keeps_untagged()
+    };
+    kept && policy.keeps_labels(&[])
 }
 
 /// Hands every pending event over to the event-based policies.
@@ -774,23 +791,14 @@ async fn plan_run(
                     references: vec![happened.digest],
                 });
             }
-        } else {
-            let tagged = happened.reference != happened.digest;
-            let tags = [happened.reference.clone()];
-            let kept = if tagged {
-                !policy.keeps_tags(&tags).is_empty()
-            } else {
-                policy.keeps_untagged()
-            };
-            if kept && policy.keeps_labels(&[]) {
-                works.push(Work {
-                    operation: COPY.into(),
-                    resource_type: "image".into(),
-                    repository: happened.repository,
-                    destination,
-                    references: vec![happened.reference],
-                });
-            }
+        } else if keeps_pushed(policy, &happened) {
+            works.push(Work {
+                operation: COPY.into(),
+                resource_type: "image".into(),
+                repository: happened.repository,
+                destination,
+                references: vec![happened.reference],
+            });
         }
     } else if policy.push_based() {
         works = local_works(state, policy).await?;

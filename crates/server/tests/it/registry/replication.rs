@@ -312,9 +312,11 @@ registry_test!(
             "dest_registry": {"id": registry},
             "dest_namespace": "edge",
             "trigger": {"type": "event_based"},
+            "filters": [{"type": "tag", "value": "v*"}],
             "deletion": true,
             "enabled": true,
         })).await;
+        push_image(&app, "library/web", "latest", &[b"latest web layer"]).await;
         let (_, pushed) = push_image(&app, "library/web", "v2", &[b"web layer"]).await;
         berth::events::deliver(&app.state).await;
         berth::workers::run_due(&app.state, "test").await.unwrap();
@@ -325,7 +327,7 @@ registry_test!(
             .send()
             .await
             .json();
-        assert_eq!(runs.as_array().map(Vec::len), Some(1), "{runs}");
+        assert_eq!(runs.as_array().map(Vec::len), Some(1), "the push of latest starts no run: {runs}");
         assert_eq!(runs[0]["status"], "Succeed", "{runs}");
 
         let pull = create_policy(&app, &serde_json::json!({
