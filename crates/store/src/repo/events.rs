@@ -14,6 +14,7 @@ use crate::Store;
 use crate::db::Locking;
 use crate::error::StoreResult;
 use crate::repo::audit_logs::{self, NewAuditLog};
+use crate::repo::jobs::{NewExecution, NewTask};
 use crate::repo::registry::placeholders;
 
 /// The audit log's name among the subscribers.
@@ -229,6 +230,42 @@ pub(crate) async fn delivered(
     }
     query.execute(&mut **tx).await?;
     Ok(())
+}
+
+/// Begins a hand-off of up to `limit` of `subscriber`'s pending events to
+/// job runs: the write transaction and the events it took, oldest first;
+/// `None` when none was pending. The caller reads what the events may start
+/// inside the transaction and ends it with [`finish_hand_off`].
+pub(crate) async fn start_hand_off(
+    store: &Store,
+    subscriber: &str,
+    limit: i64,
+) -> StoreResult<Option<(sqlx::Transaction<'static, sqlx::Any>, Vec<Event>)>> {
+    let mut tx = store.begin_write().await?;
+    let taken = take(store, &mut tx, subscriber, limit).await?;
+    if taken.is_empty() {
+        tx.rollback().await?;
+        return Ok(None);
+    }
+    Ok(Some((tx, taken)))
+}
+
+/// Ends a hand-off begun by [`start_hand_off`]: creates `runs` and marks
+/// `taken` delivered to `subscriber`, in its transaction; how many events
+/// were taken.
+pub(crate) async fn finish_hand_off(
+    mut tx: sqlx::Transaction<'static, sqlx::Any>,
+    subscriber: &str,
+    taken: &[Event],
+    runs: Vec<(NewExecution, Vec<NewTask>)>,
+) -> StoreResult<usize> {
+    let now = time::now();
+    for (execution, tasks) in runs {
+        crate::repo::jobs::create_in(&mut tx, &execution, &tasks, &now).await?;
+    }
+    delivered(&mut tx, subscriber, taken).await?;
+    tx.commit().await?;
+    Ok(taken.len())
 }
 
 /// The [`ARTIFACT_DELETED`] event of artifact `digest` of `repository`,

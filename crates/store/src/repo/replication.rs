@@ -418,12 +418,10 @@ impl Replication<'_> {
         limit: i64,
         plan: impl FnOnce(&[Event], &[Policy]) -> Vec<(NewExecution, Vec<NewTask>)>,
     ) -> StoreResult<usize> {
-        let mut tx = self.0.begin_write().await?;
-        let taken = events::take(self.0, &mut tx, REPLICATION, limit).await?;
-        if taken.is_empty() {
-            tx.rollback().await?;
+        let Some((mut tx, taken)) = events::start_hand_off(self.0, REPLICATION, limit).await?
+        else {
             return Ok(0);
-        }
+        };
         let rows: Vec<PolicyRow> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
             "SELECT {COLUMNS} FROM replication_policies WHERE trigger_type = 'event_based' \
              AND enabled = 1 ORDER BY id"
@@ -434,13 +432,8 @@ impl Replication<'_> {
             .into_iter()
             .map(PolicyRow::into_policy)
             .collect::<StoreResult<Vec<_>>>()?;
-        let now = time::now();
-        for (execution, tasks) in plan(&taken, &policies) {
-            jobs::create_in(&mut tx, &execution, &tasks, &now).await?;
-        }
-        events::delivered(&mut tx, REPLICATION, &taken).await?;
-        tx.commit().await?;
-        Ok(taken.len())
+        let runs = plan(&taken, &policies);
+        events::finish_hand_off(tx, REPLICATION, &taken, runs).await
     }
 }
 

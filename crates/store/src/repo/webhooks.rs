@@ -10,7 +10,7 @@ use berth_domain::time;
 use crate::Store;
 use crate::error::{StoreError, StoreResult, conflict_on_unique};
 use crate::repo::events::{self, Event, WEBHOOK};
-use crate::repo::jobs::{self, EXECUTION_COLUMNS, Execution, NewExecution, NewTask};
+use crate::repo::jobs::{EXECUTION_COLUMNS, Execution, NewExecution, NewTask};
 use crate::repo::registry::placeholders;
 
 #[derive(sqlx::FromRow)]
@@ -271,12 +271,9 @@ impl Webhooks<'_> {
         limit: i64,
         plan: impl FnOnce(&[Event], &[Policy]) -> Vec<(NewExecution, Vec<NewTask>)>,
     ) -> StoreResult<usize> {
-        let mut tx = self.0.begin_write().await?;
-        let taken = events::take(self.0, &mut tx, WEBHOOK, limit).await?;
-        if taken.is_empty() {
-            tx.rollback().await?;
+        let Some((mut tx, taken)) = events::start_hand_off(self.0, WEBHOOK, limit).await? else {
             return Ok(0);
-        }
+        };
         let mut projects: Vec<i64> = taken.iter().filter_map(|e| e.project_id).collect();
         projects.sort_unstable();
         projects.dedup();
@@ -299,12 +296,7 @@ impl Webhooks<'_> {
                 policies.push(row.into_policy()?);
             }
         }
-        let now = time::now();
-        for (execution, tasks) in plan(&taken, &policies) {
-            jobs::create_in(&mut tx, &execution, &tasks, &now).await?;
-        }
-        events::delivered(&mut tx, WEBHOOK, &taken).await?;
-        tx.commit().await?;
-        Ok(taken.len())
+        let runs = plan(&taken, &policies);
+        events::finish_hand_off(tx, WEBHOOK, &taken, runs).await
     }
 }
