@@ -3,6 +3,9 @@
 //! administrators manage policies that copy artifacts to or from another
 //! registry, start and stop their runs, and read the runs' tasks and logs.
 
+use std::collections::HashMap;
+use std::collections::hash_map::Entry;
+
 use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::{StatusCode, header};
@@ -116,19 +119,33 @@ fn local_registry(state: &AppState) -> Value {
     })
 }
 
-/// Harbor's `ReplicationPolicy`, with go-swagger's omission rules.
-async fn policy_json(state: &AppState, policy: &Policy) -> Result<Value, ApiError> {
-    let side = |id: Option<i64>| async move {
-        match id {
-            None => Ok::<_, ApiError>(local_registry(state)),
-            Some(id) => Ok(match state.store.registries().get(id).await? {
+/// The registries `policies` name, each read once, as policies show them.
+async fn registries_of(
+    state: &AppState,
+    policies: &[Policy],
+) -> Result<HashMap<i64, Value>, ApiError> {
+    let mut shown = HashMap::new();
+    for id in policies.iter().map(Policy::remote) {
+        if let Entry::Vacant(slot) = shown.entry(id) {
+            let wire = match state.store.registries().get(id).await? {
                 Some(registry) => {
                     serde_json::to_value(super::registries::registry_wire(&registry, true))
                         .unwrap_or(Value::Null)
                 }
                 None => json!({"id": id}),
-            }),
+            };
+            slot.insert(wire);
         }
+    }
+    Ok(shown)
+}
+
+/// Harbor's `ReplicationPolicy`, with go-swagger's omission rules; its
+/// other registry from `registries` ([`registries_of`]).
+fn policy_json(state: &AppState, policy: &Policy, registries: &HashMap<i64, Value>) -> Value {
+    let side = |id: Option<i64>| match id {
+        None => local_registry(state),
+        Some(id) => registries.get(&id).cloned().unwrap_or(Value::Null),
     };
     let mut out = Map::new();
     out.insert("id".into(), json!(policy.id));
@@ -136,8 +153,8 @@ async fn policy_json(state: &AppState, policy: &Policy) -> Result<Value, ApiErro
     if !policy.description.is_empty() {
         out.insert("description".into(), json!(policy.description));
     }
-    out.insert("src_registry".into(), side(policy.src_registry).await?);
-    out.insert("dest_registry".into(), side(policy.dest_registry).await?);
+    out.insert("src_registry".into(), side(policy.src_registry));
+    out.insert("dest_registry".into(), side(policy.dest_registry));
     if !policy.dest_namespace.is_empty() {
         out.insert("dest_namespace".into(), json!(policy.dest_namespace));
     }
@@ -167,7 +184,7 @@ async fn policy_json(state: &AppState, policy: &Policy) -> Result<Value, ApiErro
         "single_active_replication".into(),
         json!(policy.single_active_replication),
     );
-    Ok(Value::Object(out))
+    Value::Object(out)
 }
 
 fn id_of(text: &str) -> Result<i64, ApiError> {
@@ -188,10 +205,11 @@ pub async fn list_replication_policies(
         .replication()
         .list(&query.query()?, name.as_deref(), &query.sort()?, paging)
         .await?;
-    let mut items = Vec::with_capacity(policies.len());
-    for policy in &policies {
-        items.push(policy_json(&state, policy).await?);
-    }
+    let registries = registries_of(&state, &policies).await?;
+    let items: Vec<Value> = policies
+        .iter()
+        .map(|policy| policy_json(&state, policy, &registries))
+        .collect();
     Ok(paged(&items, total, query.link(paging, total)))
 }
 
@@ -222,7 +240,8 @@ pub async fn get_replication_policy(
 ) -> HarborResult<Json<Value>> {
     principal.require_sysadmin()?;
     let policy = replication::get(&state, &principal, id_of(&id)?).await?;
-    Ok(Json(policy_json(&state, &policy).await?))
+    let registries = registries_of(&state, std::slice::from_ref(&policy)).await?;
+    Ok(Json(policy_json(&state, &policy, &registries)))
 }
 
 /// `PUT /replication/policies/{id}`: a full replace.

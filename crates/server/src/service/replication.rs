@@ -74,8 +74,25 @@ pub async fn push_artifact(
         },
         copied: Copied::default(),
     };
-    transfer.push_manifest(repository, reference, to, 0).await?;
-    Ok(transfer.copied)
+    match transfer
+        .push_manifest(repository, reference, to, 0, true)
+        .await?
+    {
+        Landed::Gone => Err(format!("{repository}:{reference} is not here")),
+        _ => Ok(transfer.copied),
+    }
+}
+
+/// What became of one reference a task copies.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Landed {
+    /// The destination has it now, with this digest (sent, or there already).
+    Copied(String),
+    /// The destination has the tag with this other digest, left as it is
+    /// (`override` is off).
+    Kept(String),
+    /// The source no longer has it.
+    Gone,
 }
 
 /// One task's copying: this registry, the other one, how fast, and what
@@ -94,14 +111,17 @@ struct Pace {
 }
 
 impl Transfer<'_> {
-    /// Pushes manifest `reference` of `repository` and what it needs.
+    /// Pushes manifest `reference` of `repository` and what it needs, unless
+    /// the destination has it, or has the tag with another digest and
+    /// `overwrite` is off.
     async fn push_manifest(
         &mut self,
         repository: &str,
         reference: &str,
         to: &str,
         depth: usize,
-    ) -> Result<(), String> {
+        overwrite: bool,
+    ) -> Result<Landed, String> {
         let (state, remote) = (self.state, self.remote);
         if depth > MAX_DEPTH {
             return Err(format!("{repository}:{reference}: indexes nest too deep"));
@@ -111,27 +131,42 @@ impl Transfer<'_> {
         let (project, _) = repository
             .split_once('/')
             .ok_or_else(|| format!("{repository} has no project"))?;
-        let stored = state
+        let Some(stored) = state
             .store
             .registry()
             .manifest_lookup(project, repository, &parsed)
             .await
             .map_err(|e| e.to_string())?
             .and_then(|lookup| lookup.manifest)
-            .ok_or_else(|| format!("{repository}:{reference} is not here"))?;
+        else {
+            return Ok(Landed::Gone);
+        };
         let digest = stored.digest.to_string();
-        if remote
-            .has_manifest(to, reference, &digest)
+        match remote
+            .manifest_digest_for_push(to, reference)
             .await
             .map_err(|e| e.to_string())?
         {
-            self.copied.manifests_present += 1;
-            return self.push_accessories(repository, &digest, to, depth).await;
+            Some(there) if there == digest => {
+                self.copied.manifests_present += 1;
+                self.push_accessories(repository, &digest, to, depth)
+                    .await?;
+                return Ok(Landed::Copied(digest));
+            }
+            Some(there) if !overwrite => return Ok(Landed::Kept(there)),
+            _ => {}
         }
         let manifest = Manifest::parse(&stored.body, Some(&stored.media_type))
             .map_err(|e| format!("{repository}@{}: {e}", stored.digest))?;
         for child in manifest.children() {
-            Box::pin(self.push_manifest(repository, child.digest.as_str(), to, depth + 1)).await?;
+            let child = child.digest.as_str();
+            if Box::pin(self.push_manifest(repository, child, to, depth + 1, true)).await?
+                == Landed::Gone
+            {
+                return Err(format!(
+                    "{repository}@{child}: a child of {digest} is not here"
+                ));
+            }
         }
         let pushes: Vec<_> = manifest
             .blob_dependencies()
@@ -148,7 +183,9 @@ impl Transfer<'_> {
             .await
             .map_err(|e| e.to_string())?;
         self.copied.manifests += 1;
-        self.push_accessories(repository, &digest, to, depth).await
+        self.push_accessories(repository, &digest, to, depth)
+            .await?;
+        Ok(Landed::Copied(digest))
     }
 
     /// Pushes `blob` to `to` unless the registry there has it; its size when sent.
@@ -214,7 +251,7 @@ impl Transfer<'_> {
             .await
             .map_err(|e| e.to_string())?;
         for accessory in accessories {
-            Box::pin(self.push_manifest(repository, &accessory, to, depth + 1)).await?;
+            Box::pin(self.push_manifest(repository, &accessory, to, depth + 1, true)).await?;
         }
         Ok(())
     }
@@ -603,49 +640,23 @@ pub async fn run_task(state: &AppState, task: &Task) -> Result<Value, String> {
                 .map_err(|e| e.to_string())?;
         }
         for reference in &work.references {
-            let local = local_digest(state, &work.repository, reference).await?;
-            let Some(local) = local else {
-                log(format!(
-                    "{}:{reference}: no longer here, skipped",
-                    work.repository
-                ))
-                .await;
-                skipped += 1;
-                continue;
-            };
-            let there = other
-                .remote
-                .head_manifest(&work.destination, reference)
-                .await
-                .map_err(|e| e.to_string())?
-                .and_then(|head| head.digest);
-            if let Some(there) = there.filter(|d| *d != local && !policy.overwrite) {
-                log(format!(
-                    "{}:{reference}: the destination has {there}; not overwritten (override is off)",
-                    work.destination
-                ))
-                .await;
-                skipped += 1;
-                continue;
-            }
             let before = transfer.copied.clone();
-            transfer
-                .push_manifest(&work.repository, reference, &work.destination, 0)
+            let landed = transfer
+                .push_manifest(
+                    &work.repository,
+                    reference,
+                    &work.destination,
+                    0,
+                    policy.overwrite,
+                )
                 .await?;
-            log(progress_line(
-                &work.destination,
-                reference,
-                &local,
-                &before,
-                &transfer.copied,
-            ))
-            .await;
+            skipped += log_landed(&work, reference, &landed, &before, &transfer.copied, log).await;
         }
     } else {
         let project = ensure_local_project(state, project_of(&work.destination)).await?;
         for reference in &work.references {
             let before = transfer.copied.clone();
-            let digest = transfer
+            let landed = transfer
                 .pull_manifest(
                     &work.repository,
                     reference,
@@ -655,26 +666,7 @@ pub async fn run_task(state: &AppState, task: &Task) -> Result<Value, String> {
                     0,
                 )
                 .await?;
-            match digest {
-                Some(digest) => {
-                    log(progress_line(
-                        &work.destination,
-                        reference,
-                        &digest,
-                        &before,
-                        &transfer.copied,
-                    ))
-                    .await;
-                }
-                None => {
-                    log(format!(
-                        "{}:{reference}: here with another digest; not overwritten (override is off)",
-                        work.destination
-                    ))
-                    .await;
-                    skipped += 1;
-                }
-            }
+            skipped += log_landed(&work, reference, &landed, &before, &transfer.copied, log).await;
         }
     }
     let copied = transfer.copied;
@@ -688,21 +680,46 @@ pub async fn run_task(state: &AppState, task: &Task) -> Result<Value, String> {
     }))
 }
 
-fn progress_line(
-    to: &str,
+/// Logs what became of `reference` of a task's `work` (`before` and `after`
+/// are the task's tallies around it); 1 when it was skipped, else 0.
+async fn log_landed<F: Future<Output = ()>>(
+    work: &Work,
     reference: &str,
-    digest: &str,
+    landed: &Landed,
     before: &Copied,
     after: &Copied,
-) -> String {
-    format!(
-        "{to}:{reference} ({digest}): {} manifests and {} blobs ({} bytes) sent, {} manifests and {} blobs already there",
-        after.manifests - before.manifests,
-        after.blobs - before.blobs,
-        after.bytes - before.bytes,
-        after.manifests_present - before.manifests_present,
-        after.blobs_present - before.blobs_present,
-    )
+    log: impl Fn(String) -> F,
+) -> usize {
+    let to = &work.destination;
+    let (line, skipped) = match landed {
+        Landed::Copied(digest) => (
+            format!(
+                "{to}:{reference} ({digest}): {} manifests and {} blobs ({} bytes) sent, \
+                 {} manifests and {} blobs already there",
+                after.manifests - before.manifests,
+                after.blobs - before.blobs,
+                after.bytes - before.bytes,
+                after.manifests_present - before.manifests_present,
+                after.blobs_present - before.blobs_present,
+            ),
+            0,
+        ),
+        Landed::Kept(there) => (
+            format!(
+                "{to}:{reference}: the destination has {there}; not overwritten (override is off)"
+            ),
+            1,
+        ),
+        Landed::Gone => (
+            format!(
+                "{}:{reference}: no longer at the source, skipped",
+                work.repository
+            ),
+            1,
+        ),
+    };
+    log(line).await;
+    skipped
 }
 
 /// The project part of a repository name.
@@ -978,18 +995,20 @@ impl Transfer<'_> {
         project_id: i64,
         overwrite: bool,
         depth: usize,
-    ) -> Result<Option<String>, String> {
+    ) -> Result<Landed, String> {
         let (state, remote) = (self.state, self.remote);
         if depth > MAX_DEPTH {
             return Err(format!("{repository}:{reference}: indexes nest too deep"));
         }
         let parsed = Reference::parse(reference)
             .map_err(|_| format!("{reference:?} is neither a tag nor a digest"))?;
-        let fetched = remote
+        let Some(fetched) = remote
             .manifest(repository, reference, crate::registry::MAX_MANIFEST_BYTES)
             .await
             .map_err(|e| e.to_string())?
-            .ok_or_else(|| format!("{repository}:{reference} is not there"))?;
+        else {
+            return Ok(Landed::Gone);
+        };
         let digest = crate::registry::manifest_digest(&fetched.body, &parsed);
         if let Reference::Digest(given) = &parsed
             && *given != digest
@@ -1003,23 +1022,23 @@ impl Transfer<'_> {
             self.copied.manifests_present += 1;
             self.pull_accessories(repository, &digest, to, project_id, depth)
                 .await?;
-            return Ok(Some(digest.to_string()));
+            return Ok(Landed::Copied(digest.to_string()));
         }
-        if here.is_some() && !overwrite {
-            return Ok(None);
+        if let Some(here) = here.filter(|_| !overwrite) {
+            return Ok(Landed::Kept(here));
         }
         let manifest = Manifest::parse(&fetched.body, Some(&fetched.media_type))
             .map_err(|e| format!("{repository}@{digest}: {e}"))?;
         for child in manifest.children() {
-            Box::pin(self.pull_manifest(
-                repository,
-                child.digest.as_str(),
-                to,
-                project_id,
-                true,
-                depth + 1,
-            ))
-            .await?;
+            let child = child.digest.as_str();
+            if Box::pin(self.pull_manifest(repository, child, to, project_id, true, depth + 1))
+                .await?
+                == Landed::Gone
+            {
+                return Err(format!(
+                    "{repository}@{child}: a child of {digest} is not there"
+                ));
+            }
         }
         let pulls: Vec<_> = manifest
             .blob_dependencies()
@@ -1058,7 +1077,7 @@ impl Transfer<'_> {
         self.copied.manifests += 1;
         self.pull_accessories(repository, &digest, to, project_id, depth)
             .await?;
-        Ok(Some(digest.to_string()))
+        Ok(Landed::Copied(digest.to_string()))
     }
 
     /// Pulls the accessories the registry there lists as referrers of

@@ -279,21 +279,19 @@ impl Remote {
             .is_some())
     }
 
-    /// Whether the registry's manifest `reference` of `repository` is `digest`.
-    pub async fn has_manifest(
+    /// The digest of the registry's manifest `reference` of `repository`
+    /// (`None` when it has none), asked with a push-scoped token: the sign-in
+    /// that the pushes which follow use.
+    pub async fn manifest_digest_for_push(
         &self,
         repository: &str,
         reference: &str,
-        digest: &str,
-    ) -> Result<bool, Unavailable> {
+    ) -> Result<Option<String>, Unavailable> {
         let path = format!("manifests/{reference}");
-        let Some(answer) = self
+        Ok(self
             .request_as(Method::HEAD, repository, &path, Some(MANIFEST_ACCEPT), PUSH)
             .await?
-        else {
-            return Ok(false);
-        };
-        Ok(text(&answer.headers, "docker-content-digest").as_deref() == Some(digest))
+            .and_then(|answer| text(&answer.headers, "docker-content-digest")))
     }
 
     /// Asks the registry to mount blob `digest` from `from` into `repository`
