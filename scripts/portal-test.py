@@ -13,7 +13,9 @@ creates and deletes a label, makes the project public and private again on its
 configuration tab, reads its summary, is refused deleting it while it has
 repositories (412, explained), deletes an empty project and signs out; a user who is not a member does not see the
 private project, nor the administration links, and gets 403 on them; the
-administrator creates a user on the users page, who then signs in. Screenshots of the main pages go to SCREENSHOT_DIR (default
+administrator creates a user on the users page, who then signs in. On a
+second berth in oidc_auth mode, a user signs in through the OpenID provider
+(BERTH_TEST_OIDC_URL, started by scripts/test). Screenshots of the main pages go to SCREENSHOT_DIR (default
 docs/screenshots). Any missing tool or failed step exits non-zero.
 """
 
@@ -403,6 +405,51 @@ def scenario(page, base, host, shots, clipboard_ok):
     expect(page).to_have_url(base + "/harbor/sign-in")
 
 
+def oidc_scenario(page, base, shots):
+    """Single sign-on: the sign-in page offers the provider; the browser goes
+    through the provider's sign-in and comes back signed in as the new user."""
+    provider = os.environ["BERTH_TEST_OIDC_URL"].rstrip("/")
+    account = f"sso-{os.getpid()}"
+
+    def call(url, method, body):
+        request = urllib.request.Request(url, method=method, data=json.dumps(body).encode())
+        request.add_header("Content-Type", "application/json")
+        with urllib.request.urlopen(request) as response:
+            text = response.read()
+            return json.loads(text) if text else None
+
+    client = call(f"{provider}/reg", "POST", {
+        "redirect_uris": [f"{base}/c/oidc/callback"],
+        "grant_types": ["authorization_code", "refresh_token"],
+        "response_types": ["code"],
+        "token_endpoint_auth_method": "client_secret_basic",
+    })
+    call(f"{provider}/test/accounts/{account}", "PUT", {
+        "preferred_username": account, "name": "Sso Person",
+        "email": f"{account}@example.test", "groups": ["berth-admins"],
+    })
+    assert api(base, "PUT", "/api/v2.0/configurations", {
+        "auth_mode": "oidc_auth", "oidc_name": "Company SSO", "oidc_endpoint": provider,
+        "oidc_client_id": client["client_id"], "oidc_client_secret": client["client_secret"],
+        "oidc_scope": "openid,profile,email,groups,offline_access", "oidc_auto_onboard": True,
+        "oidc_user_claim": "preferred_username", "oidc_groups_claim": "groups",
+        "oidc_admin_group": "berth-admins",
+    }) == 200
+    page.goto(base + "/harbor/sign-in")
+    expect(page.locator("#log_in_oidc")).to_have_text("Log in with Company SSO")
+    page.screenshot(path=os.path.join(shots, "oidc-sign-in.png"), full_page=True)
+    page.click("#log_in_oidc")
+    expect(page).to_have_url(re.compile(re.escape(provider) + r"/interaction/"))
+    page.fill("#login", account)
+    page.click("#submit")
+    expect(page).to_have_url(base + "/harbor/projects")
+    expect(page.locator("#current_user")).to_have_text(account)
+    expect(page.locator("#nav_users")).to_have_count(1)  # the admin group
+    page.click("#log_out")
+    expect(page).to_have_url(base + "/harbor/sign-in")
+    log("single sign-on through the OpenID provider: ok")
+
+
 def main():
     if len(sys.argv) < 2:
         sys.exit(__doc__)
@@ -410,6 +457,8 @@ def main():
     shots = os.path.abspath(sys.argv[2] if len(sys.argv) > 2 else "docs/screenshots")
     for tool in (binary, CHROMIUM, "skopeo", "umoci"):
         require(tool)
+    if not os.environ.get("BERTH_TEST_OIDC_URL"):
+        sys.exit("portal-test: BERTH_TEST_OIDC_URL is not set (scripts/test starts the OpenID provider)")
     os.makedirs(shots, exist_ok=True)
     work = tempfile.mkdtemp(prefix="berth-portal-test.")
     port = free_port()
@@ -431,6 +480,20 @@ def main():
             page = context.new_page()
             page.set_default_timeout(10_000)
             scenario(page, base, host, shots, clipboard_ok)
+            # Single sign-on needs a registry without local users: one of its own.
+            oidc_port = free_port()
+            oidc_base = f"http://127.0.0.1:{oidc_port}"
+            oidc_work = os.path.join(work, "sso")
+            os.makedirs(oidc_work)
+            oidc_server = start_berth(binary, oidc_work, oidc_port)
+            try:
+                sso = browser.new_context(viewport={"width": 1280, "height": 800})
+                sso_page = sso.new_page()
+                sso_page.set_default_timeout(10_000)
+                oidc_scenario(sso_page, oidc_base, shots)
+            finally:
+                oidc_server.terminate()
+                oidc_server.wait(timeout=30)
             browser.close()
     except BaseException:
         with open(os.path.join(work, "server.log")) as f:

@@ -182,6 +182,8 @@ pub fn build_state(
         metrics: crate::metrics::Metrics::new(),
         configuration: TimedCache::new(crate::state::CONFIGURATION_TIMES, 1),
         roles: crate::kept::Kept::new(crate::state::KEPT_ROLES),
+        oidc: crate::oidc::OidcClient::new()
+            .expect("the OIDC clients' TLS set-up (ring, platform roots)"),
         external_url,
         rest,
     })

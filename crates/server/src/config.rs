@@ -283,6 +283,12 @@ pub struct Settings {
     /// CIDR blocks, comma-separated (`10.0.0.0/8,127.0.0.1`); empty trusts none.
     #[arg(long, env = "BERTH_TRUSTED_PROXIES", default_value = "", global = true)]
     pub trusted_proxies: TrustedProxies,
+    /// Under `oidc_auth`, how long the OpenID provider's word that a user's
+    /// refresh token is still good is trusted before a CLI secret sign-in
+    /// asks it again (a user removed at the provider loses CLI access within
+    /// this time): `5m`, `30s` ...
+    #[arg(long, env = "BERTH_OIDC_TOKEN_CHECK", default_value = "5m", value_parser = parse_duration_secs, global = true)]
+    pub oidc_token_check: i64,
     /// On SIGTERM or SIGINT, how long requests in flight (a push, a pull) may
     /// take to finish before their connections are closed.
     #[arg(long, env = "BERTH_SHUTDOWN_TIMEOUT", default_value = "30s", value_parser = parse_duration_secs, global = true)]
@@ -343,6 +349,9 @@ impl Settings {
         SignInSettings {
             limits: self.signin_throttle,
             trusted_proxies: self.trusted_proxies.clone(),
+            oidc_token_check: std::time::Duration::from_secs(
+                self.oidc_token_check.max(0).unsigned_abs(),
+            ),
         }
     }
 

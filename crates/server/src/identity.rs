@@ -12,6 +12,8 @@ use tokio::sync::{Semaphore, oneshot};
 
 use crate::directory;
 use crate::error::ApiError;
+use crate::oidc;
+use crate::service;
 use crate::state::AppState;
 
 /// HTTP Basic credentials as sent.
@@ -189,6 +191,7 @@ async fn cached(
         Lookup::Stale(Account::User(cached)) => {
             if let Some(user) = state.store.users().find_by_id(cached.id).await?
                 && user.auth_version == cached.auth_version
+                && still_vouched_for(state, &user, password).await?
             {
                 let account = Account::User(Arc::new(user));
                 state.credentials.refresh(login, password, account.clone());
@@ -216,6 +219,52 @@ async fn cached(
     }
 }
 
+/// Under `oidc_auth`, whether a cached sign-in of a provider's user still
+/// holds: the password is still the user's CLI secret and the provider still
+/// vouches for the user (see [`service::oidc::verify_cli_secret`]). Any other
+/// user (and any user under another mode) holds.
+async fn still_vouched_for(
+    state: &AppState,
+    user: &User,
+    password: &str,
+) -> Result<bool, ApiError> {
+    if user.id == ADMIN_USER_ID {
+        return Ok(true);
+    }
+    let config = state.configuration().await?;
+    if config.string("auth_mode") != oidc::OIDC_AUTH {
+        return Ok(true);
+    }
+    let settings = oidc::OidcSettings::of(&config);
+    service::oidc::verify_cli_secret(state, &settings, user, password).await
+}
+
+/// The user an OpenID provider's ID token names, under `oidc_auth`: the
+/// token verified (signature, issuer, audience, expiry) and its subject
+/// linked to a user who signed in before.
+pub async fn verify_id_token(state: &AppState, token: &str) -> Result<Option<Arc<User>>, ApiError> {
+    let Some(settings) = service::oidc::active_settings(state).await? else {
+        return Ok(None);
+    };
+    let id_token = match state.oidc.verify_id_token(&settings, token, None).await {
+        Ok(id_token) => id_token,
+        Err(oidc::TokenError::Invalid(why)) => {
+            tracing::debug!(%why, "bearer token refused");
+            return Ok(None);
+        }
+        Err(oidc::TokenError::Provider(why)) => return Err(oidc::provider_failed(why)),
+    };
+    let Some(user_id) = state
+        .store
+        .oidc()
+        .user_id_by_subiss(&id_token.subiss())
+        .await?
+    else {
+        return Ok(None);
+    };
+    user_by_id(state, user_id).await
+}
+
 /// The slow path of [`verify_basic`]: a password hash, or the directory in
 /// `ldap_auth` mode (for everyone but the built-in admin and robots).
 async fn verify_uncached(
@@ -231,11 +280,18 @@ async fn verify_uncached(
         return verify_robot(state, login, name, password).await;
     }
     let found = state.store.users().find_by_login(login).await?;
-    if found.as_ref().is_none_or(|u| u.id != ADMIN_USER_ID)
-        && config.string("auth_mode") == directory::LDAP_AUTH
-    {
+    let mode = config.string("auth_mode");
+    if found.as_ref().is_none_or(|u| u.id != ADMIN_USER_ID) && mode == directory::LDAP_AUTH {
         let user = directory::sign_in(state, &config, login, password).await?;
         return Ok(user.map(Account::User));
+    }
+    if mode == oidc::OIDC_AUTH
+        && let Some(user) = found.as_ref().filter(|u| u.id != ADMIN_USER_ID)
+    {
+        // Users of the provider have no password here: their CLI secret is one.
+        let settings = oidc::OidcSettings::of(&config);
+        let usable = service::oidc::verify_cli_secret(state, &settings, user, password).await?;
+        return Ok(usable.then(|| Account::User(Arc::new(user.clone()))));
     }
     // An unknown user, or one without a local password, costs a hash too, so
     // that the answer's timing does not tell which logins exist.

@@ -19,6 +19,7 @@ pub mod identity;
 pub mod kept;
 pub mod logging;
 pub mod metrics;
+pub mod oidc;
 pub mod openapi;
 pub mod operations;
 pub mod outbound;

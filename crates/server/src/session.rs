@@ -95,21 +95,30 @@ impl SessionUser {
     }
 }
 
-fn id_hash(id: &str) -> String {
-    hex::encode(Sha256::digest(id.as_bytes()))
-}
-
-/// The `sid` value of the request's cookies, if well formed.
-pub fn cookie_id(headers: &HeaderMap) -> Option<&str> {
+/// The value of cookie `name` when it is a random id of ours (43 alphanumerics).
+pub fn random_cookie<'h>(headers: &'h HeaderMap, name: &str) -> Option<&'h str> {
     headers
         .get_all(COOKIE)
         .iter()
         .filter_map(|v| v.to_str().ok())
         .flat_map(|v| v.split(';'))
         .filter_map(|pair| pair.trim().split_once('='))
-        .find(|(name, _)| *name == COOKIE_NAME)
+        .find(|(found, _)| *found == name)
         .map(|(_, value)| value.trim())
-        .filter(|v| v.len() == 43 && v.bytes().all(|b| b.is_ascii_alphanumeric()))
+        .filter(|v| v.len() == ID_LEN && v.bytes().all(|b| b.is_ascii_alphanumeric()))
+}
+
+/// The length of the random ids cookies carry.
+pub const ID_LEN: usize = 43;
+
+/// The `sid` value of the request's cookies, if well formed.
+pub fn cookie_id(headers: &HeaderMap) -> Option<&str> {
+    random_cookie(headers, COOKIE_NAME)
+}
+
+/// The SHA-256 (hex) of a cookie's random id: what the database keeps.
+pub fn id_hash(id: &str) -> String {
+    hex::encode(Sha256::digest(id.as_bytes()))
 }
 
 /// The live session the request's cookie names, if any.
@@ -141,7 +150,7 @@ pub async fn from_headers(
 
 /// Starts a session for `user`: its id (for the cookie) and CSRF token.
 pub async fn start(state: &AppState, user: &User) -> Result<(String, String), ApiError> {
-    let id = random_alphanumeric(43);
+    let id = random_alphanumeric(ID_LEN);
     let csrf = random_alphanumeric(32);
     state
         .store

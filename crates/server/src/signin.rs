@@ -454,13 +454,30 @@ fn account_key(login: &str) -> AccountKey {
     key
 }
 
-/// Sign-in protection settings: the throttle's numbers and the trusted proxies.
-#[derive(Debug, Clone, Default)]
+/// Sign-in protection settings: the throttle's numbers, the trusted proxies
+/// and how often an OIDC user's refresh token is checked.
+#[derive(Debug, Clone)]
 pub struct SignInSettings {
     /// The throttle's numbers.
     pub limits: ThrottleLimits,
     /// Proxies whose `X-Forwarded-For` is believed.
     pub trusted_proxies: TrustedProxies,
+    /// How long the OpenID provider's acceptance of a user's refresh token
+    /// is trusted before a CLI secret makes Berth ask it again.
+    pub oidc_token_check: Duration,
+}
+
+/// How often a CLI secret asks the provider about its user by default.
+pub const OIDC_TOKEN_CHECK: Duration = Duration::from_secs(5 * 60);
+
+impl Default for SignInSettings {
+    fn default() -> Self {
+        Self {
+            limits: ThrottleLimits::default(),
+            trusted_proxies: TrustedProxies::default(),
+            oidc_token_check: OIDC_TOKEN_CHECK,
+        }
+    }
 }
 
 /// How many keys of each kind the throttle keeps at most.
@@ -473,6 +490,8 @@ pub struct SignInGuard {
     pub throttle: Throttle,
     /// Proxies whose `X-Forwarded-For` is believed.
     pub trusted_proxies: TrustedProxies,
+    /// See [`SignInSettings::oidc_token_check`].
+    pub oidc_token_check: Duration,
 }
 
 impl SignInGuard {
@@ -481,6 +500,7 @@ impl SignInGuard {
         Self {
             throttle: Throttle::new(settings.limits, THROTTLE_CAPACITY),
             trusted_proxies: settings.trusted_proxies,
+            oidc_token_check: settings.oidc_token_check,
         }
     }
 

@@ -52,6 +52,8 @@ pub struct Inner {
     pub configuration: TimedCache<(), Arc<Configuration>>,
     /// Users' roles in projects, as last read (see [`AppState::roles_in`]).
     pub roles: Kept<(i64, i64), Vec<Role>>,
+    /// The OpenID provider's documents and keys (`oidc_auth`).
+    pub oidc: crate::oidc::OidcClient,
 }
 
 /// At most this many (project, user) roles are kept; past it, all are forgotten.

@@ -245,7 +245,7 @@ pub const AUTH_MODES: &[&str] = &["db_auth", "ldap_auth", "uaa_auth", "http_auth
 /// The authentication modes Berth signs people in with; the others of
 /// [`AUTH_MODES`] are refused as not supported yet, rather than stored while
 /// sign-in silently stays with local passwords.
-pub const SUPPORTED_AUTH_MODES: &[&str] = &["db_auth", "ldap_auth"];
+pub const SUPPORTED_AUTH_MODES: &[&str] = &["db_auth", "ldap_auth", "oidc_auth"];
 
 /// Checks the rules of one item beyond its type (harbor-api.md §7.3); every
 /// failure is a `bad request: ...` 400.
@@ -265,7 +265,7 @@ pub fn validate_item(name: &str, value: &ConfigValue) -> Result<(), crate::Domai
             if !SUPPORTED_AUTH_MODES.contains(&mode.as_str()) =>
         {
             bad(format!(
-                "auth_mode {mode} is not supported yet: Berth signs in with db_auth or ldap_auth"
+                "auth_mode {mode} is not supported yet: Berth signs in with db_auth, ldap_auth or oidc_auth"
             ))
         }
         ("project_creation_restriction", ConfigValue::String(r))
@@ -305,7 +305,8 @@ mod validation_tests {
         let s = |v: &str| ConfigValue::String(v.into());
         assert!(validate_item("auth_mode", &s("ldap_auth")).is_ok());
         assert!(validate_item("auth_mode", &s("nope")).is_err());
-        for unsupported in ["oidc_auth", "uaa_auth", "http_auth"] {
+        assert!(validate_item("auth_mode", &s("oidc_auth")).is_ok());
+        for unsupported in ["uaa_auth", "http_auth"] {
             let err = validate_item("auth_mode", &s(unsupported)).unwrap_err();
             assert!(err.to_string().contains("not supported yet"), "{err}");
         }

@@ -105,9 +105,13 @@ impl FromRequestParts<AppState> for Principal {
             let accepts = Accepts::UsersAndRobots;
             identity::verify_basic(state, client, &creds.login, &creds.password, accepts).await?
         } else if let Some(token) = identity::bearer_token(value) {
-            identity::verify_user_token(state, token)
-                .await?
-                .map(Account::User)
+            match identity::verify_user_token(state, token).await? {
+                Some(user) => Some(Account::User(user)),
+                // An OpenID provider's ID token, under `oidc_auth`.
+                None => identity::verify_id_token(state, token)
+                    .await?
+                    .map(Account::User),
+            }
         } else {
             None
         };

@@ -18,6 +18,7 @@ pub(crate) mod configurations;
 mod jobservice;
 pub(crate) mod members;
 mod metadata;
+mod oidc;
 mod ping;
 pub(crate) mod projects;
 mod purge;
@@ -55,6 +56,7 @@ pub fn routes() -> Routes {
     Routes::new(Surface::Harbor)
         .merge(health::routes())
         .merge(ldap::routes())
+        .merge(oidc::routes())
         .merge(systeminfo::routes())
         .merge(system_cve_allowlist::routes())
         .merge(users::routes())

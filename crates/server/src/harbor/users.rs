@@ -12,6 +12,7 @@ use crate::error::{ApiError, ErrorKind, HarborResult};
 use crate::extract::Principal;
 use crate::extract::harbor::{HarborJson, HarborQuery, paged, path_int};
 use crate::operations::{Routes, Surface};
+use crate::service::oidc;
 use crate::service::users::{self, LocalUser, require_self_or_admin, user_not_found};
 use crate::state::AppState;
 
@@ -30,6 +31,19 @@ pub struct UserResp {
     admin_role_in_auth: bool,
     creation_time: String,
     update_time: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    oidc_user_meta: Option<OidcUserMeta>,
+}
+
+/// Harbor's OIDCUserInfo: the caller's link to the OpenID provider and CLI secret.
+#[derive(Debug, Serialize)]
+pub struct OidcUserMeta {
+    id: i64,
+    user_id: i64,
+    subiss: String,
+    secret: String,
+    creation_time: String,
+    update_time: String,
 }
 
 impl From<&User> for UserResp {
@@ -44,6 +58,7 @@ impl From<&User> for UserResp {
             admin_role_in_auth: false,
             creation_time: user.created_at.clone(),
             update_time: user.updated_at.clone(),
+            oidc_user_meta: None,
         }
     }
 }
@@ -60,10 +75,15 @@ pub(super) fn routes() -> Routes {
         .delete("/users/{user_id}", delete_user)
         .put("/users/{user_id}/password", update_user_password)
         .put("/users/{user_id}/sysadmin", set_user_sys_admin)
+        .put("/users/{user_id}/cli_secret", set_cli_secret)
 }
 
-/// The signed-in caller; 401 for anonymous callers.
-pub async fn get_current_user_info(principal: Principal) -> HarborResult<Json<UserResp>> {
+/// The signed-in caller; 401 for anonymous callers. A user of the OpenID
+/// provider also gets their link and CLI secret (`oidc_user_meta`).
+pub async fn get_current_user_info(
+    State(state): State<AppState>,
+    principal: Principal,
+) -> HarborResult<Json<UserResp>> {
     if let Principal::Robot(robot) = &principal {
         return Err(ApiError::new(
             ErrorKind::Precondition,
@@ -74,7 +94,40 @@ pub async fn get_current_user_info(principal: Principal) -> HarborResult<Json<Us
         )
         .into());
     }
-    Ok(Json(UserResp::from(principal.require_user()?)))
+    let user = principal.require_user()?;
+    let mut resp = UserResp::from(user);
+    resp.oidc_user_meta = oidc::user_meta(&state, user.id)
+        .await?
+        .map(|link| OidcUserMeta {
+            id: link.id,
+            user_id: link.user_id,
+            subiss: link.subiss,
+            secret: link.secret,
+            creation_time: link.creation_time,
+            update_time: link.update_time,
+        });
+    Ok(Json(resp))
+}
+
+/// Harbor's OIDCCliSecretReq.
+#[derive(Debug, Deserialize)]
+pub struct OidcCliSecretReq {
+    #[serde(default)]
+    secret: Option<String>,
+}
+
+/// Sets a user's CLI secret under `oidc_auth` (the user themself or an
+/// administrator); an empty one makes a random secret.
+pub async fn set_cli_secret(
+    State(state): State<AppState>,
+    principal: Principal,
+    Path(user_id): Path<String>,
+    HarborJson(req): HarborJson<OidcCliSecretReq>,
+) -> HarborResult<StatusCode> {
+    let id = parse_user_id(&user_id)?;
+    let secret = req.secret.unwrap_or_default();
+    oidc::set_cli_secret(&state, &principal, id, &secret).await?;
+    Ok(StatusCode::OK)
 }
 
 fn parse_user_id(text: &str) -> Result<i64, ApiError> {

@@ -8,6 +8,7 @@ mod configuration;
 mod html;
 mod labels;
 mod members;
+mod oidc;
 mod project_settings;
 mod projects;
 mod repositories;
@@ -46,6 +47,7 @@ pub fn router() -> Router<AppState> {
         )
         .merge(assets::router())
         .merge(signin::router())
+        .merge(oidc::router())
         .merge(projects::router())
         .merge(members::router())
         .merge(labels::router())

@@ -8,6 +8,7 @@ use axum::http::request::Parts;
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
+use berth_domain::model::User;
 use serde::Deserialize;
 
 use super::html::{self, esc};
@@ -23,12 +24,30 @@ pub(super) fn router() -> Router<AppState> {
         .route("/harbor/sign-out", post(sign_out))
 }
 
-/// The sign-in form; `error` above it when set.
-fn sign_in_form(status: StatusCode, login: &str, error: Option<&str>) -> Response {
+/// The sign-in form; `error` above it when set. Under `oidc_auth`, the
+/// provider's button comes first and the form is for the local `admin`.
+async fn sign_in_form(
+    state: &AppState,
+    status: StatusCode,
+    login: &str,
+    error: Option<&str>,
+) -> Response {
     let error = error.map(|e| html::notice("error", e)).unwrap_or_default();
+    let provider = match crate::service::oidc::active_settings(state).await {
+        Ok(Some(settings)) => format!(
+            r#"<a class="provider" id="log_in_oidc" href="/c/oidc/login">Log in with {name}</a>
+<p class="muted">Or, as the local administrator:</p>"#,
+            name = esc(if settings.name.is_empty() {
+                "the OIDC provider"
+            } else {
+                &settings.name
+            }),
+        ),
+        _ => String::new(),
+    };
     let main = format!(
         r#"<form class="signin" method="post" action="/harbor/sign-in">
-<h1>Sign in to Berth</h1>{error}
+<h1>Sign in to Berth</h1>{error}{provider}
 <label for="login_username">Username or e-mail</label>
 <input type="text" id="login_username" name="principal" value="{login}" autocomplete="username" required autofocus>
 <label for="login_password">Password</label>
@@ -44,7 +63,7 @@ fn sign_in_form(status: StatusCode, login: &str, error: Option<&str>) -> Respons
 async fn sign_in_page(State(state): State<AppState>, headers: HeaderMap) -> Response {
     match session::from_headers(&state, &headers).await {
         Ok(Some(_)) => see_other("/harbor/projects"),
-        _ => sign_in_form(StatusCode::OK, "", None),
+        _ => sign_in_form(&state, StatusCode::OK, "", None).await,
     }
 }
 
@@ -76,15 +95,18 @@ async fn sign_in(
         Ok(Some(user)) => user,
         Ok(None) => {
             return Ok(sign_in_form(
+                &state,
                 StatusCode::UNAUTHORIZED,
                 login,
                 Some("Invalid user name or password."),
-            ));
+            )
+            .await);
         }
         Err(err) if err.kind == ErrorKind::TooManyRequests => {
             let wait = err.retry_after.unwrap_or(60);
             let message = format!("Too many failed sign-ins. Try again in {wait} seconds.");
-            let mut response = sign_in_form(StatusCode::TOO_MANY_REQUESTS, login, Some(&message));
+            let mut response =
+                sign_in_form(&state, StatusCode::TOO_MANY_REQUESTS, login, Some(&message)).await;
             response
                 .headers_mut()
                 .insert(axum::http::header::RETRY_AFTER, wait.into());
@@ -92,18 +114,27 @@ async fn sign_in(
         }
         Err(err) => return Err(PortalError::api(err, None)),
     };
-    // A new session id at every sign-in; the one the browser held ends.
-    session::end(&state, &parts.headers)
+    start_session(&state, &parts, &user, "/harbor/projects").await
+}
+
+/// Signs `user` in: a new session (the one the browser held ends), its
+/// cookie, and a 303 to `next`.
+pub(super) async fn start_session(
+    state: &AppState,
+    parts: &RequestFacts,
+    user: &User,
+    next: &str,
+) -> Result<Response, PortalError> {
+    session::end(state, &parts.headers)
         .await
         .map_err(|e| PortalError::api(e, None))?;
-    let (id, _csrf) = session::start(&state, &user)
+    let (id, _csrf) = session::start(state, user)
         .await
         .map_err(|e| PortalError::api(e, None))?;
-    let secure = session::is_https(&state, &parts.extensions, &parts.headers);
-    let mut response = see_other("/harbor/projects");
+    let mut response = see_other(next);
     session::add_cookie(
         response.headers_mut(),
-        session::set_cookie(Some(&id), secure),
+        session::set_cookie(Some(&id), parts.secure(state)),
     );
     Ok(response)
 }
@@ -112,7 +143,7 @@ async fn sign_in(
 /// browsers), or one naming the request's `Host` or the external URL. Sign-in
 /// has no session and so no CSRF token; this keeps other sites from signing a
 /// browser into an account of theirs.
-fn same_origin(state: &AppState, headers: &HeaderMap) -> bool {
+pub(super) fn same_origin(state: &AppState, headers: &HeaderMap) -> bool {
     let Some(origin) = headers.get(header::ORIGIN) else {
         return true;
     };
@@ -146,6 +177,7 @@ async fn sign_out(
     parts: RequestFacts,
     PortalForm(form): PortalForm<CsrfForm>,
 ) -> Result<Response, PortalError> {
+    let mut ended_user = None;
     if let Some(current) = session::from_headers(&state, &parts.headers)
         .await
         .map_err(|e| PortalError::api(e, None))?
@@ -154,17 +186,33 @@ async fn sign_out(
         session::end(&state, &parts.headers)
             .await
             .map_err(|e| PortalError::api(e, None))?;
+        ended_user = Some(current.user);
     }
-    let secure = session::is_https(&state, &parts.extensions, &parts.headers);
-    let mut response = see_other("/harbor/sign-in");
-    session::add_cookie(response.headers_mut(), session::set_cookie(None, secure));
+    let next = match ended_user {
+        Some(user) => super::oidc::sign_out_location(&state, &user)
+            .await
+            .unwrap_or_else(|| "/harbor/sign-in".to_string()),
+        None => "/harbor/sign-in".to_string(),
+    };
+    let mut response = see_other(&next);
+    session::add_cookie(
+        response.headers_mut(),
+        session::set_cookie(None, parts.secure(&state)),
+    );
     Ok(response)
 }
 
 /// The request's headers and extensions (peer address), for handlers that also read a body.
 pub(super) struct RequestFacts {
-    headers: HeaderMap,
+    pub(super) headers: HeaderMap,
     extensions: axum::http::Extensions,
+}
+
+impl RequestFacts {
+    /// Whether the browser reached us over https (cookies are then `Secure`).
+    pub(super) fn secure(&self, state: &AppState) -> bool {
+        session::is_https(state, &self.extensions, &self.headers)
+    }
 }
 
 impl<S: Send + Sync> axum::extract::FromRequestParts<S> for RequestFacts {

@@ -35,7 +35,7 @@ impl FetchError {
     /// A refusal is 401 like a wrong bearer token; any other failure is 502.
     fn into_api(self, provider: &str) -> ApiError {
         match self {
-            Self::Refused(_) => bearer_refused(),
+            Self::Refused(..) => bearer_refused(),
             Self::Failed(cause) => {
                 tracing::warn!(provider, %cause, "identity provider failed");
                 ApiError::new(

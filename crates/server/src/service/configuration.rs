@@ -13,6 +13,28 @@ pub async fn auth_mode_editable(state: &AppState) -> Result<bool, ApiError> {
     Ok(state.store.users().count_besides_admin().await? == 0)
 }
 
+/// The `oidc_*` items' rules beyond their type: an endpoint Berth may call
+/// (https, or http to a loopback address), extra parameters that are a JSON
+/// object, a group filter that is a regular expression.
+fn check_oidc_item(name: &str, text: &str) -> Result<(), ApiError> {
+    let bad = |detail: String| Err(ApiError::bad_request(format!("bad request: {detail}")));
+    match name {
+        "oidc_endpoint" if !text.trim().is_empty() => {
+            crate::oidc::check_endpoint(text).or_else(bad)
+        }
+        "oidc_extra_redirect_parms" if !text.trim().is_empty() => {
+            match serde_json::from_str::<Value>(text) {
+                Ok(Value::Object(_)) => Ok(()),
+                _ => bad(format!("{name} must be a JSON object")),
+            }
+        }
+        "oidc_group_filter" if !text.trim().is_empty() => regex::Regex::new(text.trim())
+            .map(|_| ())
+            .or_else(|e| bad(format!("invalid oidc_group_filter: {e}"))),
+        _ => Ok(()),
+    }
+}
+
 /// Converts one JSON item to its typed value; unknown keys and wrong types are
 /// 400s. `null` is no value: the item stays as it is (`None`), as Harbor's
 /// binding drops it.
@@ -87,6 +109,11 @@ pub async fn update(
         return Err(ApiError::bad_request(
             "bad request: skip_audit_log_database can only be enabled when audit_log_forward_endpoint is set",
         ));
+    }
+    for (name, value) in &items {
+        if let ConfigValue::String(text) = value {
+            check_oidc_item(name, text)?;
+        }
     }
     state
         .store

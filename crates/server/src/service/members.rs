@@ -3,6 +3,7 @@
 
 use berth_auth::ldap;
 use berth_domain::model::MemberEntity;
+use berth_domain::model::group::GROUP_TYPE_OIDC;
 use berth_domain::rbac::{Action, Resource, Role};
 use berth_store::repo::members::MemberChange;
 use serde::Deserialize;
@@ -121,8 +122,19 @@ async fn resolve_entity(
         && let Some(name) = g.group_name.as_deref().filter(|n| !n.is_empty())
     {
         let group_type = g.group_type.unwrap_or(0);
-        return match state.store.groups().find_by_name(group_type, name).await? {
+        let groups = state.store.groups();
+        return match groups.find_by_name(group_type, name).await? {
             Some(found) => Ok(MemberEntity::Group(found.id)),
+            // An OIDC group is only a name: like Harbor, add it before anyone
+            // of it has signed in.
+            None if group_type == GROUP_TYPE_OIDC => {
+                let ids = groups
+                    .onboard_by_names(GROUP_TYPE_OIDC, &[name.to_string()])
+                    .await?;
+                ids.first()
+                    .map(|id| MemberEntity::Group(*id))
+                    .ok_or_else(|| ApiError::internal("an OIDC group was not created"))
+            }
             None => Err(ApiError::bad_request(format!(
                 "the group {name} is not known here and directory onboarding is not available"
             ))),

@@ -14,6 +14,7 @@ pub mod health;
 pub mod jobservice;
 pub mod ldap_ping;
 pub mod members;
+pub mod oidc;
 pub mod projects;
 pub mod registries;
 pub mod registry_state;

@@ -152,6 +152,42 @@ impl Groups<'_> {
         Ok(row.map(UserGroup::from))
     }
 
+    /// The ids of the groups of `group_type` named `names`, creating those
+    /// that do not exist yet (an OIDC provider's groups, at sign-in). Two
+    /// sign-ins naming a new group at once both end with the one group.
+    pub async fn onboard_by_names(
+        &self,
+        group_type: i64,
+        names: &[String],
+    ) -> StoreResult<Vec<i64>> {
+        let now = time::now();
+        for name in names {
+            sqlx::query(
+                "INSERT INTO user_groups (group_name, group_type, created_at, updated_at) \
+                 VALUES ($1, $2, $3, $3) ON CONFLICT DO NOTHING",
+            )
+            .bind(name)
+            .bind(group_type)
+            .bind(&now)
+            .execute(&self.0.pool)
+            .await?;
+        }
+        if names.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut sql = Sql::new("SELECT id FROM user_groups WHERE group_type = ");
+        sql.int(group_type).push(" AND group_name IN (");
+        for (i, name) in names.iter().enumerate() {
+            if i > 0 {
+                sql.push(", ");
+            }
+            sql.text(name.as_str());
+        }
+        sql.push(") ORDER BY id");
+        let ids: Vec<(i64,)> = sql.fetch_all(&self.0.pool).await?;
+        Ok(ids.into_iter().map(|(id,)| id).collect())
+    }
+
     /// Creates a user group; a taken name or DN is a `Conflict`.
     pub async fn create(
         &self,

@@ -24,6 +24,7 @@ pub mod labels;
 pub mod manifests;
 pub mod members;
 pub mod metadata;
+pub mod oidc;
 pub(crate) mod page_starts;
 pub mod password_resets;
 pub mod quotas;

@@ -243,7 +243,8 @@ impl Users<'_> {
 
     /// Deletes a user as a tombstone, in one transaction: `deleted = 1`, e-mail,
     /// password and picture scrubbed, the admin flag cleared, `auth_version`
-    /// bumped; memberships, social identities, resets and group links removed.
+    /// bumped; memberships, social identities, resets, group links and the OIDC link
+    /// removed.
     /// The row stays so that owned projects and authored articles keep their
     /// author. Returns whether a live user was deleted.
     pub async fn tombstone(&self, id: i64) -> StoreResult<bool> {
@@ -267,6 +268,7 @@ impl Users<'_> {
             "user_identities",
             "password_resets",
             "user_group_members",
+            "oidc_users",
         ] {
             sqlx::query(sqlx::AssertSqlSafe(format!(
                 "DELETE FROM {table} WHERE user_id = $1"

@@ -13,6 +13,7 @@ mod jobservice;
 pub(crate) mod ldap;
 mod members;
 mod metadata;
+mod oidc;
 mod projects;
 mod purge;
 mod quotas;

@@ -21,7 +21,7 @@ const OCI_INDEX: &str = "application/vnd.oci.image.index.v1+json";
 const OCI_MANIFEST: &str = "application/vnd.oci.image.manifest.v1+json";
 
 /// Panics with a clear message when `tool` is missing (never a silent pass).
-pub(super) fn require(tool: &str) {
+pub(crate) fn require(tool: &str) {
     let found = Command::new("sh")
         .args(["-c", &format!("command -v {tool}")])
         .stdout(Stdio::null())
@@ -35,7 +35,7 @@ pub(super) fn require(tool: &str) {
 }
 
 /// Runs `command`, failing the test with its output unless it succeeds; its standard output.
-pub(super) fn run(command: &mut Command) -> String {
+pub(crate) fn run(command: &mut Command) -> String {
     let output = command.output().expect("spawn");
     assert!(
         output.status.success(),
@@ -90,17 +90,17 @@ pub(super) fn noise(len: usize, seed: u64) -> Vec<u8> {
 
 /// An OCI layout with `v3` (three layers, one of them 3 MiB), `arm` (same
 /// layers, arm64 config) and `multi` (an index of both).
-pub(super) struct Layout {
+pub(crate) struct Layout {
     /// The layout directory.
-    pub(super) dir: PathBuf,
+    pub(crate) dir: PathBuf,
     /// The digest of the `v3` manifest.
-    pub(super) v3: String,
+    pub(crate) v3: String,
     /// The digest of the `multi` index.
     pub(super) multi: String,
 }
 
 /// The manifest digest tagged `tag` in the OCI layout at `dir`.
-pub(super) fn layout_ref(dir: &Path, tag: &str) -> String {
+pub(crate) fn layout_ref(dir: &Path, tag: &str) -> String {
     let index: Value =
         serde_json::from_slice(&std::fs::read(dir.join("index.json")).unwrap()).unwrap();
     index["manifests"]
@@ -118,7 +118,7 @@ pub(super) fn blob_of(dir: &Path, digest: &str) -> Vec<u8> {
 }
 
 /// Builds the [`Layout`] under `work` with umoci.
-pub(super) fn build_layout(work: &Path) -> Layout {
+pub(crate) fn build_layout(work: &Path) -> Layout {
     require("umoci");
     let dir = work.join("layout");
     let image = |tag: &str| format!("{}:{tag}", dir.display());
@@ -184,7 +184,7 @@ pub(super) fn build_layout(work: &Path) -> Layout {
 }
 
 /// `skopeo --insecure-policy`.
-pub(super) fn skopeo() -> Command {
+pub(crate) fn skopeo() -> Command {
     let mut command = Command::new("skopeo");
     command.arg("--insecure-policy");
     command

@@ -1,6 +1,6 @@
 //! The OCI distribution API (`/v2/`) and the token service.
 
-mod clients;
+pub(crate) mod clients;
 mod conformance_codes;
 mod gc;
 mod instances;
