@@ -111,9 +111,18 @@ pub async fn sign_in(
                 }
             )));
         }
-        return onboard(state, settings, &identity, &username)
-            .await
-            .map(Outcome::SignedIn);
+        return match onboard(state, settings, &identity, &username).await {
+            Ok(user) => Ok(Outcome::SignedIn(user)),
+            // The same person signing in twice at once (two tabs, two
+            // instances): the other sign-in onboarded them; this one links.
+            Err(err) if err.kind == ErrorKind::Conflict => {
+                match oidc.user_id_by_subiss(&identity.subiss).await? {
+                    Some(user_id) => signed_in_user(state, user_id).await.map(Outcome::SignedIn),
+                    None => Err(err),
+                }
+            }
+            Err(err) => Err(err),
+        };
     };
     oidc.signed_in(
         user_id,

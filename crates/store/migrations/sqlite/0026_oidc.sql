@@ -4,8 +4,9 @@
 -- the ID token's sub followed by its iss) and keeps the user's CLI secret and
 -- the provider's refresh token, both sealed. The refresh token is used at
 -- most once per check interval to learn whether the provider still knows the
--- user; checked_at (unix seconds) is when it last answered yes, and doubles
--- as the compare-and-set guard of instances that check at the same time.
+-- user; checked_at (unix seconds) is when it last answered, and doubles
+-- as the compare-and-set guard of instances that check at the same time
+-- (every record moves it on, by a second at least).
 -- token_expires_at is when the last access token ends: without a refresh
 -- token, the CLI secret works until then.
 --

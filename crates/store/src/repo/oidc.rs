@@ -270,7 +270,9 @@ impl Oidc<'_> {
         let token = self.sealed_token(user_id, refresh_token)?;
         sqlx::query(
             "UPDATE oidc_users SET refresh_token = CASE WHEN $1 = '' THEN refresh_token ELSE $1 END, \
-             token_expires_at = $2, checked_at = $3, update_time = $4 WHERE user_id = $5",
+             token_expires_at = $2, \
+             checked_at = CASE WHEN $3 > checked_at THEN $3 ELSE checked_at + 1 END, \
+             update_time = $4 WHERE user_id = $5",
         )
         .bind(&token)
         .bind(token_expires_at)
@@ -283,7 +285,9 @@ impl Oidc<'_> {
         Ok(())
     }
 
-    /// Records a check of the token made when the link read `checked_at`:
+    /// Records a check of the token made when the link read `checked_at`
+    /// (which every record moves on, by a second at least, so that it is a
+    /// compare-and-set guard even within one second):
     /// the provider's answer (a new refresh token, or `None` when it refused
     /// the token, which is then dropped). `false` when another instance
     /// recorded a check in the meantime (nothing changes; read again).
@@ -299,7 +303,8 @@ impl Oidc<'_> {
                 let token = self.sealed_token(user_id, token)?;
                 sqlx::query(
                     "UPDATE oidc_users SET refresh_token = CASE WHEN $1 = '' THEN refresh_token ELSE $1 END, \
-                     token_expires_at = $2, checked_at = $3 WHERE user_id = $4 AND checked_at = $5",
+                     token_expires_at = $2, checked_at = CASE WHEN $3 > checked_at THEN $3 ELSE checked_at + 1 END \
+                     WHERE user_id = $4 AND checked_at = $5",
                 )
                 .bind(&token)
                 .bind(expires_at)
@@ -309,15 +314,18 @@ impl Oidc<'_> {
                 .execute(&self.0.pool)
                 .await?
             }
-            None => sqlx::query(
-                "UPDATE oidc_users SET refresh_token = '', token_expires_at = 0, checked_at = $1 \
+            None => {
+                sqlx::query(
+                    "UPDATE oidc_users SET refresh_token = '', token_expires_at = 0, \
+                     checked_at = CASE WHEN $1 > checked_at THEN $1 ELSE checked_at + 1 END \
                      WHERE user_id = $2 AND checked_at = $3",
-            )
-            .bind(now)
-            .bind(user_id)
-            .bind(checked_at)
-            .execute(&self.0.pool)
-            .await?,
+                )
+                .bind(now)
+                .bind(user_id)
+                .bind(checked_at)
+                .execute(&self.0.pool)
+                .await?
+            }
         };
         Ok(done.rows_affected() == 1)
     }

@@ -22,7 +22,34 @@ struct Sso {
     provider: OidcProvider,
     client_id: String,
     http: reqwest::Client,
-    _dir: tempfile::TempDir,
+    database: String,
+    dir: tempfile::TempDir,
+}
+
+/// `berth serve` on `database` with its data in `dir`, known to clients as
+/// `external` (its own address when `None`), with `env` added.
+async fn serve(
+    dir: &std::path::Path,
+    database: &str,
+    external: Option<&str>,
+    env: &[(&str, &str)],
+) -> ServedBerth {
+    ServedBerth::start(|port| {
+        let mut command = Command::new(BERTH_BIN);
+        let own = format!("http://127.0.0.1:{port}");
+        command
+            .arg("--data-dir")
+            .arg(dir.join("data"))
+            .env("DATABASE_URL", database)
+            .env("HARBOR_ADMIN_PASSWORD", ADMIN_PASSWORD)
+            .env("EXTERNAL_URL", external.unwrap_or(&own))
+            .env_remove("BLOB_STORE");
+        for (name, value) in env {
+            command.env(name, value);
+        }
+        command
+    })
+    .await
 }
 
 /// A served Berth on `backend` (`env` added), registered at the provider and
@@ -30,21 +57,7 @@ struct Sso {
 async fn sso(backend: Backend, config: Value, env: &[(&str, &str)]) -> Sso {
     let dir = tempfile::tempdir().unwrap();
     let database = database_url(backend, dir.path()).await;
-    let server = ServedBerth::start(|port| {
-        let mut command = Command::new(BERTH_BIN);
-        command
-            .arg("--data-dir")
-            .arg(dir.path().join("data"))
-            .env("DATABASE_URL", &database)
-            .env("HARBOR_ADMIN_PASSWORD", ADMIN_PASSWORD)
-            .env("EXTERNAL_URL", format!("http://127.0.0.1:{port}"))
-            .env_remove("BLOB_STORE");
-        for (name, value) in env {
-            command.env(name, value);
-        }
-        command
-    })
-    .await;
+    let server = serve(dir.path(), &database, None, env).await;
     let provider = OidcProvider::from_env();
     let client = provider.register(&server.url("/c/oidc/callback")).await;
     let sso = Sso {
@@ -52,7 +65,8 @@ async fn sso(backend: Backend, config: Value, env: &[(&str, &str)]) -> Sso {
         client_id: client.id.clone(),
         provider,
         http: manual_client(),
-        _dir: dir,
+        database,
+        dir,
     };
     let mut settings = json!({
         "auth_mode": "oidc_auth",
@@ -847,3 +861,34 @@ async fn settings_ping_and_sign_out(backend: Backend) {
     assert_eq!(res.status(), 400);
 }
 both_backends!(settings_ping_and_sign_out_, settings_ping_and_sign_out);
+
+/// Instances share sign-ins: one behind the same address begins it, another
+/// takes the provider's answer; the session works on both.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sign_in_begun_on_one_instance_ends_on_another() {
+    let sso = sso(Backend::Postgres, json!({}), &[]).await;
+    let other = serve(sso.dir.path(), &sso.database, Some(&sso.url("")), &[]).await;
+    let gina = account("gina");
+    put_person(&sso.provider, &gina, &[]).await;
+    let mut jar = CookieJar::default();
+    let authorize = sso.begin(&mut jar).await;
+    let back = sso.provider.authorize(&authorize, &gina).await;
+    let on_other = back.replace(&sso.url(""), &other.url(""));
+    assert_ne!(on_other, back);
+    let res = sso.callback(&mut jar, &on_other).await;
+    assert_eq!(
+        res.status(),
+        StatusCode::SEE_OTHER,
+        "{}",
+        res.text().await.unwrap()
+    );
+    assert_eq!(sso.current(&jar).await["username"], gina.as_str());
+    let res = sso
+        .http
+        .get(other.url("/api/v2.0/users/current"))
+        .header("cookie", jar.header())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 200);
+}

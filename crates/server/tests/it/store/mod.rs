@@ -3,6 +3,7 @@
 mod changes;
 mod jobs;
 mod migrations;
+mod oidc;
 mod projects;
 mod registries;
 mod registry;

@@ -159,6 +159,19 @@ impl TestApp {
 
     /// Runs `statement` on the test's database behind the server's back, to
     /// damage what a check must then find.
+    /// The rows of a query of two text columns, read past the store (what is at rest).
+    pub async fn fetch_text_pairs(&self, statement: &str) -> Vec<(String, String)> {
+        let pool = sqlx::AnyPool::connect(&self.database_url)
+            .await
+            .expect("connect");
+        let rows = sqlx::query_as(sqlx::AssertSqlSafe(statement))
+            .fetch_all(&pool)
+            .await
+            .unwrap_or_else(|e| panic!("{statement}: {e}"));
+        pool.close().await;
+        rows
+    }
+
     pub async fn execute_sql(&self, statement: &str) {
         let pool = sqlx::AnyPool::connect(&self.database_url)
             .await

@@ -1,0 +1,153 @@
+//! The OIDC repository: users of the provider with their sealed secrets,
+//! onboarding (taken names, the same person twice at once), the
+//! compare-and-set of refresh-token checks, and sign-ins under way.
+
+use berth_store::repo::oidc::{NewOidcUser, OidcLogin};
+
+use crate::backend_test;
+
+fn person(username: &str, subiss: &str) -> NewOidcUser {
+    NewOidcUser {
+        username: username.into(),
+        email: Some(format!("{username}@example.test")),
+        realname: format!("{username} Person"),
+        subiss: subiss.into(),
+        secret: "Cli-Secret-1".into(),
+        refresh_token: "refresh-1".into(),
+        token_expires_at: 100,
+    }
+}
+
+backend_test!(
+    async fn onboarding_links_a_user_and_keeps_secrets_sealed(app) {
+        let oidc = app.store().oidc();
+        let id = oidc.onboard(&person("alice", "sub-1https://idp")).await.unwrap();
+        let user = app.store().users().find_by_id(id).await.unwrap().unwrap();
+        assert_eq!(user.username, "alice");
+        assert_eq!(user.email.as_deref(), Some("alice@example.test"));
+        assert!(user.password_hash.is_none(), "no password: the CLI secret stands in");
+        let link = oidc.find(id).await.unwrap().unwrap();
+        assert_eq!((link.secret.as_str(), link.refresh_token.as_str()), ("Cli-Secret-1", "refresh-1"));
+        assert_eq!(oidc.user_id_by_subiss("sub-1https://idp").await.unwrap(), Some(id));
+        // Sealed at rest: neither secret is in the row as it is.
+        let rows: Vec<(String, String)> = sqlx_rows(&app, id).await;
+        assert_eq!(rows.len(), 1);
+        assert!(rows.iter().all(|(s, t)| !s.contains("Cli-Secret-1") && !t.contains("refresh-1")), "{rows:?}");
+
+        // A taken username, or the same account again: Harbor's conflict, nothing created.
+        for new in [person("alice", "sub-2https://idp"), person("alice2", "sub-1https://idp"), person("admin", "sub-3https://idp")] {
+            let err = oidc.onboard(&new).await.unwrap_err();
+            assert!(err.to_string().contains("same username or email has been onboarded"), "{err}");
+        }
+        assert!(app.store().users().find_by_username("alice2").await.unwrap().is_none());
+        // Another user's e-mail address is dropped, not refused.
+        let bob = oidc
+            .onboard(&NewOidcUser { email: Some("ALICE@example.test".into()), ..person("bob", "sub-4https://idp") })
+            .await
+            .unwrap();
+        assert_eq!(app.store().users().find_by_id(bob).await.unwrap().unwrap().email, None);
+
+        // A new CLI secret; a sign-in refreshes the profile and keeps a token the provider did not renew.
+        assert!(oidc.set_secret(id, "Other-Secret-2").await.unwrap());
+        assert!(!oidc.set_secret(9999, "Other-Secret-2").await.unwrap());
+        oidc.signed_in(id, Some("alice@new.test"), "Alice New", "", 200).await.unwrap();
+        let link = oidc.find(id).await.unwrap().unwrap();
+        assert_eq!((link.secret.as_str(), link.refresh_token.as_str(), link.token_expires_at), ("Other-Secret-2", "refresh-1", 200));
+        let user = app.store().users().find_by_id(id).await.unwrap().unwrap();
+        assert_eq!((user.email.as_deref(), user.realname.as_deref()), (Some("alice@new.test"), Some("Alice New")));
+
+        // A deleted user loses the link; the account can onboard anew.
+        assert!(app.store().users().tombstone(id).await.unwrap());
+        assert_eq!(oidc.user_id_by_subiss("sub-1https://idp").await.unwrap(), None);
+        assert!(oidc.find(id).await.unwrap().is_none());
+        let again = oidc.onboard(&person("alice", "sub-1https://idp")).await.unwrap();
+        assert_ne!(again, id);
+    }
+);
+
+async fn sqlx_rows(app: &crate::util::TestApp, user_id: i64) -> Vec<(String, String)> {
+    app.fetch_text_pairs(&format!(
+        "SELECT secret, refresh_token FROM oidc_users WHERE user_id = {user_id}"
+    ))
+    .await
+}
+
+backend_test!(
+    /// The same account signing in twice at once: one user, the other
+    /// onboarding refused (the service then links it).
+    async fn concurrent_onboarding_of_one_account_makes_one_user(app) {
+        let attempts = (0..6).map(|i| {
+            let store = app.store().clone();
+            tokio::spawn(async move {
+                store.oidc().onboard(&person(&format!("racer{i}"), "sub-racehttps://idp")).await
+            })
+        });
+        let results = futures_util::future::join_all(attempts).await;
+        let created: Vec<i64> = results.into_iter().filter_map(|r| r.unwrap().ok()).collect();
+        assert_eq!(created.len(), 1, "{created:?}");
+        assert_eq!(app.store().oidc().user_id_by_subiss("sub-racehttps://idp").await.unwrap(), Some(created[0]));
+        assert_eq!(app.store().users().count_besides_admin().await.unwrap(), 1);
+    }
+);
+
+backend_test!(
+    /// Two instances checking the same token at once: the first record
+    /// wins, the second is told to read again; a refusal drops the token.
+    async fn token_checks_are_compare_and_set(app) {
+        let oidc = app.store().oidc();
+        let id = oidc.onboard(&person("carol", "sub-chttps://idp")).await.unwrap();
+        let read = oidc.find(id).await.unwrap().unwrap();
+        let checks = (0..4).map(|i| {
+            let store = app.store().clone();
+            let seen = read.checked_at;
+            tokio::spawn(async move {
+                let token = format!("refresh-{i}");
+                store.oidc().checked(id, seen - 1, Some((&token, 50))).await
+            })
+        });
+        // A stale read (checked_at moved on) never records.
+        for done in futures_util::future::join_all(checks).await {
+            assert!(!done.unwrap().unwrap());
+        }
+        let first = oidc.checked(id, read.checked_at, Some(("refresh-new", 60))).await.unwrap();
+        assert!(first);
+        let second = oidc.checked(id, read.checked_at, None).await.unwrap();
+        assert!(!second, "the other instance's check came first");
+        let link = oidc.find(id).await.unwrap().unwrap();
+        assert_eq!((link.refresh_token.as_str(), link.token_expires_at), ("refresh-new", 60));
+        assert!(oidc.checked(id, link.checked_at, None).await.unwrap());
+        let link = oidc.find(id).await.unwrap().unwrap();
+        assert_eq!((link.refresh_token.as_str(), link.token_expires_at), ("", 0), "refused: dropped");
+    }
+);
+
+backend_test!(
+    async fn sign_ins_under_way_are_taken_once(app) {
+        let oidc = app.store().oidc();
+        let login = OidcLogin {
+            state: "state-1".into(),
+            nonce: "nonce-1".into(),
+            verifier: "verifier-1".into(),
+            redirect: "/harbor/projects".into(),
+            pending: String::new(),
+        };
+        oidc.begin_login("hash-1", &login).await.unwrap();
+        assert_eq!(oidc.login("hash-1").await.unwrap(), Some(login.clone()));
+        assert_eq!(oidc.login("hash-2").await.unwrap(), None);
+        oidc.set_pending("hash-1", r#"{"subiss":"x"}"#).await.unwrap();
+        let pending = oidc.login("hash-1").await.unwrap().unwrap();
+        assert_eq!(pending.pending, r#"{"subiss":"x"}"#);
+        assert_eq!(pending.state, "", "a callback can no longer use it");
+        let takes = (0..4).map(|_| {
+            let store = app.store().clone();
+            tokio::spawn(async move { store.oidc().end_login("hash-1").await })
+        });
+        let taken = futures_util::future::join_all(takes)
+            .await
+            .into_iter()
+            .filter(|r| *r.as_ref().unwrap().as_ref().unwrap())
+            .count();
+        assert_eq!(taken, 1);
+        assert_eq!(oidc.login("hash-1").await.unwrap(), None);
+    }
+);
