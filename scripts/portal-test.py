@@ -445,6 +445,15 @@ def oidc_scenario(page, base, shots):
     expect(page).to_have_url(base + "/harbor/projects")
     expect(page.locator("#current_user")).to_have_text(account)
     expect(page.locator("#nav_users")).to_have_count(1)  # the admin group
+    # The profile page holds the CLI secret docker and skopeo sign in with.
+    page.click("#current_user")
+    expect(page).to_have_url(base + "/harbor/profile")
+    secret = page.locator("#copy_cli_secret").get_attribute("data-copy")
+    assert secret and len(secret) >= 8, secret
+    page.screenshot(path=os.path.join(shots, "oidc-profile.png"), full_page=True)
+    page.click("#renew_cli_secret")
+    expect(page.locator(".notice.ok")).to_be_visible()
+    assert page.locator("#copy_cli_secret").get_attribute("data-copy") != secret
     page.click("#log_out")
     expect(page).to_have_url(base + "/harbor/sign-in")
     log("single sign-on through the OpenID provider: ok")

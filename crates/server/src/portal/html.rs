@@ -88,7 +88,7 @@ pub fn page_with_status(
     let bar = match session {
         Some(s) => format!(
             r#"<nav><a href="/harbor/projects">Projects</a>{admin}</nav>
-<form class="signout" method="post" action="/harbor/sign-out">{csrf}<span class="who" id="current_user">{name}</span> <button type="submit" id="log_out">Sign out</button></form>"#,
+<form class="signout" method="post" action="/harbor/sign-out">{csrf}<a class="who" href="/harbor/profile" id="current_user">{name}</a> <button type="submit" id="log_out">Sign out</button></form>"#,
             admin = if s.user.sysadmin { ADMIN_LINKS } else { "" },
             csrf = csrf_field(s),
             name = esc(&s.user.username),

@@ -9,6 +9,7 @@ mod html;
 mod labels;
 mod members;
 mod oidc;
+mod profile;
 mod project_settings;
 mod projects;
 mod repositories;
@@ -48,6 +49,7 @@ pub fn router() -> Router<AppState> {
         .merge(assets::router())
         .merge(signin::router())
         .merge(oidc::router())
+        .merge(profile::router())
         .merge(projects::router())
         .merge(members::router())
         .merge(labels::router())

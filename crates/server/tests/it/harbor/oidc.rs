@@ -821,15 +821,66 @@ async fn settings_ping_and_sign_out(backend: Backend) {
         .unwrap();
     assert_eq!(res.status(), 403);
 
-    // Signing out: the session ends, then the provider's.
-    let page = sso.get_with("/harbor/projects", &jar).await;
+    // The profile page shows the CLI secret and makes a new one.
+    let page = sso.get_with("/harbor/profile", &jar).await;
+    assert_eq!(page.status(), 200);
     let html = page.text().await.unwrap();
+    assert!(
+        html.contains(&format!(r#"data-copy="{frank_secret}""#)),
+        "{html}"
+    );
     let csrf = html
         .split(r#"name="csrf_token" value=""#)
         .nth(1)
         .and_then(|rest| rest.split('"').next())
         .unwrap()
         .to_string();
+    let res = sso
+        .http
+        .post(sso.url("/harbor/profile/cli-secret"))
+        .header("cookie", jar.header())
+        .form(&[("csrf_token", "wrong")])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 403);
+    let res = sso
+        .http
+        .post(sso.url("/harbor/profile/cli-secret"))
+        .header("cookie", jar.header())
+        .form(&[("csrf_token", csrf.as_str())])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), StatusCode::SEE_OTHER);
+    let renewed = sso.current(&jar).await["oidc_user_meta"]["secret"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert_ne!(renewed, frank_secret);
+    let res = sso
+        .get_basic("/api/v2.0/users/current", &frank, &frank_secret)
+        .await;
+    assert_eq!(res.status(), 401, "the old secret");
+    let res = sso
+        .get_basic("/api/v2.0/users/current", &frank, &renewed)
+        .await;
+    assert_eq!(res.status(), 200);
+    // The local admin's profile has no CLI secret.
+    let res = sso
+        .http
+        .get(sso.url("/harbor/profile"))
+        .basic_auth("admin", Some(ADMIN_PASSWORD))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        res.status(),
+        StatusCode::SEE_OTHER,
+        "the portal signs in with a session only"
+    );
+
+    // Signing out: the session ends, then the provider's.
     let res = sso
         .http
         .post(sso.url("/harbor/sign-out"))
