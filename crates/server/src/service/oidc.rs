@@ -9,7 +9,7 @@ use berth_auth::secret::{constant_time_eq, random_alphanumeric};
 use berth_domain::model::group::GROUP_TYPE_OIDC;
 use berth_domain::model::user::{validate_password, validate_username};
 use berth_domain::model::{ADMIN_USER_ID, User};
-use berth_store::repo::oidc::{NewOidcUser, OidcUser};
+use berth_store::repo::oidc::{NewOidcUser, OidcUser, unix_millis};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{ApiError, ErrorKind};
@@ -266,9 +266,10 @@ pub async fn set_cli_secret(
 }
 
 /// Whether `secret` is the CLI secret of `user` and the provider still
-/// vouches for them: their refresh token was confirmed within the check
-/// interval, or is confirmed now (the answer kept for the next interval, for
-/// every instance); without a refresh token, until the last access token ends.
+/// vouches for them: their refresh token was checked within the check
+/// interval, or is checked now by this instance (one instance claims each
+/// check; the others, and a check the provider cannot answer, go on with the
+/// last answer); without a refresh token, until the last access token ends.
 pub async fn verify_cli_secret(
     state: &AppState,
     settings: &OidcSettings,
@@ -287,52 +288,43 @@ pub async fn verify_cli_secret(
 async fn token_still_valid(
     state: &AppState,
     settings: &OidcSettings,
-    mut link: OidcUser,
+    link: OidcUser,
 ) -> Result<bool, ApiError> {
-    let interval = state.signin.oidc_token_check.as_secs() as i64;
-    // Two rounds at most: another instance may record its check first.
-    for _ in 0..2 {
-        let now = time::OffsetDateTime::now_utc().unix_timestamp();
-        if link.refresh_token.is_empty() {
-            return Ok(now < link.token_expires_at);
-        }
-        if now < link.checked_at.saturating_add(interval) {
+    let interval = i64::try_from(state.signin.oidc_token_check.as_millis()).unwrap_or(i64::MAX);
+    let now = time::OffsetDateTime::now_utc().unix_timestamp();
+    if link.refresh_token.is_empty() {
+        return Ok(now < link.token_expires_at);
+    }
+    if unix_millis() < link.checked_ms.saturating_add(interval) {
+        return Ok(true);
+    }
+    let store = state.store.oidc();
+    // One instance asks the provider; the others go on with what was last known.
+    if !store.claim_check(link.user_id, link.checked_ms).await? {
+        return Ok(true);
+    }
+    let answer = match state.oidc.refresh(settings, &link.refresh_token).await {
+        Ok(answer) => answer,
+        Err(err) => {
+            // The provider does not answer: what it last said holds until the next check.
+            tracing::warn!(user_id = link.user_id, error = %err.message, "the OIDC provider could not check a refresh token");
             return Ok(true);
         }
-        let answer = state.oidc.refresh(settings, &link.refresh_token).await?;
-        let recorded = match &answer {
-            Some(tokens) => {
-                let expires = tokens
-                    .expires_in
-                    .map_or(now, |secs| now.saturating_add(secs));
-                let token = tokens.refresh_token.as_deref().unwrap_or("");
-                state
-                    .store
-                    .oidc()
-                    .checked(link.user_id, link.checked_at, Some((token, expires)))
-                    .await?
-            }
-            None => {
-                state
-                    .store
-                    .oidc()
-                    .checked(link.user_id, link.checked_at, None)
-                    .await?
-            }
-        };
-        if recorded {
-            if answer.is_none() {
-                tracing::info!(
-                    user_id = link.user_id,
-                    "the OIDC provider no longer accepts the user's refresh token: CLI secret refused"
-                );
-            }
-            return Ok(answer.is_some());
-        }
-        match state.store.oidc().find(link.user_id).await? {
-            Some(again) => link = again,
-            None => return Ok(false),
-        }
-    }
-    Ok(false)
+    };
+    let Some(tokens) = answer else {
+        store.record_check(link.user_id, None).await?;
+        tracing::info!(
+            user_id = link.user_id,
+            "the OIDC provider no longer accepts the user's refresh token: CLI secret refused"
+        );
+        return Ok(false);
+    };
+    let expires = tokens
+        .expires_in
+        .map_or(now, |secs| now.saturating_add(secs));
+    let token = tokens.refresh_token.as_deref().unwrap_or("");
+    store
+        .record_check(link.user_id, Some((token, expires)))
+        .await?;
+    Ok(true)
 }

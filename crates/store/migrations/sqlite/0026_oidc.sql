@@ -4,9 +4,10 @@
 -- the ID token's sub followed by its iss) and keeps the user's CLI secret and
 -- the provider's refresh token, both sealed. The refresh token is used at
 -- most once per check interval to learn whether the provider still knows the
--- user; checked_at (unix seconds) is when it last answered, and doubles
--- as the compare-and-set guard of instances that check at the same time
--- (every record moves it on, by a second at least).
+-- user; checked_ms (unix milliseconds) is when it was last asked. An instance
+-- claims a check by moving checked_ms on (by a millisecond at least) from the
+-- value it read, so one instance asks at a time: providers that rotate
+-- refresh tokens refuse a token used twice.
 -- token_expires_at is when the last access token ends: without a refresh
 -- token, the CLI secret works until then.
 --
@@ -23,7 +24,7 @@ CREATE TABLE oidc_users (
     secret TEXT NOT NULL,
     refresh_token TEXT NOT NULL DEFAULT '',
     token_expires_at BIGINT NOT NULL DEFAULT 0,
-    checked_at BIGINT NOT NULL DEFAULT 0,
+    checked_ms BIGINT NOT NULL DEFAULT 0,
     creation_time TEXT NOT NULL,
     update_time TEXT NOT NULL
 );

@@ -22,8 +22,8 @@ pub struct OidcUser {
     pub refresh_token: String,
     /// When the last access token ends (unix seconds).
     pub token_expires_at: i64,
-    /// When the provider last confirmed the token (unix seconds).
-    pub checked_at: i64,
+    /// When the provider was last asked about the token (unix milliseconds).
+    pub checked_ms: i64,
     /// Creation time, store format.
     pub creation_time: String,
     /// Last update time, store format.
@@ -104,14 +104,20 @@ fn token_context(user_id: i64) -> String {
 
 const LOGIN_CONTEXT: &str = "oidc_logins/pending";
 
+/// Now, in unix milliseconds.
+pub fn unix_millis() -> i64 {
+    let now = ::time::OffsetDateTime::now_utc().unix_timestamp_nanos() / 1_000_000;
+    i64::try_from(now).unwrap_or(i64::MAX)
+}
+
 type OidcRow = (i64, i64, String, String, String, i64, i64, String, String);
 
 const OIDC_COLUMNS: &str = "o.id, o.user_id, o.subiss, o.secret, o.refresh_token, \
-     o.token_expires_at, o.checked_at, o.creation_time, o.update_time";
+     o.token_expires_at, o.checked_ms, o.creation_time, o.update_time";
 
 impl Oidc<'_> {
     fn opened(&self, row: OidcRow) -> StoreResult<OidcUser> {
-        let (id, user_id, subiss, secret, token, token_expires_at, checked_at, created, updated) =
+        let (id, user_id, subiss, secret, token, token_expires_at, checked_ms, created, updated) =
             row;
         let refresh_token = if token.is_empty() {
             token
@@ -125,7 +131,7 @@ impl Oidc<'_> {
             secret: self.0.open_secret(&secret_context(user_id), &secret)?,
             refresh_token,
             token_expires_at,
-            checked_at,
+            checked_ms,
             creation_time: created,
             update_time: updated,
         })
@@ -217,14 +223,14 @@ impl Oidc<'_> {
         .map_err(|err| crate::error::conflict_on_unique(err, || taken().to_string()))?;
         sqlx::query(
             "INSERT INTO oidc_users (user_id, subiss, secret, refresh_token, token_expires_at, \
-             checked_at, creation_time, update_time) VALUES ($1, $2, $3, $4, $5, $6, $7, $7)",
+             checked_ms, creation_time, update_time) VALUES ($1, $2, $3, $4, $5, $6, $7, $7)",
         )
         .bind(user_id)
         .bind(&new.subiss)
         .bind(self.0.seal_secret(&secret_context(user_id), &new.secret)?)
         .bind(self.sealed_token(user_id, &new.refresh_token)?)
         .bind(new.token_expires_at)
-        .bind(time::unix_now())
+        .bind(unix_millis())
         .bind(&now)
         .execute(&mut *tx)
         .await
@@ -271,12 +277,12 @@ impl Oidc<'_> {
         sqlx::query(
             "UPDATE oidc_users SET refresh_token = CASE WHEN $1 = '' THEN refresh_token ELSE $1 END, \
              token_expires_at = $2, \
-             checked_at = CASE WHEN $3 > checked_at THEN $3 ELSE checked_at + 1 END, \
+             checked_ms = CASE WHEN $3 > checked_ms THEN $3 ELSE checked_ms + 1 END, \
              update_time = $4 WHERE user_id = $5",
         )
         .bind(&token)
         .bind(token_expires_at)
-        .bind(time::unix_now())
+        .bind(unix_millis())
         .bind(&now)
         .bind(user_id)
         .execute(&mut *tx)
@@ -285,49 +291,44 @@ impl Oidc<'_> {
         Ok(())
     }
 
-    /// Records a check of the token made when the link read `checked_at`
-    /// (which every record moves on, by a second at least, so that it is a
-    /// compare-and-set guard even within one second):
-    /// the provider's answer (a new refresh token, or `None` when it refused
-    /// the token, which is then dropped). `false` when another instance
-    /// recorded a check in the meantime (nothing changes; read again).
-    pub async fn checked(
-        &self,
-        user_id: i64,
-        checked_at: i64,
-        answer: Option<(&str, i64)>,
-    ) -> StoreResult<bool> {
-        let now = time::unix_now();
-        let done = match answer {
-            Some((token, expires_at)) => {
-                let token = self.sealed_token(user_id, token)?;
-                sqlx::query(
-                    "UPDATE oidc_users SET refresh_token = CASE WHEN $1 = '' THEN refresh_token ELSE $1 END, \
-                     token_expires_at = $2, checked_at = CASE WHEN $3 > checked_at THEN $3 ELSE checked_at + 1 END \
-                     WHERE user_id = $4 AND checked_at = $5",
-                )
-                .bind(&token)
-                .bind(expires_at)
-                .bind(now)
-                .bind(user_id)
-                .bind(checked_at)
-                .execute(&self.0.pool)
-                .await?
-            }
-            None => {
-                sqlx::query(
-                    "UPDATE oidc_users SET refresh_token = '', token_expires_at = 0, \
-                     checked_at = CASE WHEN $1 > checked_at THEN $1 ELSE checked_at + 1 END \
-                     WHERE user_id = $2 AND checked_at = $3",
-                )
-                .bind(now)
-                .bind(user_id)
-                .bind(checked_at)
-                .execute(&self.0.pool)
-                .await?
-            }
-        };
+    /// Claims the next check of the user's token with the provider, for an
+    /// instance that read the link with `checked_ms`: `true` for the one
+    /// caller (across instances) whose claim moved `checked_ms` on (by a
+    /// millisecond at least); the others go on with what the link says, so that
+    /// one refresh token is never used twice at once (providers that rotate
+    /// refresh tokens refuse the second use).
+    pub async fn claim_check(&self, user_id: i64, checked_ms: i64) -> StoreResult<bool> {
+        let done = sqlx::query(
+            "UPDATE oidc_users SET checked_ms = CASE WHEN $1 > checked_ms THEN $1 ELSE checked_ms + 1 END \
+             WHERE user_id = $2 AND checked_ms = $3",
+        )
+        .bind(unix_millis())
+        .bind(user_id)
+        .bind(checked_ms)
+        .execute(&self.0.pool)
+        .await?;
         Ok(done.rows_affected() == 1)
+    }
+
+    /// Records the provider's answer to a claimed check: a new refresh token
+    /// (empty: the provider kept the old one) and when the access token ends,
+    /// or `None` when it refused the token, which is then dropped.
+    pub async fn record_check(&self, user_id: i64, answer: Option<(&str, i64)>) -> StoreResult<()> {
+        let (token, expires_at, keep) = match answer {
+            Some((token, expires_at)) => (self.sealed_token(user_id, token)?, expires_at, 1_i64),
+            None => (String::new(), 0, 0),
+        };
+        sqlx::query(
+            "UPDATE oidc_users SET refresh_token = CASE WHEN $1 = '' AND $2 = 1 THEN refresh_token ELSE $1 END, \
+             token_expires_at = $3 WHERE user_id = $4",
+        )
+        .bind(&token)
+        .bind(keep)
+        .bind(expires_at)
+        .bind(user_id)
+        .execute(&self.0.pool)
+        .await?;
+        Ok(())
     }
 
     /// Replaces the CLI secret; `false` when the user has no link.

@@ -91,31 +91,36 @@ backend_test!(
 );
 
 backend_test!(
-    /// Two instances checking the same token at once: the first record
-    /// wins, the second is told to read again; a refusal drops the token.
-    async fn token_checks_are_compare_and_set(app) {
+    /// Instances checking the same token at once: one claims the check (the
+    /// others go on with the last answer); its answer is recorded; a refusal
+    /// drops the token; every claim moves `checked_ms` on, even within a millisecond.
+    async fn token_checks_are_claimed_by_one_instance(app) {
         let oidc = app.store().oidc();
         let id = oidc.onboard(&person("carol", "sub-chttps://idp")).await.unwrap();
         let read = oidc.find(id).await.unwrap().unwrap();
-        let checks = (0..4).map(|i| {
+        let claims = (0..6).map(|_| {
             let store = app.store().clone();
-            let seen = read.checked_at;
-            tokio::spawn(async move {
-                let token = format!("refresh-{i}");
-                store.oidc().checked(id, seen - 1, Some((&token, 50))).await
-            })
+            let seen = read.checked_ms;
+            tokio::spawn(async move { store.oidc().claim_check(id, seen).await })
         });
-        // A stale read (checked_at moved on) never records.
-        for done in futures_util::future::join_all(checks).await {
-            assert!(!done.unwrap().unwrap());
-        }
-        let first = oidc.checked(id, read.checked_at, Some(("refresh-new", 60))).await.unwrap();
-        assert!(first);
-        let second = oidc.checked(id, read.checked_at, None).await.unwrap();
-        assert!(!second, "the other instance's check came first");
+        let won = futures_util::future::join_all(claims)
+            .await
+            .into_iter()
+            .filter(|r| *r.as_ref().unwrap().as_ref().unwrap())
+            .count();
+        assert_eq!(won, 1);
+        let claimed = oidc.find(id).await.unwrap().unwrap();
+        assert!(claimed.checked_ms > read.checked_ms);
+        assert!(!oidc.claim_check(id, read.checked_ms).await.unwrap(), "a stale read");
+        oidc.record_check(id, Some(("refresh-new", 60))).await.unwrap();
         let link = oidc.find(id).await.unwrap().unwrap();
         assert_eq!((link.refresh_token.as_str(), link.token_expires_at), ("refresh-new", 60));
-        assert!(oidc.checked(id, link.checked_at, None).await.unwrap());
+        // A provider that keeps the refresh token (no new one) keeps ours.
+        assert!(oidc.claim_check(id, link.checked_ms).await.unwrap(), "at once again: moved on by a millisecond");
+        oidc.record_check(id, Some(("", 70))).await.unwrap();
+        let link = oidc.find(id).await.unwrap().unwrap();
+        assert_eq!((link.refresh_token.as_str(), link.token_expires_at), ("refresh-new", 70));
+        oidc.record_check(id, None).await.unwrap();
         let link = oidc.find(id).await.unwrap().unwrap();
         assert_eq!((link.refresh_token.as_str(), link.token_expires_at), ("", 0), "refused: dropped");
     }
