@@ -12,8 +12,8 @@ use serde_json::{Value, json};
 
 use crate::registry::clients::{build_layout, layout_ref, require, run, skopeo};
 use crate::util::{
-    ADMIN_PASSWORD, BERTH_BIN, Backend, CookieJar, OidcProvider, ServedBerth, database_url,
-    location, manual_client,
+    ADMIN_PASSWORD, BERTH_BIN, Backend, CookieJar, MASTER_KEY, OidcProvider, ServedBerth,
+    database_url, location, manual_client,
 };
 
 /// A served Berth in `oidc_auth` mode, with its client at the provider.
@@ -42,6 +42,7 @@ async fn serve(
             .arg(dir.join("data"))
             .env("DATABASE_URL", database)
             .env("HARBOR_ADMIN_PASSWORD", ADMIN_PASSWORD)
+            .env("MASTER_KEY", MASTER_KEY)
             .env("EXTERNAL_URL", external.unwrap_or(&own))
             .env_remove("BLOB_STORE");
         for (name, value) in env {
@@ -321,6 +322,36 @@ async fn sign_in_onboards_and_maps_groups(backend: Backend) {
         .get_basic("/api/v2.0/users/current", &alice, "Wrong-Secret-1")
         .await;
     assert_eq!(res.status(), 401);
+    // The generator-rest surface: no local sign-up; sign-in by e-mail with the CLI secret.
+    let res = sso
+        .http
+        .post(sso.url("/users"))
+        .json(
+            &json!({"access_token": MASTER_KEY, "email": "new@example.test", "password": "123456"}),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 403);
+    let res = sso
+        .http
+        .post(sso.url("/auth"))
+        .basic_auth(format!("{alice}@example.test"), Some(&secret))
+        .form(&[("access_token", MASTER_KEY)])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 201);
+    let token: Value = res.json().await.unwrap();
+    let res = sso
+        .http
+        .get(sso.url("/api/v2.0/users/current"))
+        .bearer_auth(token["token"].as_str().unwrap())
+        .send()
+        .await
+        .unwrap();
+    let body: Value = res.json().await.unwrap();
+    assert_eq!(body["username"], alice.as_str());
     // No longer an administrator (the admin group is gone), still a developer of team.
     put_person(&sso.provider, &alice, &[&developers]).await;
     let jar = sso.signed_in(&alice).await;
