@@ -6,6 +6,7 @@
 //
 //   PUT    /test/accounts/:id   JSON claims -> create or replace the account (204)
 //   DELETE /test/accounts/:id   remove it; its refresh tokens stop working (204)
+//   POST   /test/accounts/:id/revoke  revoke every refresh token of the account ({"revoked": n})
 //   POST   /test/rotate         new RS256 signing key; the old one leaves the JWKS ({"kid"})
 //   POST   /test/id-token       {"sub","aud","nonce"?,"exp_in"?,"iss"?,"claims"?}
 //                               -> {"id_token"} signed with the current key
@@ -302,6 +303,21 @@ async function testRoute(req, res, path) {
     delete claims.sub;
     accounts.set(id, claims);
     send(res, 204);
+    return;
+  }
+  const revoke = /^\/test\/accounts\/([^/]+)\/revoke$/.exec(path);
+  if (revoke && method === 'POST') {
+    // Revokes every refresh token of the account (the account stays): what an
+    // administrator does at a provider to end a user's offline access.
+    const id = decodeURIComponent(revoke[1]);
+    let revoked = 0;
+    for (const [key, entry] of store) {
+      if (key.startsWith('RefreshToken:') && entry.payload.accountId === id) {
+        store.delete(key);
+        revoked += 1;
+      }
+    }
+    send(res, 200, { revoked });
     return;
   }
   if (account && method === 'DELETE') {

@@ -773,6 +773,13 @@ async fn cli_secrets_push_and_pull_until_the_provider_revokes(backend: Backend) 
         .get_basic("/api/v2.0/users/current", &erin, "Admin-Chosen-3")
         .await;
     assert_eq!(res.status(), 200);
+    // The provider revokes the user's refresh tokens (the account stays): refused again.
+    assert!(sso.provider.revoke_refresh_tokens(&erin).await >= 1);
+    tokio::time::sleep(std::time::Duration::from_millis(2500)).await;
+    let res = sso
+        .get_basic("/api/v2.0/users/current", &erin, "Admin-Chosen-3")
+        .await;
+    assert_eq!(res.status(), 401, "a revoked refresh token");
 }
 both_backends!(
     cli_secrets_push_and_pull_until_the_provider_revokes_,

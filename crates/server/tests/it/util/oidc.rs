@@ -148,6 +148,19 @@ impl OidcProvider {
         );
     }
 
+    /// Revokes every refresh token of account `id` (the account stays); how many.
+    pub async fn revoke_refresh_tokens(&self, id: &str) -> u64 {
+        let res = self
+            .http
+            .post(format!("{}/test/accounts/{id}/revoke", self.url))
+            .send()
+            .await
+            .unwrap();
+        assert!(res.status().is_success(), "revoke: {}", res.status());
+        let body: Value = res.json().await.unwrap();
+        body["revoked"].as_u64().unwrap()
+    }
+
     /// A new signing key; the old one leaves the key set.
     pub async fn rotate(&self) -> String {
         let res = self
