@@ -116,6 +116,20 @@ impl Sso {
         request.send().await.unwrap()
     }
 
+    /// Creates private project `name` with `member` (a `member_user` or
+    /// `member_group` object) as its developer.
+    async fn private_project(&self, name: &str, mut member: Value) {
+        let project = json!({"project_name": name, "metadata": {"public": "false"}});
+        let res = self
+            .admin(Method::POST, "/api/v2.0/projects", Some(project))
+            .await;
+        assert_eq!(res.status(), 201);
+        member["role_id"] = json!(2);
+        let path = format!("/api/v2.0/projects/{name}/members");
+        let res = self.admin(Method::POST, &path, Some(member)).await;
+        assert_eq!(res.status(), 201, "{}", res.text().await.unwrap());
+    }
+
     /// A GET with Basic credentials.
     async fn get_basic(&self, path: &str, login: &str, password: &str) -> reqwest::Response {
         self.http
@@ -260,24 +274,11 @@ async fn sign_in_onboards_and_maps_groups(backend: Backend) {
     );
 
     // A project whose members include the provider's group, before anyone of it signed in.
-    let res = sso
-        .admin(
-            Method::POST,
-            "/api/v2.0/projects",
-            Some(json!({"project_name": "team", "metadata": {"public": "false"}})),
-        )
-        .await;
-    assert_eq!(res.status(), 201);
-    let res = sso
-        .admin(
-            Method::POST,
-            "/api/v2.0/projects/team/members",
-            Some(
-                json!({"role_id": 2, "member_group": {"group_name": developers, "group_type": 3}}),
-            ),
-        )
-        .await;
-    assert_eq!(res.status(), 201, "{}", res.text().await.unwrap());
+    sso.private_project(
+        "team",
+        json!({"member_group": {"group_name": developers, "group_type": 3}}),
+    )
+    .await;
 
     let jar = sso.signed_in(&alice).await;
     let me = sso.current(&jar).await;
@@ -687,22 +688,8 @@ async fn cli_secrets_push_and_pull_until_the_provider_revokes(backend: Backend) 
     let me = sso.current(&jar).await;
     let user_id = me["user_id"].as_i64().unwrap();
     let secret = me["oidc_user_meta"]["secret"].as_str().unwrap().to_string();
-    let res = sso
-        .admin(
-            Method::POST,
-            "/api/v2.0/projects",
-            Some(json!({"project_name": "builds", "metadata": {"public": "false"}})),
-        )
+    sso.private_project("builds", json!({"member_user": {"username": erin}}))
         .await;
-    assert_eq!(res.status(), 201);
-    let res = sso
-        .admin(
-            Method::POST,
-            "/api/v2.0/projects/builds/members",
-            Some(json!({"role_id": 2, "member_user": {"username": erin}})),
-        )
-        .await;
-    assert_eq!(res.status(), 201, "{}", res.text().await.unwrap());
 
     let work = tempfile::tempdir().unwrap();
     let layout = build_layout(work.path());
