@@ -311,6 +311,16 @@ impl Store {
         })
     }
 
+    /// Between the transactions of a bulk writer (tag retention's deletes):
+    /// on SQLite, waits a moment while the log is past its limit and being
+    /// copied back, so that writing on does not outrun its checkpoints (see
+    /// `wal.rs`); nothing on PostgreSQL.
+    pub async fn yield_to_log(&self) {
+        if let Some(checkpointer) = &self.checkpointer {
+            checkpointer.wait_for_copy().await;
+        }
+    }
+
     /// A row-locking clause for a `SELECT` inside [`Store::begin_write`]:
     /// `FOR UPDATE` / `FOR SHARE` on PostgreSQL, nothing on SQLite (whose write
     /// transactions already exclude each other).

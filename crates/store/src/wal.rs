@@ -14,15 +14,20 @@
 //! copied it all, the next writer that finds no reader on the log starts it
 //! over (and cuts the file to the limit): nothing holds writers off. When the
 //! writers have not started it over a second later (a reader keeps an old
-//! snapshot), or the file is past [`HARD_LIMIT`], `PRAGMA
+//! snapshot, or writers never find the log wholly copied because they keep
+//! adding to it), or the file is past [`HARD_LIMIT`], `PRAGMA
 //! wal_checkpoint(TRUNCATE)` does: it holds off new writers, waits for the
 //! readers of older snapshots to finish (new readers read the database file),
 //! copies what is left and truncates the file to nothing: 21 ms in the median,
 //! 67 ms at most, under 64 connections writing articles (mostly syncing the 16
 //! MiB of log, then freeing it); but 55-250 ms every 0.4 s under tag
-//! retention's deletes, where every push meanwhile waited for it. Its waits
-//! are bounded by a short busy timeout; a checkpoint that gives up (a long
-//! reader) is retried later, less often each time it gives up again.
+//! retention's deletes, where every push meanwhile waited for it. While the
+//! log is being written it is a RESTART instead, which leaves the file's
+//! blocks to the writers: under retention's deletes, a few a run instead of
+//! five a second. Its waits are bounded by a short busy timeout; a checkpoint
+//! that gives up (a long reader) is retried later, less often each time it
+//! gives up again. Bulk writers wait while a checkpoint copies the log
+//! ([`Checkpointer::wait_for_copy`]).
 //!
 //! SQLite's own checkpoints would get in the way: a checkpoint that finds
 //! another one running gives up at once, without waiting, and once the log is
@@ -32,7 +37,8 @@
 //! cannot keep up.
 
 use std::path::PathBuf;
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use sqlx::any::AnyConnectOptions;
@@ -77,7 +83,14 @@ const FEW_FRAMES: i64 = 256;
 pub(crate) struct Checkpointer {
     stop: watch::Sender<bool>,
     task: Mutex<Option<JoinHandle<()>>>,
+    behind: Arc<AtomicBool>,
 }
+
+/// How long a bulk writer waits at most for the log to be copied back
+/// ([`Checkpointer::wait_for_copy`]).
+const MOST_YIELDED: Duration = Duration::from_millis(250);
+/// How often a waiting bulk writer looks again.
+const YIELD_STEP: Duration = Duration::from_millis(2);
 
 impl Checkpointer {
     /// Starts watching the log of the SQLite database that `options` open;
@@ -97,11 +110,32 @@ impl Checkpointer {
         )))
         .await?;
         let (stop, stopped) = watch::channel(false);
-        let task = tokio::spawn(keep_short(conn, PathBuf::from(file + "-wal"), stopped));
+        let behind = Arc::new(AtomicBool::new(false));
+        let task = tokio::spawn(keep_short(
+            conn,
+            PathBuf::from(file + "-wal"),
+            stopped,
+            behind.clone(),
+        ));
         Ok(Some(Self {
             stop,
             task: Mutex::new(Some(task)),
+            behind,
         }))
+    }
+
+    /// Waits (at most [`MOST_YIELDED`]) while the log is past its limit and
+    /// not yet copied back. A bulk writer (tag retention's deletes) calls this
+    /// between its transactions: while it pauses, the PASSIVE passes catch up
+    /// with the log (other writers add little), and its next transaction
+    /// starts the log over. Writing on, it outran them: the log grew past
+    /// twice the limit, where commits checkpoint it themselves, syncing the
+    /// database file (25-40 ms that pushes waited for, once every 16 MiB).
+    pub(crate) async fn wait_for_copy(&self) {
+        let started = std::time::Instant::now();
+        while self.behind.load(Ordering::Acquire) && started.elapsed() < MOST_YIELDED {
+            tokio::time::sleep(YIELD_STEP).await;
+        }
     }
 
     /// Stops the task and waits until its connection is closed.
@@ -116,9 +150,17 @@ impl Checkpointer {
 
 /// Checkpoints the log at `wal` whenever it is over the limit, until told to
 /// stop (or the sender is gone); then closes `conn`.
-async fn keep_short(mut conn: AnyConnection, wal: PathBuf, mut stopped: watch::Receiver<bool>) {
+async fn keep_short(
+    mut conn: AnyConnection,
+    wal: PathBuf,
+    mut stopped: watch::Receiver<bool>,
+    behind: Arc<AtomicBool>,
+) {
     let mut pause = CHECK_IDLE;
     let mut last_size = 0;
+    // The size at the last look, whatever was done then: a log whose size
+    // moved since is being written.
+    let mut seen = 0;
     // The log's restart count when a checkpoint first left its restart to
     // the writers ([`checkpoint`]), and when.
     let mut left_to_writers: Option<(u32, std::time::Instant)> = None;
@@ -129,7 +171,10 @@ async fn keep_short(mut conn: AnyConnection, wal: PathBuf, mut stopped: watch::R
         }
         // A stat is one short system call; not worth a trip to the blocking pool.
         let size = std::fs::metadata(&wal).map_or(0, |m| m.len());
+        let writing = size != seen;
+        seen = size;
         if size <= WAL_LIMIT {
+            behind.store(false, Ordering::Release);
             pause = if size == last_size {
                 CHECK_IDLE
             } else {
@@ -146,9 +191,13 @@ async fn keep_short(mut conn: AnyConnection, wal: PathBuf, mut stopped: watch::R
             }
             _ => true,
         };
+        behind.store(true, Ordering::Release);
         let started = std::time::Instant::now();
-        let outcome = checkpoint(&mut conn, writers_can).await;
+        let outcome = checkpoint(&mut conn, writers_can, writing).await;
         let took = started.elapsed();
+        // Copied or not (a busy lock, an error), bulk writers go on: one that
+        // waits for a copy that cannot happen would only be slower.
+        behind.store(false, Ordering::Release);
         match outcome {
             Ok(Checkpoint::Copied) => {
                 tracing::debug!(
@@ -163,6 +212,10 @@ async fn keep_short(mut conn: AnyConnection, wal: PathBuf, mut stopped: watch::R
             }
             Ok(Checkpoint::Truncated) => {
                 tracing::debug!(size, ?took, "checkpointed and truncated the SQLite log");
+                pause = CHECK_GROWING;
+            }
+            Ok(Checkpoint::Restarted) => {
+                tracing::debug!(size, ?took, "checkpointed and restarted the SQLite log");
                 pause = CHECK_GROWING;
             }
             Ok(Checkpoint::Busy) => {
@@ -206,6 +259,8 @@ enum Checkpoint {
     Copied,
     /// Copied the whole log back and emptied the file.
     Truncated,
+    /// Copied the whole log back and started it over, writers going on.
+    Restarted,
     /// Gave up on a busy lock.
     Busy,
 }
@@ -217,12 +272,17 @@ enum Checkpoint {
 /// checkpoint last left that to them, or they were given that less than
 /// [`WRITERS_TIME`] ago and it is under [`HARD_LIMIT`]), that is all: a
 /// writer starts the log over at a transaction that finds no reader on it.
-/// Otherwise a TRUNCATE, which holds writers off while it waits for readers of
-/// older snapshots and empties the file, copies what is left. Under tag
+/// Otherwise a TRUNCATE (a RESTART while the log is being written), which
+/// holds writers off while it waits for readers of older snapshots and starts
+/// the log over (TRUNCATE also empties the file), copies what is left. Under tag
 /// retention's deletes (a log of 16 MiB every 0.4 s) a TRUNCATE of the whole
 /// log held pushes 100-250 ms; after PASSIVE passes, with nothing left to
 /// copy, still 55-150 ms (waiting for readers, syncing, truncating).
-async fn checkpoint(conn: &mut AnyConnection, writers_can: bool) -> StoreResult<Checkpoint> {
+async fn checkpoint(
+    conn: &mut AnyConnection,
+    writers_can: bool,
+    writing: bool,
+) -> StoreResult<Checkpoint> {
     let mut left = 0;
     for _ in 0..PASSIVE_ROUNDS {
         let (_busy, frames, copied): (i64, i64, i64) =
@@ -237,14 +297,21 @@ async fn checkpoint(conn: &mut AnyConnection, writers_can: bool) -> StoreResult<
     if left == 0 && writers_can {
         return Ok(Checkpoint::Copied);
     }
-    let (busy, _frames, _copied): (i64, i64, i64) =
-        sqlx::query_as("PRAGMA wal_checkpoint(TRUNCATE)")
-            .fetch_one(conn)
-            .await?;
-    Ok(if busy == 0 {
-        Checkpoint::Truncated
-    } else {
-        Checkpoint::Busy
+    // While writers go on, RESTART: the file keeps its blocks for them to
+    // write over, and the first commit after the restart cuts it to the size
+    // limit. Emptying it under them (TRUNCATE) made every writer grow it again,
+    // and under tag retention's deletes the log needed this step five times a
+    // second instead of a few times a run.
+    let mode = if writing { "RESTART" } else { "TRUNCATE" };
+    let (busy, _frames, _copied): (i64, i64, i64) = sqlx::query_as(sqlx::AssertSqlSafe(format!(
+        "PRAGMA wal_checkpoint({mode})"
+    )))
+    .fetch_one(conn)
+    .await?;
+    Ok(match (busy, writing) {
+        (0, false) => Checkpoint::Truncated,
+        (0, true) => Checkpoint::Restarted,
+        _ => Checkpoint::Busy,
     })
 }
 

@@ -35,15 +35,15 @@ pub use berth_store::repo::retention::VENDOR_TYPE as RETENTION;
 pub const SCHEDULER: &str = "berth-scheduler";
 
 /// How many artifacts one transaction of a run deletes: pushes to the
-/// repository wait for one batch at most. (50 with a 2 ms pause: 100,000 in
-/// 44.5 s on SQLite, pushes' p99 5.8x idle; halving the batch down to 10
-/// while writers wait brought the p99 to 2.5x but the run to 135 s: each
-/// batch costs about 7 ms whatever its size.)
+/// repository wait for one batch at most (about 5 ms on SQLite; 25 left the
+/// pushes' p99 as it was and made the run slower).
 const BATCH: usize = 50;
 
-/// The pause between two batches. The writers waiting meanwhile (pushes)
-/// go first on their own: SQLite's one writer connection is handed over in
-/// the order asked, PostgreSQL's row locks queue.
+/// The shortest pause between two batches. A run pauses at least as long as
+/// its last batch took, so it holds the writer half the time at most, and
+/// while SQLite's log is being copied back ([`berth_store::Store::yield_to_log`]).
+/// The writers waiting meanwhile (pushes) go first on their own: SQLite's one
+/// writer connection is handed over in the order asked, PostgreSQL's row locks queue.
 const PAUSE: Duration = Duration::from_millis(2);
 
 /// How many deleted artifacts a task names for the TAG_RETENTION webhook.
@@ -582,6 +582,7 @@ async fn prune(state: &AppState, task: &Task, run: &RepositoryRun) -> Result<Val
             .filter(|&i| verdicts[i] == Verdict::Delete)
             .collect();
         for batch in doomed.chunks(BATCH) {
+            let began = std::time::Instant::now();
             let ids: Vec<i64> = batch.iter().map(|&i| candidates[i].id).collect();
             let outcomes = retentions
                 .retire(&run.repository, &ids, &looked_at, &run.operator)
@@ -595,7 +596,8 @@ async fn prune(state: &AppState, task: &Task, run: &RepositoryRun) -> Result<Val
                 };
             }
             state.deliver_events();
-            tokio::time::sleep(PAUSE).await;
+            tokio::time::sleep(PAUSE.max(began.elapsed())).await;
+            state.store.yield_to_log().await;
         }
     }
     let deleted = verdicts.iter().filter(|v| **v == Verdict::Delete).count();
