@@ -199,8 +199,13 @@ async fn apply_groups(
         .await?;
     groups_store.replace_memberships(user_id, &ids).await?;
     let admin = !settings.admin_group.is_empty() && groups.contains(&settings.admin_group);
-    if user_id != ADMIN_USER_ID {
-        state.store.users().set_sysadmin(user_id, admin).await?;
+    // Only a change: it ends the user's sessions and tokens elsewhere.
+    let users = state.store.users();
+    if user_id != ADMIN_USER_ID
+        && let Some(user) = users.find_by_id(user_id).await?
+        && user.sysadmin != admin
+    {
+        users.set_sysadmin(user_id, admin).await?;
     }
     Ok(())
 }

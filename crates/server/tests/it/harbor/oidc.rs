@@ -539,8 +539,10 @@ async fn a_new_user_chooses_a_username(backend: Backend) {
     jar.take(&res);
     let me = sso.current(&jar).await;
     assert_eq!(me["username"], "carol-the-first");
-    // The next sign-in goes straight in, as the same user.
-    let jar = sso.signed_in(&carol).await;
+    // The next sign-in goes straight in, as the same user; the first
+    // browser's session lives on (nothing about the user changed).
+    let other = sso.signed_in(&carol).await;
+    assert_eq!(sso.current(&other).await["username"], "carol-the-first");
     assert_eq!(sso.current(&jar).await["username"], "carol-the-first");
 }
 both_backends!(
