@@ -31,6 +31,12 @@ pub fn unix_now() -> i64 {
     OffsetDateTime::now_utc().unix_timestamp()
 }
 
+/// The current time in unix milliseconds.
+pub fn unix_millis() -> i64 {
+    let now = OffsetDateTime::now_utc().unix_timestamp_nanos() / 1_000_000;
+    i64::try_from(now).unwrap_or(i64::MAX)
+}
+
 /// The instant `seconds` from now (negative for the past), in the store's form.
 pub fn now_plus_seconds(seconds: i64) -> String {
     format_timestamp(OffsetDateTime::now_utc() + time::Duration::seconds(seconds))

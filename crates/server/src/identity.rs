@@ -231,12 +231,10 @@ async fn still_vouched_for(
     if user.id == ADMIN_USER_ID {
         return Ok(true);
     }
-    let config = state.configuration().await?;
-    if config.string("auth_mode") != oidc::OIDC_AUTH {
-        return Ok(true);
+    match service::oidc::active_settings(state).await? {
+        Some(settings) => service::oidc::verify_cli_secret(state, &settings, user, password).await,
+        None => Ok(true),
     }
-    let settings = oidc::OidcSettings::of(&config);
-    service::oidc::verify_cli_secret(state, &settings, user, password).await
 }
 
 /// The user an OpenID provider's ID token names, under `oidc_auth`: the

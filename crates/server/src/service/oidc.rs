@@ -9,7 +9,8 @@ use berth_auth::secret::{constant_time_eq, random_alphanumeric};
 use berth_domain::model::group::GROUP_TYPE_OIDC;
 use berth_domain::model::user::{validate_password, validate_username};
 use berth_domain::model::{ADMIN_USER_ID, User};
-use berth_store::repo::oidc::{NewOidcUser, OidcUser, unix_millis};
+use berth_domain::time::{unix_millis, unix_now};
+use berth_store::repo::oidc::{NewOidcUser, OidcUser};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{ApiError, ErrorKind};
@@ -49,7 +50,7 @@ impl std::fmt::Debug for Identity {
 impl Identity {
     /// The identity a verified ID token and its tokens describe.
     pub fn of(settings: &OidcSettings, token: &IdToken, tokens: &Tokens) -> Self {
-        let now = time::OffsetDateTime::now_utc().unix_timestamp();
+        let now = unix_now();
         let username = token
             .username(&settings.user_claim)
             .unwrap_or("")
@@ -296,7 +297,7 @@ async fn token_still_valid(
     link: OidcUser,
 ) -> Result<bool, ApiError> {
     let interval = i64::try_from(state.signin.oidc_token_check.as_millis()).unwrap_or(i64::MAX);
-    let now = time::OffsetDateTime::now_utc().unix_timestamp();
+    let now = unix_now();
     if link.refresh_token.is_empty() {
         return Ok(now < link.token_expires_at);
     }

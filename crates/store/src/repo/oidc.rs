@@ -104,12 +104,6 @@ fn token_context(user_id: i64) -> String {
 
 const LOGIN_CONTEXT: &str = "oidc_logins/pending";
 
-/// Now, in unix milliseconds.
-pub fn unix_millis() -> i64 {
-    let now = ::time::OffsetDateTime::now_utc().unix_timestamp_nanos() / 1_000_000;
-    i64::try_from(now).unwrap_or(i64::MAX)
-}
-
 type OidcRow = (i64, i64, String, String, String, i64, i64, String, String);
 
 const OIDC_COLUMNS: &str = "o.id, o.user_id, o.subiss, o.secret, o.refresh_token, \
@@ -230,7 +224,7 @@ impl Oidc<'_> {
         .bind(self.0.seal_secret(&secret_context(user_id), &new.secret)?)
         .bind(self.sealed_token(user_id, &new.refresh_token)?)
         .bind(new.token_expires_at)
-        .bind(unix_millis())
+        .bind(time::unix_millis())
         .bind(&now)
         .execute(&mut *tx)
         .await
@@ -282,7 +276,7 @@ impl Oidc<'_> {
         )
         .bind(&token)
         .bind(token_expires_at)
-        .bind(unix_millis())
+        .bind(time::unix_millis())
         .bind(&now)
         .bind(user_id)
         .execute(&mut *tx)
@@ -302,7 +296,7 @@ impl Oidc<'_> {
             "UPDATE oidc_users SET checked_ms = CASE WHEN $1 > checked_ms THEN $1 ELSE checked_ms + 1 END \
              WHERE user_id = $2 AND checked_ms = $3",
         )
-        .bind(unix_millis())
+        .bind(time::unix_millis())
         .bind(user_id)
         .bind(checked_ms)
         .execute(&self.0.pool)
