@@ -14,7 +14,7 @@ use crate::pool::{Pool, PoolStatus};
 use crate::repo::image_put::ImagePuts;
 use crate::repo::page_starts::PageStarts;
 use crate::repo::versioned::Versioned;
-use crate::wal::{AUTOCHECKPOINT_PAGES, Checkpointer, WAL_LIMIT};
+use crate::wal::{AUTOCHECKPOINT_PAGES, Checkpointer, HARD_LIMIT};
 
 /// Which database the pool talks to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -93,7 +93,7 @@ fn pool_options(backend: Backend, max: u32) -> AnyPoolOptions {
                         conn.execute(sqlx::AssertSqlSafe(format!(
                             "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; \
                              PRAGMA foreign_keys = ON; PRAGMA busy_timeout = 5000; \
-                             PRAGMA cache_size = -8192; PRAGMA temp_store = MEMORY; PRAGMA journal_size_limit = {WAL_LIMIT}; \
+                             PRAGMA cache_size = -8192; PRAGMA temp_store = MEMORY; PRAGMA journal_size_limit = {HARD_LIMIT}; \
                              PRAGMA wal_autocheckpoint = {AUTOCHECKPOINT_PAGES};"
                         )))
                         .await?;
@@ -305,7 +305,23 @@ impl Store {
         Ok(match self.backend {
             Backend::Sqlite => {
                 let writer = self.writer.as_ref().unwrap_or(&self.pool);
-                writer.begin_with("BEGIN IMMEDIATE").await?
+                let mut conn = writer.acquire().await?;
+                if self
+                    .checkpointer
+                    .as_ref()
+                    .is_some_and(|checkpointer| checkpointer.take_restart())
+                {
+                    // The log was copied back and is left to the writers to
+                    // start over, which they do at a transaction that begins
+                    // on a wholly copied log. Under continuous writes none
+                    // does: each finds frames written since. So this one
+                    // copies those back first (a few pages, 1-2 ms), holding
+                    // the writer connection: nothing is written in between,
+                    // and its first write starts the log over (unless a
+                    // reader of an older snapshot is still on it; see wal.rs).
+                    conn.execute("PRAGMA wal_checkpoint(PASSIVE)").await?;
+                }
+                crate::pool::begin_on(conn, "BEGIN IMMEDIATE").await?
             }
             Backend::Postgres => self.pool.begin().await?,
         })

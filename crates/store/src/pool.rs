@@ -23,6 +23,18 @@ use sqlx::any::{AnyQueryResult, AnyRow, AnyStatement, AnyTypeInfo};
 use sqlx::pool::PoolConnection;
 use sqlx::{Any, AnyPool, Either, Execute, Executor, SqlSafeStr, SqlStr, Transaction};
 
+/// A transaction on `conn`, a connection from [`Pool::acquire`] (that may
+/// have run statements of its own first), begun with `statement`.
+pub(crate) async fn begin_on(
+    conn: PoolConnection<Any>,
+    statement: impl SqlSafeStr,
+) -> Result<Transaction<'static, Any>, sqlx::Error> {
+    // sqlx's `Pool::begin_with` is this, on its own untimed acquisition
+    // (`Transaction::begin` is public but hidden from sqlx's documents;
+    // the pinned sqlx-core version keeps it from changing under us).
+    Transaction::begin(conn, Some(statement.into_sql_str())).await
+}
+
 /// The connections of the pool at one moment, and its acquisitions so far.
 ///
 /// An acquisition *waited* when, as it asked, every connection the pool may
@@ -116,10 +128,7 @@ impl Pool {
         &self,
         statement: impl SqlSafeStr,
     ) -> Result<Transaction<'static, Any>, sqlx::Error> {
-        // sqlx's `Pool::begin_with` is this, on its own untimed acquisition
-        // (`Transaction::begin` is public but hidden from sqlx's documents;
-        // the pinned sqlx-core version keeps it from changing under us).
-        Transaction::begin(self.acquire().await?, Some(statement.into_sql_str())).await
+        begin_on(self.acquire().await?, statement).await
     }
 
     /// The connections now and the acquisitions so far.
