@@ -39,8 +39,7 @@
 //! The file keeps its blocks when the log starts over, up to [`HARD_LIMIT`]
 //! (the connections' `journal_size_limit`): cutting it back to [`WAL_LIMIT`]
 //! at each start held that commit, and the writers waiting for it, 5 ms
-//! longer. A short log in a longer file that nobody writes any more is
-//! truncated.
+//! longer.
 //!
 //! SQLite's own checkpoints would get in the way: a checkpoint that finds
 //! another one running gives up at once, without waiting, and once the log is
@@ -198,8 +197,6 @@ async fn keep_short(
     // The log's restart count when a checkpoint first left its restart to
     // the writers ([`checkpoint`]), and when.
     let mut left_to_writers: Option<(u32, std::time::Instant)> = None;
-    // The pause after the last attempt to truncate an idle log.
-    let mut idle_backoff = CHECK_IDLE;
     loop {
         tokio::select! {
             _ = stopped.changed() => break,
@@ -212,21 +209,11 @@ async fn keep_short(
         if size <= WAL_LIMIT {
             behind.store(false, Ordering::Release);
             copied.store(false, Ordering::Release);
-            let idle = size == last_size;
-            // The file of a short log that stopped changing still holds the
-            // blocks of the longest one since the last TRUNCATE (up to
-            // HARD_LIMIT): they are given back while nobody writes, tried
-            // less often each time a reader was in the way (TRUNCATE waits
-            // for it).
-            pause = if idle { CHECK_IDLE } else { CHECK_GROWING };
-            if idle && size > 0 && std::fs::metadata(&wal).is_ok_and(|m| m.len() > WAL_LIMIT) {
-                let outcome = checkpoint(&mut conn, false, false).await;
-                tracing::debug!(size, ?outcome, "truncating an idle SQLite log");
-                if !matches!(outcome, Ok(Checkpoint::Truncated)) {
-                    pause = (idle_backoff * 2).min(MAX_BACKOFF);
-                }
-            }
-            idle_backoff = pause;
+            pause = if size == last_size {
+                CHECK_IDLE
+            } else {
+                CHECK_GROWING
+            };
             last_size = size;
             continue;
         }
@@ -603,33 +590,6 @@ mod tests {
         let outcome = checkpoint(&mut conn, false, true).await.unwrap();
         assert_eq!(outcome, Checkpoint::Restarted);
         conn.close().await.unwrap();
-        store.close().await;
-    }
-
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn an_idle_log_gives_its_blocks_back() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = store(dir.path()).await;
-        let (wal, shm) = (
-            dir.path().join("berth.db-wal"),
-            dir.path().join("berth.db-shm"),
-        );
-        // Writes past the limit until the checkpointer copied the log back
-        // and the writers started it over: a short log in a file that kept
-        // the blocks of the long one.
-        burst(&store.pool, WAL_LIMIT / (1 << 20) + 1).await;
-        let mut written = 0;
-        while !(log_size(&wal, &shm) < WAL_LIMIT / 2 && wal_size(dir.path()) > WAL_LIMIT) {
-            assert!(written < 1000, "the log was not started over after 1 GiB");
-            burst(&store.pool, 1).await;
-            written += 1;
-        }
-        // Nobody writes any more: the file is truncated.
-        let size = wait_for_log(dir.path(), |size| size == 0).await;
-        assert_eq!(
-            size, 0,
-            "the idle log's file was still {size} bytes after 30 s"
-        );
         store.close().await;
     }
 
