@@ -257,19 +257,12 @@ async fn keep_short(
                 tracing::debug!(size, ?took, "checkpointed and restarted the SQLite log");
                 pause = CHECK_GROWING;
             }
-            Ok(Checkpoint::Busy) => {
+            Ok(outcome @ (Checkpoint::Busy | Checkpoint::Pinned)) => {
                 tracing::debug!(
                     size,
                     ?took,
-                    "the SQLite log checkpoint gave up on a busy lock"
-                );
-                pause = (pause * 2).min(MAX_BACKOFF);
-            }
-            Ok(Checkpoint::Pinned) => {
-                tracing::debug!(
-                    size,
-                    ?took,
-                    "a reader of an older snapshot keeps the SQLite log from being copied"
+                    ?outcome,
+                    "the SQLite log checkpoint gave up (a busy lock, or a reader that needs the log)"
                 );
                 pause = (pause * 2).min(MAX_BACKOFF);
             }
