@@ -134,8 +134,9 @@ impl AuditQueue {
     ) -> Result<usize, berth_store::StoreError> {
         // Events per transaction. SQLite's writes wait for each other: at 500
         // a transaction took 5-6 ms, six a second under tag retention's
-        // deletes, and pushes meanwhile waited for them (their p99 6.1 ms
-        // instead of 4.6-4.9 with 100, whose transactions take 1 ms).
+        // deletes, and pushes meanwhile waited for them: their p99 5.8-6.9 ms
+        // in four runs, 4.6-4.9 with 100, whose transactions take 1 ms
+        // (`scripts/bench retention`; docs/benchmarks.md, fifth pass).
         const BATCH: usize = 100;
         let rules = Rules::from_configuration(config);
         let mut taken = 0;

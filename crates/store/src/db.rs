@@ -315,7 +315,7 @@ impl Store {
                     // start over, which they do at a transaction that begins
                     // on a wholly copied log. Under continuous writes none
                     // does: each finds frames written since. So this one
-                    // copies those back first (a few pages, 1-2 ms), holding
+                    // copies those back first (a few pages, 1.4 ms), holding
                     // the writer connection: nothing is written in between,
                     // and its first write starts the log over (unless a
                     // reader of an older snapshot is still on it; see wal.rs).

@@ -17,8 +17,8 @@
 //! copied log with no reader on it. Under continuous writes none does (each
 //! finds the frames the one before it wrote), so the next writer
 //! ([`crate::Store::begin_write`]) first copies those few frames back itself,
-//! holding the writer connection (1-2 ms), and its transaction starts the log
-//! over. Nothing holds writers off longer: under tag retention's deletes
+//! holding the writer connection (1.4 ms in the median during a retention
+//! run), and its transaction starts the log over. Nothing holds writers off longer: under tag retention's deletes
 //! during pushes, SQLite's own checkpoints (past twice the limit, see below)
 //! had held one push in a hundred for 20-26 ms.
 //!
@@ -49,7 +49,7 @@
 //! cannot keep up.
 
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -90,9 +90,10 @@ const FEW_FRAMES: i64 = 256;
 /// Frames written during one PASSIVE pass (the writers' pace) few enough to
 /// stop passing: the writer that starts the log over copies back what was
 /// written since while it holds the writer connection
-/// ([`crate::Store::begin_write`]), syncing the database file: about 3 ms
-/// for 64 pages on this machine's disk, 8-14 ms for the 350 pages pushes
-/// wrote during one pass over 16 MiB.
+/// ([`crate::Store::begin_write`]), syncing the database file. On the
+/// benchmarks' machine an fsync after random 4 KiB writes took 3 ms for 50
+/// pages and 8-14 ms for 350, what pushes wrote during one pass over 16 MiB
+/// (that copy took 16 ms; `docs/benchmarks.md`, retention, fifth pass).
 const SETTLED_FRAMES: i64 = 64;
 
 /// The task that keeps one SQLite database's log short; it ends when this is
@@ -101,8 +102,30 @@ const SETTLED_FRAMES: i64 = 64;
 pub(crate) struct Checkpointer {
     stop: watch::Sender<bool>,
     task: Mutex<Option<JoinHandle<()>>>,
-    behind: Arc<AtomicBool>,
-    copied: Arc<AtomicBool>,
+    log: Arc<LogState>,
+}
+
+/// Where the log stands, as the checkpointer last left it: written by its
+/// task, read by writers ([`Checkpointer::wait_for_copy`],
+/// [`Checkpointer::take_restart`]).
+#[derive(Debug, Default)]
+struct LogState(AtomicU8);
+
+impl LogState {
+    /// Under its limit, or a checkpoint gave up on it.
+    const SHORT: u8 = 0;
+    /// A checkpoint is copying it back.
+    const COPYING: u8 = 1;
+    /// Copied back; its start over is left to the next writer.
+    const COPIED: u8 = 2;
+
+    fn set(&self, state: u8) {
+        self.0.store(state, Ordering::Release);
+    }
+
+    fn is(&self, state: u8) -> bool {
+        self.0.load(Ordering::Acquire) == state
+    }
 }
 
 /// How long a bulk writer waits at most for the log to be copied back
@@ -129,21 +152,18 @@ impl Checkpointer {
         )))
         .await?;
         let (stop, stopped) = watch::channel(false);
-        let behind = Arc::new(AtomicBool::new(false));
-        let copied = Arc::new(AtomicBool::new(false));
+        let log = Arc::new(LogState::default());
         let task = tokio::spawn(keep_short(
             conn,
             PathBuf::from(format!("{file}-wal")),
             PathBuf::from(format!("{file}-shm")),
             stopped,
-            behind.clone(),
-            copied.clone(),
+            log.clone(),
         ));
         Ok(Some(Self {
             stop,
             task: Mutex::new(Some(task)),
-            behind,
-            copied,
+            log,
         }))
     }
 
@@ -156,7 +176,7 @@ impl Checkpointer {
     /// for, once every 16 MiB).
     pub(crate) async fn wait_for_copy(&self) {
         let started = std::time::Instant::now();
-        while self.behind.load(Ordering::Acquire) && started.elapsed() < MOST_YIELDED {
+        while self.log.is(LogState::COPYING) && started.elapsed() < MOST_YIELDED {
             tokio::time::sleep(YIELD_STEP).await;
         }
     }
@@ -166,7 +186,15 @@ impl Checkpointer {
     /// frame of the log is copied ([`crate::Store::begin_write`]). Once per
     /// copy: the caller makes the one attempt.
     pub(crate) fn take_restart(&self) -> bool {
-        self.copied.swap(false, Ordering::AcqRel)
+        self.log
+            .0
+            .compare_exchange(
+                LogState::COPIED,
+                LogState::SHORT,
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            )
+            .is_ok()
     }
 
     /// Stops the task and waits until its connection is closed.
@@ -186,8 +214,7 @@ async fn keep_short(
     wal: PathBuf,
     shm: PathBuf,
     mut stopped: watch::Receiver<bool>,
-    behind: Arc<AtomicBool>,
-    copied: Arc<AtomicBool>,
+    log: Arc<LogState>,
 ) {
     let mut pause = CHECK_IDLE;
     let mut last_size = 0;
@@ -207,8 +234,7 @@ async fn keep_short(
         let writing = size != seen;
         seen = size;
         if size <= WAL_LIMIT {
-            behind.store(false, Ordering::Release);
-            copied.store(false, Ordering::Release);
+            log.set(LogState::SHORT);
             pause = if size == last_size {
                 CHECK_IDLE
             } else {
@@ -225,18 +251,16 @@ async fn keep_short(
             }
             _ => true,
         };
-        behind.store(true, Ordering::Release);
-        copied.store(false, Ordering::Release);
+        log.set(LogState::COPYING);
         let started = std::time::Instant::now();
         let outcome = checkpoint(&mut conn, writers_can, writing).await;
         let took = started.elapsed();
         // Copied or not (a busy lock, an error), bulk writers go on: one that
         // waits for a copy that cannot happen would only be slower.
-        behind.store(false, Ordering::Release);
-        copied.store(
-            outcome.as_ref().is_ok_and(|o| *o == Checkpoint::Copied),
-            Ordering::Release,
-        );
+        log.set(match outcome {
+            Ok(Checkpoint::Copied) => LogState::COPIED,
+            _ => LogState::SHORT,
+        });
         match outcome {
             Ok(Checkpoint::Copied) => {
                 tracing::debug!(
@@ -340,9 +364,10 @@ enum Checkpoint {
 /// given that less than [`WRITERS_TIME`] ago and it is under
 /// [`HARD_LIMIT`]), that is all: a writer starts the log over
 /// ([`Checkpointer::take_restart`]). When a reader keeps them from copying
-/// most of it, nothing more either ([`Checkpoint::Pinned`]). Otherwise a TRUNCATE (a RESTART while the log is being written), which
-/// holds writers off while it waits for readers of older snapshots and starts
-/// the log over (TRUNCATE also empties the file), copies what is left. Under tag
+/// most of it, nothing more either ([`Checkpoint::Pinned`]). Otherwise a
+/// TRUNCATE (a RESTART while the log is being written), which holds writers
+/// off while it waits for readers of older snapshots and starts the log over
+/// (TRUNCATE also empties the file), copies what is left. Under tag
 /// retention's deletes (a log of 16 MiB every 0.4 s) a TRUNCATE of the whole
 /// log held pushes 100-250 ms; after PASSIVE passes, with nothing left to
 /// copy, still 55-150 ms (waiting for readers, syncing, truncating).
@@ -376,8 +401,7 @@ async fn checkpoint(
         return Ok(Checkpoint::Pinned);
     }
     // While writers go on, RESTART: the file keeps its blocks for them to
-    // write over, and the first commit after the restart cuts it to the size
-    // limit. Emptying it under them (TRUNCATE) made every writer grow it again,
+    // write over (up to `journal_size_limit`, HARD_LIMIT). Emptying it under them (TRUNCATE) made every writer grow it again,
     // and under tag retention's deletes the log needed this step five times a
     // second instead of a few times a run.
     let mode = if writing { "RESTART" } else { "TRUNCATE" };
@@ -418,6 +442,11 @@ mod tests {
         std::fs::metadata(dir.join("berth.db-wal")).map_or(0, |m| m.len())
     }
 
+    /// The log's frames, as the checkpointer measures them ([`log_size`]).
+    fn frames_size(dir: &Path) -> u64 {
+        log_size(&dir.join("berth.db-wal"), &dir.join("berth.db-shm"))
+    }
+
     /// A pooled connection inside a read transaction: it holds a snapshot
     /// until it commits.
     async fn snapshot(pool: &Pool) -> PoolConnection<Any> {
@@ -445,13 +474,18 @@ mod tests {
         }
     }
 
-    /// Waits (at most 30 s) until `done` holds for the log's size; returns the last size seen.
-    async fn wait_for_log(dir: &Path, done: impl Fn(u64) -> bool) -> u64 {
+    /// Waits (at most 30 s) until `done` holds for the size `measure` gives
+    /// ([`wal_size`], [`frames_size`]); returns the last size seen.
+    async fn wait_for_log(
+        dir: &Path,
+        measure: fn(&Path) -> u64,
+        done: impl Fn(u64) -> bool,
+    ) -> u64 {
         let deadline = Instant::now() + Duration::from_secs(30);
-        let mut size = wal_size(dir);
+        let mut size = measure(dir);
         while !done(size) && Instant::now() < deadline {
             tokio::time::sleep(Duration::from_millis(10)).await;
-            size = wal_size(dir);
+            size = measure(dir);
         }
         size
     }
@@ -486,22 +520,13 @@ mod tests {
                 held.execute("COMMIT").await.unwrap();
             }
         });
-        let size = wait_for_log(dir.path(), |size| size == 0).await;
+        let size = wait_for_log(dir.path(), wal_size, |size| size == 0).await;
         assert_eq!(size, 0, "the log was not truncated within 30 s");
 
         // Writes while the readers go on: the log is brought back under the
         // limit (its frames: the file keeps its blocks when it starts over).
         burst(&pool, 2 * WAL_LIMIT / (1 << 20)).await;
-        let (wal, shm) = (
-            dir.path().join("berth.db-wal"),
-            dir.path().join("berth.db-shm"),
-        );
-        let deadline = Instant::now() + Duration::from_secs(30);
-        let mut size = log_size(&wal, &shm);
-        while size > WAL_LIMIT && Instant::now() < deadline {
-            tokio::time::sleep(Duration::from_millis(10)).await;
-            size = log_size(&wal, &shm);
-        }
+        let size = wait_for_log(dir.path(), frames_size, |size| size <= WAL_LIMIT).await;
         running.store(false, Ordering::Release);
         readers.await.unwrap();
         assert!(
@@ -515,10 +540,7 @@ mod tests {
     async fn the_writer_after_a_copy_starts_the_log_over_whatever_was_written_since() {
         let dir = tempfile::tempdir().unwrap();
         let store = store(dir.path()).await;
-        let (wal, shm) = (
-            dir.path().join("berth.db-wal"),
-            dir.path().join("berth.db-shm"),
-        );
+        let wal = dir.path().join("berth.db-wal");
         // Nothing but this test copies the log back.
         let checkpointer = store.checkpointer.as_ref().unwrap();
         checkpointer.stop().await;
@@ -534,7 +556,7 @@ mod tests {
                 .await
                 .unwrap();
         assert_eq!((busy, copied), (0, frames), "the log was not copied back");
-        checkpointer.copied.store(true, Ordering::Release);
+        checkpointer.log.set(LogState::COPIED);
         // Then a write, as the pushes that go on meanwhile (the reader keeps
         // it from starting the log over): the log is not wholly copied any
         // more, and SQLite does not start it over at a transaction that
@@ -543,7 +565,7 @@ mod tests {
         reader.execute("COMMIT").await.unwrap();
         drop(reader);
         let restarted = restarts(&wal).unwrap();
-        let before = log_size(&wal, &shm);
+        let before = frames_size(dir.path());
         assert!(before > WAL_LIMIT);
 
         // The next transaction through the writer starts it over.
@@ -561,13 +583,13 @@ mod tests {
             Some(restarted + 1),
             "the log was not started over"
         );
-        let after = log_size(&wal, &shm);
+        let after = frames_size(dir.path());
         assert!(
             after < 1 << 20,
             "the log is {after} bytes after its start over (was {before})"
         );
         // Once per copy: the flag is spent.
-        assert!(!checkpointer.copied.load(Ordering::Acquire));
+        assert!(checkpointer.log.is(LogState::SHORT));
         store.close().await;
     }
 
