@@ -103,8 +103,7 @@ pub async fn restore(settings: &Settings, from: &Path) -> anyhow::Result<Copied>
         std::fs::create_dir_all(parent)
             .with_context(|| format!("creating {}", parent.display()))?;
     }
-    std::fs::create_dir_all(&settings.data_dir)
-        .with_context(|| format!("creating {}", settings.data_dir.display()))?;
+    crate::secrets::create_private_dir(&settings.data_dir)?;
     let secrets = from.join(SECRETS);
     if secrets.exists() {
         let target = settings.data_dir.join(SECRETS);
@@ -130,7 +129,8 @@ pub async fn restore(settings: &Settings, from: &Path) -> anyhow::Result<Copied>
     Ok(copied)
 }
 
-/// Creates `dir`, or accepts it when it exists and is empty.
+/// Creates `dir` readable by its owner only, or accepts it when it exists and
+/// is empty (and restricts it so): a backup holds password hashes and secrets.
 fn empty_directory(dir: &Path) -> anyhow::Result<()> {
     if dir.exists() {
         let mut entries =
@@ -142,7 +142,14 @@ fn empty_directory(dir: &Path) -> anyhow::Result<()> {
             );
         }
     }
-    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))
+    crate::secrets::create_private_dir(dir)?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))
+            .with_context(|| format!("restricting {}", dir.display()))?;
+    }
+    Ok(())
 }
 
 /// Copies `from` to the new file `to`, readable by its owner only.

@@ -38,8 +38,7 @@ const USER_CAPACITY: usize = 10_000;
 /// Connects to the database named by the settings and migrates it (with
 /// `--no-migrate`: checks that it needs no migration, and changes nothing).
 pub async fn open_store(settings: &Settings) -> anyhow::Result<Store> {
-    std::fs::create_dir_all(&settings.data_dir)
-        .with_context(|| format!("creating data directory {}", settings.data_dir.display()))?;
+    secrets::create_private_dir(&settings.data_dir).context("creating the data directory")?;
     let url = settings.database_url()?;
     let store = Store::connect(&url)
         .await

@@ -94,3 +94,19 @@ fn write_private(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
     fs::rename(&tmp, path).with_context(|| format!("creating {}", path.display()))?;
     Ok(())
 }
+
+/// Creates the directory `dir` (and its missing parents) readable by its
+/// owner only (0700): the data directory and a backup hold the database and
+/// the secrets. A directory that exists is left as it is.
+pub fn create_private_dir(dir: &Path) -> anyhow::Result<()> {
+    let mut builder = fs::DirBuilder::new();
+    builder.recursive(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::DirBuilderExt;
+        builder.mode(0o700);
+    }
+    builder
+        .create(dir)
+        .with_context(|| format!("creating {}", dir.display()))
+}

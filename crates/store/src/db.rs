@@ -16,6 +16,49 @@ use crate::repo::page_starts::PageStarts;
 use crate::repo::versioned::Versioned;
 use crate::wal::{AUTOCHECKPOINT_PAGES, Checkpointer, HARD_LIMIT};
 
+/// Makes the SQLite database file at `path` readable by its owner only: a new
+/// one is created empty with mode 0600 (SQLite opens an empty file as an
+/// empty database, and gives its `-wal` and `-shm` files the database's
+/// mode), an existing one that others may read is restricted. It holds
+/// password hashes and sealed secrets; SQLite alone would create it 0644.
+fn keep_private(path: &std::path::Path) -> StoreResult<()> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+        match std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(path)
+        {
+            Ok(_) => {}
+            Err(err) if err.kind() == std::io::ErrorKind::AlreadyExists => {
+                // By path only (`stat`, `chmod`): a descriptor of a database
+                // file closed beside SQLite drops its locks (see `wal.rs`).
+                let mut log = path.as_os_str().to_owned();
+                log.push("-wal");
+                let mut index = path.as_os_str().to_owned();
+                index.push("-shm");
+                for file in [path, log.as_ref(), index.as_ref()] {
+                    let Ok(metadata) = std::fs::metadata(file) else {
+                        continue;
+                    };
+                    if metadata.permissions().mode() & 0o077 != 0 {
+                        std::fs::set_permissions(file, std::fs::Permissions::from_mode(0o600))?;
+                        tracing::info!(path = %file.display(), "restricted a database file to its owner (mode 0600)");
+                    }
+                }
+            }
+            // A directory that does not exist: SQLite says so as it opens.
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => {}
+            Err(err) => return Err(err.into()),
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = path;
+    Ok(())
+}
+
 /// Which database the pool talks to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Backend {
@@ -117,6 +160,11 @@ impl Store {
             sqlx::Error::Configuration(format!("unsupported database URL scheme: {url}").into())
         })?;
         let options: AnyConnectOptions = url.parse()?;
+        let in_memory = url.contains(":memory:") || url.contains("mode=memory");
+        if backend == Backend::Sqlite && !in_memory {
+            let file = url.parse::<sqlx::sqlite::SqliteConnectOptions>()?;
+            keep_private(file.get_filename())?;
+        }
         let pool = Pool::new(
             pool_options(
                 backend,
@@ -138,7 +186,6 @@ impl Store {
         // its own, and sqlx hands that over in the order asked (statements
         // outside transactions still take SQLite's lock by themselves). An
         // in-memory database is one per connection: it writes on the pool.
-        let in_memory = url.contains(":memory:") || url.contains("mode=memory");
         let writer = match backend {
             Backend::Sqlite if !in_memory => Some(Pool::new(
                 pool_options(backend, 1)
@@ -230,6 +277,7 @@ impl Store {
             )
             .into());
         };
+        keep_private(std::path::Path::new(path))?;
         let literal = path.replace('\'', "''");
         sqlx::query(sqlx::AssertSqlSafe(format!("VACUUM INTO '{literal}'")))
             .execute(&self.pool)

@@ -8,9 +8,19 @@
 //! 64 connections writing articles left a 2.4 GB `-wal` file, and every read
 //! after that searched its index (1.6 s for the first page of articles).
 //!
-//! So each SQLite store runs a task that looks at the size of the log (its
-//! frames, from the header of the wal-index in the `-shm` file) and, once it
-//! is over [`WAL_LIMIT`], checkpoints it on a connection of its own. PASSIVE
+//! So each SQLite store runs a task that looks at the size of the log and,
+//! once it is over [`WAL_LIMIT`], checkpoints it on a connection of its own.
+//!
+//! The log is measured through SQLite only, never by opening the database's
+//! own files: on POSIX, closing any descriptor of a file drops every lock the
+//! process holds on it, SQLite's included. A `berth gc` beside the server then
+//! found nobody holding the wal-index, rebuilt it, and the server's mapping of
+//! it was cut under it (SIGBUS in a commit; SQLite's "How To Corrupt An SQLite
+//! Database File", 2.2). The size of the `-wal` file (a `stat` of its path,
+//! which opens nothing) bounds the log from above: while it is under the limit
+//! so is the log. Past it (the file keeps its blocks when the log starts over)
+//! a PASSIVE checkpoint measures the log: it answers with the log's frames,
+//! and copying back what it can is what the task would do anyway. PASSIVE
 //! passes copy the log back while writers go on, until a pass finds little
 //! written during the one before. Then it is left to the writers to start the
 //! log over: SQLite does so at a write transaction that begins on a wholly
@@ -151,12 +161,15 @@ impl Checkpointer {
             "PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}"
         )))
         .await?;
+        let page: i64 = sqlx::query_scalar("PRAGMA page_size")
+            .fetch_one(&mut conn)
+            .await?;
         let (stop, stopped) = watch::channel(false);
         let log = Arc::new(LogState::default());
         let task = tokio::spawn(keep_short(
             conn,
             PathBuf::from(format!("{file}-wal")),
-            PathBuf::from(format!("{file}-shm")),
+            u64::try_from(page).unwrap_or(4096),
             stopped,
             log.clone(),
         ));
@@ -207,12 +220,13 @@ impl Checkpointer {
     }
 }
 
-/// Checkpoints the log at `wal` whenever it is over the limit, until told to
-/// stop (or the sender is gone); then closes `conn`.
+/// Checkpoints the log at `wal` (of pages of `page` bytes) whenever it is
+/// over the limit, until told to stop (or the sender is gone); then closes
+/// `conn`.
 async fn keep_short(
     mut conn: AnyConnection,
     wal: PathBuf,
-    shm: PathBuf,
+    page: u64,
     mut stopped: watch::Receiver<bool>,
     log: Arc<LogState>,
 ) {
@@ -221,19 +235,39 @@ async fn keep_short(
     // The size at the last look, whatever was done then: a log whose size
     // moved since is being written.
     let mut seen = 0;
-    // The log's restart count when a checkpoint first left its restart to
-    // the writers ([`checkpoint`]), and when.
-    let mut left_to_writers: Option<(u32, std::time::Instant)> = None;
+    // The log's frames when a checkpoint first left its restart to the
+    // writers ([`checkpoint`]), and when: a log with fewer frames since was
+    // started over.
+    let mut left_to_writers: Option<(i64, std::time::Instant)> = None;
     loop {
         tokio::select! {
             _ = stopped.changed() => break,
             () = tokio::time::sleep(pause) => {}
         }
-        // Two short system calls; not worth a trip to the blocking pool.
-        let size = log_size(&wal, &shm);
+        // A `stat` of the path: nothing of the database is opened.
+        let file = std::fs::metadata(&wal).map_or(0, |m| m.len());
+        let frames = if file <= WAL_LIMIT {
+            None
+        } else {
+            match measure(&mut conn).await {
+                Ok(Some(frames)) => Some(frames),
+                // Another checkpoint holds the log (a writer's, or a command's
+                // beside this server): look again soon.
+                Ok(None) => {
+                    pause = CHECK_GROWING;
+                    continue;
+                }
+                Err(err) => {
+                    tracing::warn!(%err, "measuring the SQLite log failed");
+                    pause = (pause * 2).min(MAX_BACKOFF);
+                    continue;
+                }
+            }
+        };
+        let size = frames.map_or(file, |frames| log_bytes(frames, page));
         let writing = size != seen;
         seen = size;
-        if size <= WAL_LIMIT {
+        let Some(frames) = frames.filter(|_| size > WAL_LIMIT) else {
             log.set(LogState::SHORT);
             pause = if size == last_size {
                 CHECK_IDLE
@@ -242,13 +276,10 @@ async fn keep_short(
             };
             last_size = size;
             continue;
-        }
-        let restarts = restarts(&wal);
-        let writers_can = match (restarts, left_to_writers) {
-            (None, _) => false,
-            (Some(now), Some((then, since))) if now == then => {
-                since.elapsed() < WRITERS_TIME && size <= HARD_LIMIT
-            }
+        };
+        let restarted = left_to_writers.is_none_or(|(then, _)| frames < then);
+        let writers_can = match left_to_writers {
+            Some((_, since)) if !restarted => since.elapsed() < WRITERS_TIME && size <= HARD_LIMIT,
             _ => true,
         };
         log.set(LogState::COPYING);
@@ -268,17 +299,19 @@ async fn keep_short(
                     ?took,
                     "copied the SQLite log back; writers restart it"
                 );
-                if restarts != left_to_writers.map(|(then, _)| then) {
-                    left_to_writers = restarts.map(|now| (now, std::time::Instant::now()));
+                if restarted {
+                    left_to_writers = Some((frames, std::time::Instant::now()));
                 }
                 pause = CHECK_GROWING;
             }
             Ok(Checkpoint::Truncated) => {
                 tracing::debug!(size, ?took, "checkpointed and truncated the SQLite log");
+                left_to_writers = None;
                 pause = CHECK_GROWING;
             }
             Ok(Checkpoint::Restarted) => {
                 tracing::debug!(size, ?took, "checkpointed and restarted the SQLite log");
+                left_to_writers = None;
                 pause = CHECK_GROWING;
             }
             Ok(outcome @ (Checkpoint::Busy | Checkpoint::Pinned)) => {
@@ -300,42 +333,24 @@ async fn keep_short(
     let _ = conn.close().await;
 }
 
-/// The size of the log at `wal`: of its frames, from the first copy of the
-/// wal-index header at the start of its `-shm` file `shm`
-/// (<https://www.sqlite.org/walformat.html>: `isInit` at byte 12, the page
-/// size at 14, `mxFrame` at 16, in the machine's byte order); the size of the
-/// file when that cannot be read. The file keeps its blocks when the log
-/// starts over, so its size says how long the log was, not how long it is.
-fn log_size(wal: &std::path::Path, shm: &std::path::Path) -> u64 {
-    use std::io::Read;
-    let mut header = [0; 20];
-    let read = std::fs::File::open(shm).and_then(|mut file| file.read_exact(&mut header));
-    if read.is_ok() && header[12] == 1 {
-        let page = match u16::from_ne_bytes([header[14], header[15]]) {
-            1 => 65536,
-            page => u64::from(page),
-        };
-        let frames = u32::from_ne_bytes([header[16], header[17], header[18], header[19]]);
-        return match frames {
-            0 => 0,
-            frames => 32 + u64::from(frames) * (page + 24),
-        };
-    }
-    std::fs::metadata(wal).map_or(0, |m| m.len())
+/// The frames in the log, as a PASSIVE checkpoint on `conn` answers (it
+/// copies back what no reader needs, without waiting for anyone); `None` when
+/// another checkpoint is running.
+async fn measure(conn: &mut AnyConnection) -> StoreResult<Option<i64>> {
+    let (busy, frames, _copied): (i64, i64, i64) = sqlx::query_as("PRAGMA wal_checkpoint(PASSIVE)")
+        .fetch_one(conn)
+        .await?;
+    Ok((busy == 0 && frames >= 0).then_some(frames))
 }
 
-/// How many times the log at `wal` started over: the checkpoint sequence
-/// number of its header (big-endian, at byte 12), which SQLite increments
-/// each time a writer or a checkpoint restarts the log.
-fn restarts(wal: &std::path::Path) -> Option<u32> {
-    use std::io::Read;
-    let mut header = [0; 16];
-    std::fs::File::open(wal)
-        .and_then(|mut file| file.read_exact(&mut header))
-        .ok()?;
-    Some(u32::from_be_bytes([
-        header[12], header[13], header[14], header[15],
-    ]))
+/// The bytes of a log of `frames` frames of `page`-byte pages
+/// (<https://www.sqlite.org/walformat.html>: a 32-byte header, then a 24-byte
+/// header per frame).
+fn log_bytes(frames: i64, page: u64) -> u64 {
+    match u64::try_from(frames) {
+        Ok(0) | Err(_) => 0,
+        Ok(frames) => frames.saturating_mul(page + 24).saturating_add(32),
+    }
 }
 
 /// What one checkpoint did.
@@ -442,9 +457,12 @@ mod tests {
         std::fs::metadata(dir.join("berth.db-wal")).map_or(0, |m| m.len())
     }
 
-    /// The log's frames, as the checkpointer measures them ([`log_size`]).
-    fn frames_size(dir: &Path) -> u64 {
-        log_size(&dir.join("berth.db-wal"), &dir.join("berth.db-shm"))
+    /// The log's frames in bytes, as the checkpointer measures them
+    /// ([`measure`]; through SQLite, never opening its files).
+    async fn frames_size(pool: &Pool) -> u64 {
+        let mut conn = pool.acquire().await.unwrap();
+        let frames = measure(&mut conn).await.unwrap().unwrap_or(i64::MAX);
+        log_bytes(frames, 4096)
     }
 
     /// A pooled connection inside a read transaction: it holds a snapshot
@@ -474,18 +492,15 @@ mod tests {
         }
     }
 
-    /// Waits (at most 30 s) until `done` holds for the size `measure` gives
-    /// ([`wal_size`], [`frames_size`]); returns the last size seen.
-    async fn wait_for_log(
-        dir: &Path,
-        measure: fn(&Path) -> u64,
-        done: impl Fn(u64) -> bool,
-    ) -> u64 {
+    /// Waits (at most 30 s) until the size `measure` gives (of the file,
+    /// [`wal_size`], or of its frames, [`frames_size`]) is at most `most`;
+    /// returns the last size seen.
+    async fn wait_for_log<F: Future<Output = u64>>(most: u64, measure: impl Fn() -> F) -> u64 {
         let deadline = Instant::now() + Duration::from_secs(30);
-        let mut size = measure(dir);
-        while !done(size) && Instant::now() < deadline {
+        let mut size = measure().await;
+        while size > most && Instant::now() < deadline {
             tokio::time::sleep(Duration::from_millis(10)).await;
-            size = measure(dir);
+            size = measure().await;
         }
         size
     }
@@ -520,13 +535,13 @@ mod tests {
                 held.execute("COMMIT").await.unwrap();
             }
         });
-        let size = wait_for_log(dir.path(), wal_size, |size| size == 0).await;
+        let size = wait_for_log(0, || async { wal_size(dir.path()) }).await;
         assert_eq!(size, 0, "the log was not truncated within 30 s");
 
         // Writes while the readers go on: the log is brought back under the
         // limit (its frames: the file keeps its blocks when it starts over).
         burst(&pool, 2 * WAL_LIMIT / (1 << 20)).await;
-        let size = wait_for_log(dir.path(), frames_size, |size| size <= WAL_LIMIT).await;
+        let size = wait_for_log(WAL_LIMIT, || frames_size(&pool)).await;
         running.store(false, Ordering::Release);
         readers.await.unwrap();
         assert!(
@@ -540,7 +555,6 @@ mod tests {
     async fn the_writer_after_a_copy_starts_the_log_over_whatever_was_written_since() {
         let dir = tempfile::tempdir().unwrap();
         let store = store(dir.path()).await;
-        let wal = dir.path().join("berth.db-wal");
         // Nothing but this test copies the log back.
         let checkpointer = store.checkpointer.as_ref().unwrap();
         checkpointer.stop().await;
@@ -564,8 +578,9 @@ mod tests {
         burst(&store.pool, 1).await;
         reader.execute("COMMIT").await.unwrap();
         drop(reader);
-        let restarted = restarts(&wal).unwrap();
-        let before = frames_size(dir.path());
+        // The file's size bounds the log from above; a measure through a
+        // PASSIVE checkpoint would copy back what was just written.
+        let before = wal_size(dir.path());
         assert!(before > WAL_LIMIT);
 
         // The next transaction through the writer starts it over.
@@ -578,12 +593,7 @@ mod tests {
         .await
         .unwrap();
         tx.commit().await.unwrap();
-        assert_eq!(
-            restarts(&wal),
-            Some(restarted + 1),
-            "the log was not started over"
-        );
-        let after = frames_size(dir.path());
+        let after = frames_size(&store.pool).await;
         assert!(
             after < 1 << 20,
             "the log is {after} bytes after its start over (was {before})"

@@ -469,21 +469,42 @@ async fn metrics_on_their_own_address_for_administrators() {
 
 /// Pushes an image with one layer to `repository:tag` of `server` as admin.
 async fn push_image_to(server: &ServedBerth, password: &str, repository: &str, tag: &str) {
+    try_push_image_to(
+        &server.url(""),
+        password,
+        repository,
+        tag,
+        b"a killed layer",
+    )
+    .await
+    .unwrap();
+}
+
+/// Pushes an image whose one layer is `layer` to `repository:tag` of the
+/// server at `base` as admin; what went wrong, if it was not acknowledged.
+async fn try_push_image_to(
+    base: &str,
+    password: &str,
+    repository: &str,
+    tag: &str,
+    layer: &[u8],
+) -> Result<(), String> {
     let client = reqwest::Client::new();
     let mut descriptors = Vec::new();
-    for bytes in [
-        &b"{\"architecture\":\"amd64\",\"os\":\"linux\"}"[..],
-        b"a killed layer",
-    ] {
+    for bytes in [&b"{\"architecture\":\"amd64\",\"os\":\"linux\"}"[..], layer] {
         let digest = crate::registry::digest_of(bytes);
         let res = client
-            .post(server.url(&format!("/v2/{repository}/blobs/uploads/?digest={digest}")))
+            .post(format!(
+                "{base}/v2/{repository}/blobs/uploads/?digest={digest}"
+            ))
             .basic_auth("admin", Some(password))
             .body(bytes.to_vec())
             .send()
             .await
-            .unwrap();
-        assert_eq!(res.status(), 201, "{}", res.text().await.unwrap());
+            .map_err(|e| format!("blob upload: {e}"))?;
+        if res.status() != 201 {
+            return Err(format!("blob upload: {}", res.status()));
+        }
         descriptors.push(serde_json::json!({
             "mediaType": "application/vnd.oci.image.layer.v1.tar",
             "digest": digest,
@@ -498,14 +519,158 @@ async fn push_image_to(server: &ServedBerth, password: &str, repository: &str, t
         "layers": [descriptors[1]],
     });
     let res = client
-        .put(server.url(&format!("/v2/{repository}/manifests/{tag}")))
+        .put(format!("{base}/v2/{repository}/manifests/{tag}"))
         .basic_auth("admin", Some(password))
         .header("content-type", "application/vnd.oci.image.manifest.v1+json")
         .body(manifest.to_string())
         .send()
         .await
-        .unwrap();
-    assert_eq!(res.status(), 201, "{}", res.text().await.unwrap());
+        .map_err(|e| format!("manifest: {e}"))?;
+    match res.status().as_u16() {
+        201 => Ok(()),
+        status => Err(format!(
+            "manifest: {status} {}",
+            res.text().await.unwrap_or_default()
+        )),
+    }
+}
+
+/// `berth gc`, `berth fsck` and `berth backup` run against the data of a
+/// server while clients push: the server lives on, every acknowledged push
+/// can be pulled, and the database is intact. (The SQLite log's checkpointer
+/// once measured the log by opening the database's `-shm` file; closing it
+/// dropped SQLite's locks, and a command's connection then rebuilt the
+/// wal-index under the server: SIGBUS.) A backup is private: its directory
+/// 0700, its database and secrets 0600, as the live database.
+async fn operator_commands_beside_a_server_under_pushes(backend: Backend) {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let url = database_url(backend, dir.path()).await;
+    let server = serve(dir.path(), &url).await;
+    let password = server.printed_line("Generated password of the system administrator `admin`: ");
+    let running = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let pushers: Vec<_> = (0..2)
+        .map(|pusher| {
+            let (base, password, running) = (server.url(""), password.clone(), running.clone());
+            tokio::spawn(async move {
+                let mut acknowledged = Vec::new();
+                let mut n = 0;
+                while running.load(std::sync::atomic::Ordering::Acquire) {
+                    let (repository, tag) = (format!("library/beside{pusher}"), format!("v{n}"));
+                    let layer = format!("layer {pusher} {n}").repeat(64);
+                    match try_push_image_to(&base, &password, &repository, &tag, layer.as_bytes())
+                        .await
+                    {
+                        Ok(()) => acknowledged.push((repository, tag, layer)),
+                        Err(err) => return Err(format!("push {repository}:{tag}: {err}")),
+                    }
+                    n += 1;
+                }
+                Ok(acknowledged)
+            })
+        })
+        .collect();
+
+    let commands = [vec!["gc"], vec!["fsck"], vec!["backup", "--to"]];
+    for round in 0..3 {
+        for args in &commands {
+            if args[0] == "backup" && backend == Backend::Postgres {
+                continue; // a copy of a SQLite database only
+            }
+            let mut command = berth(dir.path(), &url);
+            command.args(args);
+            if args[0] == "backup" {
+                command.arg(dir.path().join(format!("backup{round}")));
+            }
+            let out = tokio::task::spawn_blocking(move || command.output().unwrap())
+                .await
+                .unwrap();
+            assert_eq!(
+                out.status.code(),
+                Some(0),
+                "berth {args:?}: {}{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        }
+    }
+    running.store(false, std::sync::atomic::Ordering::Release);
+    let mut acknowledged = Vec::new();
+    for pusher in pushers {
+        match pusher.await.unwrap() {
+            Ok(pushed) => acknowledged.extend(pushed),
+            Err(err) => panic!("{err}\nthe server's log:\n{}", server.log()),
+        }
+    }
+    assert!(
+        acknowledged.len() >= 10,
+        "only {} pushes",
+        acknowledged.len()
+    );
+
+    let client = reqwest::Client::new();
+    for (repository, tag, layer) in &acknowledged {
+        let res = client
+            .get(server.url(&format!("/v2/{repository}/manifests/{tag}")))
+            .basic_auth("admin", Some(&password))
+            .header("accept", "application/vnd.oci.image.manifest.v1+json")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), 200, "{repository}:{tag}");
+        let manifest: serde_json::Value = res.json().await.unwrap();
+        let digest = manifest["layers"][0]["digest"].as_str().unwrap();
+        let res = client
+            .get(server.url(&format!("/v2/{repository}/blobs/{digest}")))
+            .basic_auth("admin", Some(&password))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), 200, "{repository}:{tag} layer");
+        assert_eq!(res.bytes().await.unwrap(), layer.as_bytes());
+    }
+    assert_eq!(server.stop().0, Some(0), "the server lived to be stopped");
+
+    if backend == Backend::Sqlite {
+        use sqlx::Connection;
+        sqlx::any::install_default_drivers();
+        let mut conn = sqlx::AnyConnection::connect(&url).await.unwrap();
+        let checked: String = sqlx::query_scalar("PRAGMA integrity_check")
+            .fetch_one(&mut conn)
+            .await
+            .unwrap();
+        assert_eq!(checked, "ok");
+        conn.close().await.unwrap();
+        let mode = |path: &Path| std::fs::metadata(path).unwrap().permissions().mode() & 0o777;
+        assert_eq!(
+            mode(&dir.path().join("berth.db")),
+            0o600,
+            "the live database"
+        );
+        let backup = dir.path().join("backup0");
+        assert_eq!(mode(&backup), 0o700, "the backup's directory");
+        assert_eq!(
+            mode(&backup.join("berth.db")),
+            0o600,
+            "the backup's database"
+        );
+        assert_eq!(
+            mode(&backup.join("secrets.json")),
+            0o600,
+            "the backup's secrets"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn operator_commands_beside_a_server_under_pushes_sqlite() {
+    operator_commands_beside_a_server_under_pushes(Backend::Sqlite).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn operator_commands_beside_a_server_under_pushes_postgres() {
+    operator_commands_beside_a_server_under_pushes(Backend::Postgres).await;
 }
 
 /// A push acknowledged right before a kill -9 keeps its audit entry: its

@@ -22,6 +22,10 @@ use crate::Store;
 use crate::blobs::{BlobStore, digest_of};
 use crate::error::StoreResult;
 
+/// How long a blob file without a row is given for the push that placed it
+/// to record it, before it is reported as stray.
+const IN_FLIGHT: std::time::Duration = std::time::Duration::from_secs(2);
+
 /// One problem found.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Finding {
@@ -175,8 +179,20 @@ pub async fn check(store: &Store, blobs: &BlobStore, repair: bool) -> StoreResul
         );
     }
 
-    let (files, stray) = super::gc::stray_files(store, blobs).await?;
+    let (files, mut stray) = super::gc::stray_files(store, blobs).await?;
     report.files = files as u64;
+    if !stray.is_empty() {
+        // A push places its file, then records it: a file seen in between is
+        // not stray. Those the database knows a moment later are dropped.
+        tokio::time::sleep(IN_FLIGHT).await;
+        let known: HashSet<String> = store
+            .registry()
+            .known_digests(&stray)
+            .await?
+            .into_iter()
+            .collect();
+        stray.retain(|digest| !known.contains(digest.as_str()));
+    }
     for digest in &stray {
         let repaired = if repair {
             super::gc::remove_stray_file(store, blobs, digest)
