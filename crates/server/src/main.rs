@@ -316,6 +316,7 @@ async fn gc(settings: &Settings, grace: i64, upload_expiry: i64) -> anyhow::Resu
     let options = berth_store::repo::gc::GcOptions {
         grace: secs(grace),
         upload_expiry: secs(upload_expiry),
+        ..Default::default()
     };
     if let Some(reason) = options.unsafe_reason() {
         eprintln!("warning: unsafe while clients push: {reason}");

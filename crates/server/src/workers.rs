@@ -147,7 +147,7 @@ async fn run_task(state: &AppState, owner: &str, task: &Task, lease: Duration) -
         .await;
     let work = async {
         match task.vendor_type.as_str() {
-            gc::VENDOR_TYPE => gc::run_scheduled(state).await,
+            gc::VENDOR_TYPE => gc::run_scheduled(state, task).await,
             retention::RETENTION => retention::run_task(state, task).await,
             audit_purge::VENDOR_TYPE => audit_purge::run_task(state, task).await,
             webhooks::WEBHOOK | webhooks::SLACK_VENDOR => webhooks::deliver(state, task).await,

@@ -36,7 +36,7 @@ fn run_json(run: &GcRun) -> Value {
         "id": run.id,
         "job_name": "GARBAGE_COLLECTION",
         "job_kind": run.trigger,
-        "job_parameters": run.stats,
+        "job_parameters": gc::job_parameters(run),
         "job_status": status,
         "deleted": false,
         "schedule": {"type": title_case(&run.trigger), "cron": "", "next_scheduled_time": ZERO_TIME},
@@ -85,9 +85,8 @@ async fn kick(state: &AppState, principal: &Principal, body: &[u8]) -> Result<i6
     principal.require_sysadmin()?;
     match schedule_request(body)? {
         (None, parameters) => {
-            gc::check_parameters(&parameters)?;
-            let dry_run = parameters.get("dry_run").and_then(Value::as_bool) == Some(true);
-            gc::start(state, principal, dry_run).await
+            let parameters = gc::check_parameters(&parameters)?;
+            gc::start(state, principal, parameters).await
         }
         (Some(plan), parameters) => {
             gc::set_schedule(state, principal, &plan, parameters).await?;

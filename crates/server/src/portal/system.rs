@@ -139,7 +139,7 @@ async fn run_gc(
     portal.require_admin()?;
     let session = &portal.0;
     check_form_csrf(session, &form.csrf_token)?;
-    let id = gc::start(&state, &portal.principal(), false)
+    let id = gc::start(&state, &portal.principal(), gc::GcParameters::default())
         .await
         .map_err(|err| {
             let err = match err.kind {

@@ -5,7 +5,7 @@ use berth_store::StoreError;
 use berth_store::repo::gc::{
     GcOptions, GcRun, GcStats, RunningGc, estimate_garbage, run_garbage_collection,
 };
-use berth_store::repo::jobs::{NewSchedule, Schedule};
+use berth_store::repo::jobs::{NewSchedule, Schedule, Task};
 use serde_json::{Value, json};
 use tracing::Instrument;
 
@@ -61,6 +61,22 @@ pub fn log_of(run: &GcRun) -> String {
         log.push_str(&format!("{end} received the stop signal, quit GC job.\n"));
     }
     let dry_run = stats.get("dry_run").and_then(Value::as_bool) == Some(true);
+    let workers = stats.get("workers").and_then(Value::as_i64).unwrap_or(1);
+    log.push_str(&format!("{} workers: {workers}\n", run.started_at));
+    if stats.get("delete_untagged").and_then(Value::as_bool) == Some(true) {
+        log.push_str(&format!(
+            "{end} {} {} untagged artifacts\n",
+            if dry_run { "would delete" } else { "deleted" },
+            count("untagged")
+        ));
+    }
+    if stats.get("error").is_none() {
+        log.push_str(&format!(
+            "{end} {} blobs and {} manifests eligible for deletion\n",
+            count("blobs"),
+            count("manifests")
+        ));
+    }
     match stats.get("error").and_then(Value::as_str) {
         Some(error) => log.push_str(&format!("{end} failed: {error}\n")),
         None if dry_run => log.push_str(&format!(
@@ -85,32 +101,85 @@ pub fn log_of(run: &GcRun) -> String {
     log
 }
 
+/// Harbor's `job_parameters` of run `run`: what it was asked
+/// (`delete_untagged`, `dry_run`, `workers`) and what it did (`freed_space`
+/// in bytes, `purged_blobs`, `purged_manifests`), as a JSON text.
+pub fn job_parameters(run: &GcRun) -> String {
+    let stats: Value = serde_json::from_str(&run.stats).unwrap_or(Value::Null);
+    let count = |name: &str| stats.get(name).and_then(Value::as_i64).unwrap_or(0);
+    let flag = |name: &str| stats.get(name).and_then(Value::as_bool).unwrap_or(false);
+    json!({
+        "delete_untagged": flag("delete_untagged"),
+        "dry_run": flag("dry_run"),
+        "workers": stats.get("workers").and_then(Value::as_i64).unwrap_or(1),
+        "freed_space": count("bytes"),
+        "purged_blobs": count("blobs"),
+        "purged_manifests": count("manifests"),
+    })
+    .to_string()
+}
+
+/// What a collection is asked to do: Harbor's `parameters` of a run or
+/// schedule.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GcParameters {
+    /// Only count what a run would remove.
+    pub dry_run: bool,
+    /// Delete untagged artifacts first.
+    pub delete_untagged: bool,
+    /// How many blobs are removed at once, 1-5.
+    pub workers: usize,
+}
+
+impl Default for GcParameters {
+    fn default() -> Self {
+        Self {
+            dry_run: false,
+            delete_untagged: false,
+            workers: 1,
+        }
+    }
+}
+
+impl GcParameters {
+    /// The store's options for a run with these parameters, whose untagged
+    /// artifacts are deleted as `operator`.
+    fn options(self, operator: &str) -> GcOptions {
+        GcOptions {
+            delete_untagged: self.delete_untagged,
+            workers: self.workers,
+            operator: operator.to_string(),
+            ..GcOptions::default()
+        }
+    }
+}
+
 /// Starts a manual run in the background (administrators; not in read-only
 /// mode, unless a dry run, which only counts what a run would remove); its
 /// id. A run already going is a 409.
 pub async fn start(
     state: &AppState,
     principal: &Principal,
-    dry_run: bool,
+    parameters: GcParameters,
 ) -> Result<i64, ApiError> {
     principal.require_sysadmin()?;
-    if !dry_run && state.configuration().await?.flag("read_only") {
+    if !parameters.dry_run && state.configuration().await?.flag("read_only") {
         return Err(crate::read_only::refusal());
     }
     let run = state.store.start_gc_run().await?;
     let id = run.id;
     let worker = state.clone();
+    let options = parameters.options(principal.audit_name());
     // The run's log lines carry the id of the request that started it.
     let task = async move {
-        if dry_run {
-            let options = GcOptions::default();
+        if parameters.dry_run {
             if let Err(err) =
                 estimate_garbage(&worker.store, &worker.registry.blobs, options, run).await
             {
                 tracing::error!(error = %err, run = id, "a garbage collection dry run failed");
             }
         } else {
-            let _ = collect(&worker, run).await;
+            let _ = collect(&worker, run, options).await;
         }
     };
     tokio::spawn(task.in_current_span());
@@ -119,15 +188,13 @@ pub async fn start(
 
 /// Runs the collection of `run` to its end, counted in the metrics and, when
 /// it fails, logged.
-async fn collect(state: &AppState, run: RunningGc) -> Result<GcStats, StoreError> {
+async fn collect(
+    state: &AppState,
+    run: RunningGc,
+    options: GcOptions,
+) -> Result<GcStats, StoreError> {
     let id = run.id;
-    let result = run_garbage_collection(
-        &state.store,
-        &state.registry.blobs,
-        GcOptions::default(),
-        run,
-    )
-    .await;
+    let result = run_garbage_collection(&state.store, &state.registry.blobs, options, run).await;
     match &result {
         Ok(stats) => state.metrics.gc_finished(Some(stats.bytes)),
         Err(err) => {
@@ -229,29 +296,34 @@ impl Plan {
     }
 }
 
-/// Checks the parameters of a run (Harbor's `delete_untagged`, `workers`;
-/// `dry_run` is the caller's to read): what Berth's collection does not do
-/// is refused, never accepted and ignored.
-pub fn check_parameters(parameters: &Value) -> Result<(), ApiError> {
-    let flag = |name: &str| {
-        parameters
-            .get(name)
-            .and_then(Value::as_bool)
-            .unwrap_or(false)
-    };
-    if flag("delete_untagged") {
-        return Err(ApiError::bad_request(
-            "delete_untagged is not supported: garbage collection keeps untagged artifacts \
-             (delete them through the API or, once it exists, tag retention)",
-        ));
-    }
-    match parameters.get("workers") {
-        None | Some(Value::Null) => Ok(()),
-        Some(Value::Number(n)) if n.as_i64().is_some_and(|w| (1..=5).contains(&w)) => Ok(()),
+/// Reads the parameters of a run or schedule (Harbor's `delete_untagged`,
+/// `dry_run`, `workers`); a value of the wrong kind, or workers outside 1-5,
+/// is refused, never ignored. Other keys (Harbor's `time_window`,
+/// `redirect_url`) are kept with a schedule and have no effect.
+pub fn check_parameters(parameters: &Value) -> Result<GcParameters, ApiError> {
+    let flag = |name: &str| match parameters.get(name) {
+        None | Some(Value::Null) => Ok(false),
+        Some(Value::Bool(flag)) => Ok(*flag),
         Some(other) => Err(ApiError::bad_request(format!(
-            "workers must be between 1 and 5, not {other}"
+            "{name} must be true or false, not {other}"
         ))),
-    }
+    };
+    let workers = match parameters.get("workers") {
+        None | Some(Value::Null) => 1,
+        Some(Value::Number(n)) if n.as_u64().is_some_and(|w| (1..=5).contains(&w)) => {
+            n.as_u64().map_or(1, |w| w as usize)
+        }
+        Some(other) => {
+            return Err(ApiError::bad_request(format!(
+                "workers must be between 1 and 5, not {other}"
+            )));
+        }
+    };
+    Ok(GcParameters {
+        dry_run: flag("dry_run")?,
+        delete_untagged: flag("delete_untagged")?,
+        workers,
+    })
 }
 
 /// Sets (or, for [`Plan::None`], removes) the schedule of garbage collection
@@ -263,8 +335,7 @@ pub async fn set_schedule(
     parameters: Value,
 ) -> Result<(), ApiError> {
     principal.require_sysadmin()?;
-    check_parameters(&parameters)?;
-    if parameters.get("dry_run").and_then(Value::as_bool) == Some(true) && *plan != Plan::None {
+    if check_parameters(&parameters)?.dry_run && *plan != Plan::None {
         return Err(ApiError::bad_request(
             "dry_run applies to a manual run: a scheduled collection removes what it finds",
         ));
@@ -282,9 +353,14 @@ pub async fn schedule(
     Ok(state.store.jobs().schedule(VENDOR_TYPE, 0).await?)
 }
 
-/// Runs the collection of a scheduled execution here and now; what it found
-/// (the run's id and its stats). A run already going fails this one.
-pub async fn run_scheduled(state: &AppState) -> Result<Value, String> {
+/// Runs the collection of a scheduled execution (`task`, whose parameters
+/// are the schedule's) here and now; what it found (the run's id and its
+/// stats). A run already going fails this one.
+pub async fn run_scheduled(state: &AppState, task: &Task) -> Result<Value, String> {
+    let parameters: Value = serde_json::from_str(&task.parameters).unwrap_or(Value::Null);
+    let options = check_parameters(&parameters)
+        .map_err(|e| e.message)?
+        .options(crate::service::retention::SCHEDULER);
     if state
         .configuration()
         .await
@@ -299,8 +375,10 @@ pub async fn run_scheduled(state: &AppState) -> Result<Value, String> {
         .await
         .map_err(|e| ApiError::from(e).message)?;
     let id = run.id;
-    match collect(state, run).await {
-        Ok(stats) => Ok(json!({"gc_run": id, "freed_bytes": stats.bytes})),
+    match collect(state, run, options).await {
+        Ok(stats) => Ok(json!({
+            "gc_run": id, "freed_bytes": stats.bytes, "untagged": stats.untagged,
+        })),
         Err(err) => Err(match ApiError::from(err) {
             e if e.kind == ErrorKind::Internal => {
                 "the collection failed; see the server log".into()

@@ -12,6 +12,7 @@
 
 use berth_domain::oci::Digest;
 use berth_domain::time;
+use futures_util::StreamExt;
 use serde_json::json;
 
 use std::collections::HashSet;
@@ -23,12 +24,20 @@ use crate::error::StoreResult;
 use crate::gc_lock::GcLock;
 
 /// How a run is tuned.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct GcOptions {
     /// How long a pushed but unused blob link stays (it waits for its manifest).
     pub grace: Duration,
     /// How long an idle upload session stays.
     pub upload_expiry: Duration,
+    /// Deletes untagged artifacts first (Harbor's `delete_untagged`): those
+    /// no index refers to and that are no accessory, as tag retention weighs
+    /// them, each with its accessories.
+    pub delete_untagged: bool,
+    /// How many blobs are removed at once (Harbor's `workers`, 1-5).
+    pub workers: usize,
+    /// Who deletes the untagged artifacts, in their events.
+    pub operator: String,
 }
 
 /// The default grace of pushed, unused blob links.
@@ -68,6 +77,9 @@ impl Default for GcOptions {
         Self {
             grace: Duration::from_secs(DEFAULT_GRACE_SECS),
             upload_expiry: Duration::from_secs(24 * 3600),
+            delete_untagged: false,
+            workers: 1,
+            operator: String::new(),
         }
     }
 }
@@ -79,8 +91,12 @@ pub struct GcStats {
     pub uploads: u64,
     /// Project links dropped.
     pub links: u64,
+    /// Untagged artifacts deleted (or, in a dry run, that would be).
+    pub untagged: u64,
     /// Blobs deleted.
     pub blobs: u64,
+    /// Of them, manifests (and indexes).
+    pub manifests: u64,
     /// Bytes freed.
     pub bytes: i64,
     /// Stray files removed from the blob directory.
@@ -274,17 +290,26 @@ pub async fn run_garbage_collection(
     options: GcOptions,
     run: RunningGc,
 ) -> StoreResult<GcStats> {
-    let result = sweep(store, blobs, options, run.id).await;
+    let result = sweep(store, blobs, &options, run.id).await;
     let (status, stats) = match &result {
         Ok(s) => (
             "done",
             json!({
                 "uploads": s.uploads, "links": s.links, "blobs": s.blobs,
                 "bytes": s.bytes, "stray_files": s.stray_files, "stopped": s.stopped,
+                "untagged": s.untagged, "manifests": s.manifests,
+                "delete_untagged": options.delete_untagged, "workers": options.workers,
             })
             .to_string(),
         ),
-        Err(err) => ("failed", json!({ "error": err.to_string() }).to_string()),
+        Err(err) => (
+            "failed",
+            json!({
+                "error": err.to_string(),
+                "delete_untagged": options.delete_untagged, "workers": options.workers,
+            })
+            .to_string(),
+        ),
     };
     let finished = store.finish_gc_run(run.id, status, &stats).await;
     run.lock.release().await;
@@ -301,19 +326,25 @@ pub async fn estimate_garbage(
     options: GcOptions,
     run: RunningGc,
 ) -> StoreResult<GcStats> {
-    let result = estimate(store, blobs, options).await;
+    let result = estimate(store, blobs, &options).await;
     let (status, stats) = match &result {
         Ok(s) => (
             "done",
             json!({
                 "uploads": s.uploads, "links": s.links, "blobs": s.blobs,
                 "bytes": s.bytes, "stray_files": s.stray_files, "dry_run": true,
+                "untagged": s.untagged, "manifests": s.manifests,
+                "delete_untagged": options.delete_untagged, "workers": options.workers,
             })
             .to_string(),
         ),
         Err(err) => (
             "failed",
-            json!({ "error": err.to_string(), "dry_run": true }).to_string(),
+            json!({
+                "error": err.to_string(), "dry_run": true,
+                "delete_untagged": options.delete_untagged, "workers": options.workers,
+            })
+            .to_string(),
         ),
     };
     let finished = store.finish_gc_run(run.id, status, &stats).await;
@@ -323,7 +354,7 @@ pub async fn estimate_garbage(
 }
 
 /// What [`sweep`] would remove now, counted with reads only.
-async fn estimate(store: &Store, blobs: &BlobStore, options: GcOptions) -> StoreResult<GcStats> {
+async fn estimate(store: &Store, blobs: &BlobStore, options: &GcOptions) -> StoreResult<GcStats> {
     let pool = &store.pool;
     let link_cutoff = time::now_plus_seconds(-seconds(options.grace));
     let upload_cutoff = time::now_plus_seconds(-seconds(options.upload_expiry));
@@ -339,8 +370,10 @@ async fn estimate(store: &Store, blobs: &BlobStore, options: GcOptions) -> Store
     .await?;
     // Blobs no artifact uses and no link keeps once the stale links are gone
     // (a link pending within the grace keeps its blob), and those claimed.
-    let (blob_count, bytes): (i64, i64) = sqlx::query_as(
-        "SELECT COUNT(*), CAST(COALESCE(SUM(b.size), 0) AS BIGINT) FROM blobs b WHERE b.deleting = 1 OR (\
+    let (blob_count, bytes, manifests): (i64, i64, i64) = sqlx::query_as(
+        "SELECT COUNT(*), CAST(COALESCE(SUM(b.size), 0) AS BIGINT), \
+         CAST(COALESCE(SUM(CASE WHEN b.media_type LIKE '%manifest%' OR b.media_type LIKE '%image.index%' \
+         THEN 1 ELSE 0 END), 0) AS BIGINT) FROM blobs b WHERE b.deleting = 1 OR (\
          NOT EXISTS (SELECT 1 FROM artifact_blobs ab WHERE ab.blob_id = b.id) AND NOT EXISTS (\
          SELECT 1 FROM project_blobs pb WHERE pb.blob_id = b.id \
          AND pb.pending_since IS NOT NULL AND pb.pending_since >= $1))",
@@ -349,15 +382,59 @@ async fn estimate(store: &Store, blobs: &BlobStore, options: GcOptions) -> Store
     .fetch_one(pool)
     .await?;
     let (_, stray) = stray_files(store, blobs).await?;
+    // The untagged artifacts a run would delete; their blobs are not counted
+    // above (they are in use until the artifacts go).
+    let untagged = if options.delete_untagged {
+        untagged_artifacts(store)
+            .await?
+            .iter()
+            .map(|(_, ids)| ids.len() as u64)
+            .sum()
+    } else {
+        0
+    };
     let whole = |n: i64| u64::try_from(n).unwrap_or(0);
     Ok(GcStats {
         uploads: u64::try_from(uploads).unwrap_or(0),
         links: whole(links),
+        untagged,
         blobs: whole(blob_count),
+        manifests: whole(manifests),
         bytes,
         stray_files: u64::try_from(stray.len()).unwrap_or(0),
         stopped: false,
     })
+}
+
+/// Claims the blob `orphan` (id, digest, size, version, media type) that
+/// nothing linked or used when it was listed, if that still holds, and
+/// removes it: its size and whether it is a manifest, `None` when it was
+/// not removed.
+async fn remove_orphan(
+    store: &Store,
+    blobs: &BlobStore,
+    orphan: &(i64, String, i64, i64, String),
+) -> StoreResult<Option<(i64, bool)>> {
+    let (id, digest, size, version, media_type) = orphan;
+    let claimed = sqlx::query(
+        "UPDATE blobs SET deleting = 1 WHERE id = $1 AND version = $2 AND deleting = 0 \
+         AND NOT EXISTS (SELECT 1 FROM project_blobs pb WHERE pb.blob_id = $1) \
+         AND NOT EXISTS (SELECT 1 FROM artifact_blobs ab WHERE ab.blob_id = $1)",
+    )
+    .bind(id)
+    .bind(version)
+    .execute(&store.pool)
+    .await?;
+    Ok(
+        (claimed.rows_affected() == 1 && remove_claimed_blob(store, blobs, *id, digest).await?)
+            .then_some((*size, is_manifest(media_type))),
+    )
+}
+
+/// Whether a blob of `media_type` is a manifest or an index (what Harbor's
+/// collection counts as manifests).
+fn is_manifest(media_type: &str) -> bool {
+    media_type.contains("manifest") || media_type.contains("image.index")
 }
 
 /// Removes the bytes, then the rows, of every claimed blob; returns (count, bytes).
@@ -393,10 +470,34 @@ async fn remove_claimed_blob(
     Ok(done.rows_affected() == 1)
 }
 
+/// The untagged artifacts `delete_untagged` deletes, by repository: as tag
+/// retention weighs artifacts (no accessory, no child an index refers to), those
+/// without a tag. Two queries a repository.
+async fn untagged_artifacts(store: &Store) -> StoreResult<Vec<(String, Vec<i64>)>> {
+    let mut found = Vec::new();
+    for (id, name) in store.replication().repositories().await? {
+        let ids: Vec<i64> = store
+            .retentions()
+            .candidates(id)
+            .await?
+            .into_iter()
+            .filter(|c| c.tags.is_empty())
+            .map(|c| c.id)
+            .collect();
+        if !ids.is_empty() {
+            found.push((name, ids));
+        }
+    }
+    Ok(found)
+}
+
+/// How many untagged artifacts one transaction deletes.
+const UNTAGGED_BATCH: usize = 100;
+
 async fn sweep(
     store: &Store,
     blobs: &BlobStore,
-    options: GcOptions,
+    options: &GcOptions,
     run: i64,
 ) -> StoreResult<GcStats> {
     let mut stats = GcStats::default();
@@ -405,6 +506,29 @@ async fn sweep(
     let started = SystemTime::now();
     let link_cutoff = time::now_plus_seconds(-seconds(options.grace));
     let upload_cutoff = time::now_plus_seconds(-seconds(options.upload_expiry));
+
+    // Untagged artifacts first, as tag retention deletes them (each with its
+    // accessories; one an index refers to, or tagged since, stays), so that
+    // their blobs are collected below.
+    if options.delete_untagged {
+        let looked_at = time::now();
+        for (repository, ids) in untagged_artifacts(store).await? {
+            for batch in ids.chunks(UNTAGGED_BATCH) {
+                let retired = store
+                    .retentions()
+                    .retire(&repository, batch, &looked_at, &options.operator)
+                    .await?;
+                stats.untagged += retired
+                    .iter()
+                    .filter(|r| **r == crate::repo::retention::Retired::Deleted)
+                    .count() as u64;
+            }
+            if !store.gc_heartbeat(run).await? {
+                stats.stopped = true;
+                return Ok(stats);
+            }
+        }
+    }
 
     // Claims a dead collector left.
     let (count, bytes) = remove_claimed(store, blobs).await?;
@@ -490,32 +614,34 @@ async fn sweep(
     }
 
     // C. Blobs nothing links or uses: claim each (CAS on its version), remove
-    // the bytes, drop the row; one at a time, so a writer waiting for a
-    // claimed digest waits for one file removal only.
-    let orphans: Vec<(i64, String, i64, i64)> = sqlx::query_as(
-        "SELECT b.id, b.digest, b.size, b.version FROM blobs b WHERE b.deleting = 0 \
+    // the bytes, drop the row; `workers` at a time, so a writer waiting for a
+    // claimed digest waits for a few file removals at most.
+    let orphans: Vec<(i64, String, i64, i64, String)> = sqlx::query_as(
+        "SELECT b.id, b.digest, b.size, b.version, b.media_type FROM blobs b WHERE b.deleting = 0 \
          AND NOT EXISTS (SELECT 1 FROM project_blobs pb WHERE pb.blob_id = b.id) \
          AND NOT EXISTS (SELECT 1 FROM artifact_blobs ab WHERE ab.blob_id = b.id)",
     )
     .fetch_all(pool)
     .await?;
-    for (n, (id, digest, size, version)) in orphans.into_iter().enumerate() {
-        if n % 100 == 99 && !store.gc_heartbeat(run).await? {
+    for chunk in orphans.chunks(100) {
+        if !store.gc_heartbeat(run).await? {
             stats.stopped = true;
             return Ok(stats);
         }
-        let claimed = sqlx::query(
-            "UPDATE blobs SET deleting = 1 WHERE id = $1 AND version = $2 AND deleting = 0 \
-             AND NOT EXISTS (SELECT 1 FROM project_blobs pb WHERE pb.blob_id = $1) \
-             AND NOT EXISTS (SELECT 1 FROM artifact_blobs ab WHERE ab.blob_id = $1)",
-        )
-        .bind(id)
-        .bind(version)
-        .execute(pool)
-        .await?;
-        if claimed.rows_affected() == 1 && remove_claimed_blob(store, blobs, id, &digest).await? {
-            stats.blobs += 1;
-            stats.bytes += size;
+        let removals: Vec<_> = chunk
+            .iter()
+            .map(|orphan| remove_orphan(store, blobs, orphan))
+            .collect();
+        let removed: Vec<StoreResult<Option<(i64, bool)>>> = futures_util::stream::iter(removals)
+            .buffer_unordered(options.workers.clamp(1, 5))
+            .collect()
+            .await;
+        for outcome in removed {
+            if let Some((size, manifest)) = outcome? {
+                stats.blobs += 1;
+                stats.bytes += size;
+                stats.manifests += u64::from(manifest);
+            }
         }
     }
     if !store.gc_heartbeat(run).await? {

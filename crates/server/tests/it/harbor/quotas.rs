@@ -358,7 +358,7 @@ backend_test!(
         assert_eq!(usage(&app, "swept", id).await, distinct(&[&kept, &loose]));
         // With no grace, the loose blob goes too, released once; the deleted
         // image's links, released at the delete, are not released again.
-        let options = GcOptions { grace: Duration::ZERO, upload_expiry: Duration::from_secs(3600) };
+        let options = GcOptions { grace: Duration::ZERO, upload_expiry: Duration::from_secs(3600), ..Default::default() };
         let stats = collect_garbage(app.store(), &app.state.registry.blobs, options).await.unwrap();
         assert_eq!(stats.links, 4 + 1, "the image's own blobs and the loose one: {stats:?}");
         assert_eq!(usage(&app, "swept", id).await, distinct(&[&kept]));
@@ -528,7 +528,7 @@ backend_test!(
             let collector = async {
                 for _ in 0..2 {
                     tokio::time::sleep(Duration::from_millis(15)).await;
-                    let options = GcOptions { grace: Duration::from_secs(3600), upload_expiry: Duration::from_secs(3600) };
+                    let options = GcOptions { grace: Duration::from_secs(3600), upload_expiry: Duration::from_secs(3600), ..Default::default() };
                     collect_garbage(app.store(), &app.state.registry.blobs, options).await.unwrap();
                 }
             };

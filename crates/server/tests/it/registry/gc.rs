@@ -25,6 +25,7 @@ async fn gc(app: &TestApp, grace: u64) -> berth_store::repo::gc::GcStats {
         GcOptions {
             grace: Duration::from_secs(grace),
             upload_expiry: Duration::from_secs(24 * 3600),
+            ..Default::default()
         },
     )
     .await
@@ -111,8 +112,10 @@ registry_test!(
         let log = res.text();
         let lines: Vec<_> = log.lines().map(|l| l.split_once(' ').unwrap().1).collect();
         assert!(lines[0].starts_with("garbage collection ") && lines[0].ends_with(" started (manual)"), "{log}");
-        assert!(lines[1].starts_with("expired 0 upload sessions, dropped "), "{log}");
-        assert_eq!(lines[2], "finished", "{log}");
+        assert_eq!(lines[1], "workers: 1", "{log}");
+        assert!(lines[2].ends_with(" manifests eligible for deletion"), "{log}");
+        assert!(lines[3].starts_with("expired 0 upload sessions, dropped "), "{log}");
+        assert_eq!(lines[4], "finished", "{log}");
         let res = app.get("/api/v2.0/system/gc/999/log").admin().send().await;
         assert_eq!(res.status, StatusCode::NOT_FOUND);
         let res = app.get(&format!("{location}/log")).send().await;
@@ -154,7 +157,7 @@ registry_test!(
         assert_eq!(res.status, StatusCode::BAD_REQUEST);
         assert!(error_message(&res).starts_with("dry_run applies to a manual run"), "{}", res.text());
         for (parameters, why) in [
-            (json!({"delete_untagged": true}), "delete_untagged is not supported"),
+            (json!({"delete_untagged": "yes"}), "delete_untagged must be true or false"),
             (json!({"workers": 9}), "workers must be between 1 and 5"),
         ] {
             for kind in ["Manual", "Daily"] {
@@ -223,7 +226,7 @@ registry_test!(
         // The default grace keeps the links of a fresh push; a run with the
         // same options removes what the dry run counted.
         let real = gc(&app, 24 * 3600).await;
-        assert_eq!(real.blobs as i64, stats["blobs"].as_i64().unwrap(), "{real:?} vs {stats}");
+        assert_eq!(real.blobs as i64, stats["purged_blobs"].as_i64().unwrap(), "{real:?} vs {stats}");
     }
 );
 
@@ -238,7 +241,7 @@ registry_test!(
         assert_eq!(res.status, StatusCode::UNAUTHORIZED);
         let res = app.put(&format!("/api/v2.0/system/gc/{id}")).admin().send().await;
         assert_eq!(res.status, StatusCode::OK, "{}", res.text());
-        let options = GcOptions { grace: Duration::ZERO, upload_expiry: Duration::from_secs(24 * 3600) };
+        let options = GcOptions { grace: Duration::ZERO, upload_expiry: Duration::from_secs(24 * 3600), ..Default::default() };
         let stats = berth_store::repo::gc::run_garbage_collection(app.store(), &app.state.registry.blobs, options, run).await.unwrap();
         assert!(stats.stopped && stats.blobs == 0, "{stats:?}");
         let shown = app.get(&format!("/api/v2.0/system/gc/{id}")).admin().send().await.json();
@@ -285,5 +288,141 @@ registry_test!(
         assert_eq!(projects.quota(1).await.unwrap(), Some((expected + 10, expected)));
         push_blob(&app, "library/q1", &[2u8; 10]).await;
         assert_eq!(projects.quota(1).await.unwrap(), Some((expected + 10, expected + 10)));
+    }
+);
+
+/// Starts a manual collection with `parameters` through Harbor's API and
+/// waits for its end; the run as shown, and its log.
+async fn run_manual(app: &TestApp, parameters: serde_json::Value) -> (serde_json::Value, String) {
+    let body = json!({"schedule": {"type": "Manual"}, "parameters": parameters});
+    let res = app
+        .post("/api/v2.0/system/gc/schedule")
+        .admin()
+        .json(&body)
+        .send()
+        .await;
+    assert_eq!(res.status, StatusCode::CREATED, "{}", res.text());
+    let id = res
+        .header("location")
+        .unwrap()
+        .rsplit('/')
+        .next()
+        .unwrap()
+        .to_string();
+    let mut shown = json!(null);
+    for _ in 0..500 {
+        shown = app
+            .get(&format!("/api/v2.0/system/gc/{id}"))
+            .admin()
+            .send()
+            .await
+            .json();
+        if shown["job_status"] != "Running" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let log = app
+        .get(&format!("/api/v2.0/system/gc/{id}/log"))
+        .admin()
+        .send()
+        .await
+        .text();
+    (shown, log)
+}
+
+registry_test!(
+    /// `delete_untagged` deletes untagged artifacts first and then their
+    /// blobs: never a tagged one (an immutable tag's included), a signature
+    /// of a tagged artifact, or an untagged child of a tagged index; an
+    /// untagged artifact's own signature goes with it. A dry run counts them.
+    /// Harbor's `job_parameters` and log lines say what was asked and done,
+    /// and `workers` is honoured.
+    async fn delete_untagged_deletes_untagged_artifacts_and_keeps_what_tags_keep(app) {
+        const OCI_MANIFEST: &str = "application/vnd.oci.image.manifest.v1+json";
+        let (_, kept) = push_image(&app, "library/app", "v1", &[b"kept layer"]).await;
+        // v2 pushed twice: the first image loses its tag.
+        let (_, untagged) = push_image(&app, "library/app", "v2", &[b"untagged layer"]).await;
+        push_image(&app, "library/app", "v2", &[b"second v2 layer"]).await;
+        // Pushed by digest, never tagged.
+        let (_, by_digest) = push_image(&app, "library/other", "v0", &[b"by digest layer"]).await;
+        let res = app.delete("/api/v2.0/projects/library/repositories/other/artifacts/v0/tags/v0").admin().send().await;
+        assert_eq!(res.status, StatusCode::OK, "{}", res.text());
+        // An immutable tag.
+        let rule = json!({"disabled": false, "action": "immutable", "template": "immutable",
+            "tag_selectors": [{"kind": "doublestar", "decoration": "matches", "pattern": "frozen"}],
+            "scope_selectors": {"repository": [{"kind": "doublestar", "decoration": "repoMatches", "pattern": "**"}]}});
+        let res = app.post("/api/v2.0/projects/library/immutabletagrules").admin().json(&rule).send().await;
+        assert_eq!(res.status, StatusCode::CREATED, "{}", res.text());
+        let (_, frozen) = push_image(&app, "library/app", "frozen", &[b"frozen layer"]).await;
+        // Signatures (accessories, untagged): of the tagged v1, and of the untagged image.
+        let mut signatures = Vec::new();
+        for (subject, name) in [(&kept, "v1"), (&untagged, "old v2")] {
+            let (config, layer) = (format!(r#"{{"signed":"{name}"}}"#), format!("a signature of {name}"));
+            push_blob(&app, "library/app", config.as_bytes()).await;
+            push_blob(&app, "library/app", layer.as_bytes()).await;
+            let mut signature: serde_json::Value =
+                serde_json::from_slice(&crate::registry::image_manifest(config.as_bytes(), &[layer.as_bytes()])).unwrap();
+            signature["subject"] = json!({"mediaType": OCI_MANIFEST, "digest": subject, "size": 1});
+            let signature = signature.to_string().into_bytes();
+            let digest = digest_of(&signature);
+            let res = crate::registry::put_manifest(&app, "library/app", &digest, OCI_MANIFEST, &signature).await;
+            assert_eq!(res.status, StatusCode::CREATED, "{}", res.text());
+            signatures.push(digest);
+        }
+        // A tagged index over an untagged child.
+        let (child, child_digest) = push_image(&app, "library/multi", "child", &[b"child layer"]).await;
+        let res = app.delete("/api/v2.0/projects/library/repositories/multi/artifacts/child/tags/child").admin().send().await;
+        assert_eq!(res.status, StatusCode::OK, "{}", res.text());
+        let index = json!({"schemaVersion": 2, "mediaType": "application/vnd.oci.image.index.v1+json", "manifests": [
+            {"mediaType": OCI_MANIFEST, "digest": child_digest, "size": child.len(), "platform": {"architecture": "amd64", "os": "linux"}}
+        ]})
+        .to_string()
+        .into_bytes();
+        let res = crate::registry::put_manifest(&app, "library/multi", "latest", "application/vnd.oci.image.index.v1+json", &index).await;
+        assert_eq!(res.status, StatusCode::CREATED, "{}", res.text());
+
+        let manifest_status = |repository: &'static str, reference: String| {
+            let app = &app;
+            async move { app.get(&format!("/v2/library/{repository}/manifests/{reference}")).admin().send().await.status }
+        };
+
+        // A dry run counts the two untagged images (not the signature, which
+        // goes with its subject) and removes nothing.
+        let (shown, log) = run_manual(&app, json!({"dry_run": true, "delete_untagged": true})).await;
+        assert_eq!(shown["job_status"], "Success", "{shown}");
+        assert!(log.contains("would delete 2 untagged artifacts"), "{log}");
+        assert_eq!(manifest_status("app", untagged.clone()).await, StatusCode::OK);
+
+        let (shown, log) = run_manual(&app, json!({"delete_untagged": true, "workers": 3})).await;
+        assert_eq!(shown["job_status"], "Success", "{shown}\n{log}");
+        let parameters: serde_json::Value = serde_json::from_str(shown["job_parameters"].as_str().unwrap()).unwrap();
+        assert_eq!(parameters["delete_untagged"], true, "{parameters}");
+        assert_eq!(parameters["dry_run"], false, "{parameters}");
+        assert_eq!(parameters["workers"], 3, "{parameters}");
+        assert!(parameters["purged_blobs"].as_i64().unwrap() >= 6, "{parameters}");
+        assert!(parameters["purged_manifests"].as_i64().unwrap() >= 3, "{parameters}");
+        assert!(parameters["freed_space"].as_i64().unwrap() > 0, "{parameters}");
+        assert!(log.contains("workers: 3"), "{log}");
+        assert!(log.contains("deleted 2 untagged artifacts"), "{log}");
+        assert!(log.contains("blobs and") && log.contains("manifests eligible for deletion"), "{log}");
+
+        // Gone: the untagged images, the signature of one, their own layers.
+        for (repository, digest) in [("app", &untagged), ("other", &by_digest), ("app", &signatures[1])] {
+            assert_eq!(manifest_status(repository, digest.clone()).await, StatusCode::NOT_FOUND, "{repository}@{digest}");
+        }
+        for layer in [b"untagged layer".as_slice(), b"by digest layer", b"a signature of old v2"] {
+            assert!(!blob_file_exists(&app, &digest_of(layer)).await, "{}", String::from_utf8_lossy(layer));
+        }
+        // Kept: tagged, immutable, the signature of a tagged one, an index's child.
+        for (repository, reference) in [
+            ("app", kept.clone()), ("app", "v2".to_string()), ("app", frozen.clone()),
+            ("app", signatures[0].clone()), ("multi", child_digest.clone()), ("multi", "latest".to_string()),
+        ] {
+            assert_eq!(manifest_status(repository, reference.clone()).await, StatusCode::OK, "{repository}:{reference}");
+        }
+        for layer in [b"kept layer".as_slice(), b"second v2 layer", b"frozen layer", b"a signature of v1", b"child layer"] {
+            assert!(blob_file_exists(&app, &digest_of(layer)).await, "{}", String::from_utf8_lossy(layer));
+        }
     }
 );

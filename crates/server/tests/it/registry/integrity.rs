@@ -20,6 +20,7 @@ fn options(grace: u64, upload_expiry: u64) -> GcOptions {
     GcOptions {
         grace: Duration::from_secs(grace),
         upload_expiry: Duration::from_secs(upload_expiry),
+        ..Default::default()
     }
 }
 

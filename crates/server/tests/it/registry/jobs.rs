@@ -249,7 +249,7 @@ async fn scheduled_retention_and_gc_prune_pushed_images(backend: Backend) {
                         && serde_json::from_str::<Value>(
                             r["job_parameters"].as_str().unwrap_or("{}"),
                         )
-                        .is_ok_and(|stats| stats["blobs"].as_i64().unwrap_or(0) > 0)
+                        .is_ok_and(|stats| stats["purged_blobs"].as_i64().unwrap_or(0) > 0)
                 })
             })
         },
