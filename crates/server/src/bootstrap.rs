@@ -87,7 +87,7 @@ pub async fn open(settings: &Settings) -> anyhow::Result<AppState> {
         crate::upstream::cache::ProxySettings {
             ttl: Duration::from_secs(settings.proxy_cache_ttl.unsigned_abs()),
             spool_dir: settings.data_dir.join("spool"),
-            idle_timeout: crate::upstream::cache::ProxySettings::IDLE_TIMEOUT,
+            deadlines: settings.peer_deadlines(),
         },
         settings.external_url(),
         rest,

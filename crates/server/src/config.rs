@@ -189,6 +189,20 @@ pub struct Settings {
     /// seconds, or with a unit (`30s`, `5m`, `1h`).
     #[arg(long, env = "PROXY_CACHE_TTL", default_value = "5m", value_parser = parse_duration_secs, global = true)]
     pub proxy_cache_ttl: i64,
+    /// How long connecting to another registry (a proxy cache's upstream, a
+    /// replication peer) may take: `10s`, `1m` ...
+    #[arg(long, env = "BERTH_PEER_CONNECT_TIMEOUT", default_value = "10s", value_parser = parse_duration_secs, global = true)]
+    pub peer_connect_timeout: i64,
+    /// How long another registry may take to answer a request's headers (to
+    /// answer at all), and to send a small document whole (a token, a
+    /// manifest, a page of a listing): `30s`, `2m` ...
+    #[arg(long, env = "BERTH_PEER_ANSWER_TIMEOUT", default_value = "30s", value_parser = parse_duration_secs, global = true)]
+    pub peer_answer_timeout: i64,
+    /// How long a blob streamed from or to another registry may go without
+    /// a byte moving before its transfer fails (a proxied pull, a
+    /// replication task): `30s`, `2m` ...
+    #[arg(long, env = "BERTH_PEER_IDLE_TIMEOUT", default_value = "30s", value_parser = parse_duration_secs, global = true)]
+    pub peer_idle_timeout: i64,
     /// Leave the database schema as it is: refuse to start (or to run a
     /// subcommand) unless it is the schema of this version. For a `berth gc`
     /// cron job or a new instance that must never migrate under running servers.
@@ -320,6 +334,17 @@ impl Settings {
     /// How long a job task is held without a renewal.
     pub fn job_lease(&self) -> std::time::Duration {
         std::time::Duration::from_secs(self.job_lease.max(3).unsigned_abs())
+    }
+
+    /// How long each step of a request to another registry may take (at
+    /// least a second each).
+    pub fn peer_deadlines(&self) -> berth_net::Deadlines {
+        let seconds = |value: i64| std::time::Duration::from_secs(value.max(1).unsigned_abs());
+        berth_net::Deadlines {
+            connect: seconds(self.peer_connect_timeout),
+            answer: seconds(self.peer_answer_timeout),
+            idle: seconds(self.peer_idle_timeout),
+        }
     }
 
     /// The limits of the server loop.

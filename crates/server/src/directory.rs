@@ -91,8 +91,16 @@ fn profile(user: &DirectoryUser) -> DirectoryProfile {
     }
 }
 
-/// Creates or refreshes the local account of a directory user.
+/// Creates or refreshes the local account of a directory user; refused for
+/// a name Berth acts under itself (the user would pass for it).
 pub async fn onboard_user(state: &AppState, user: &DirectoryUser) -> Result<User, ApiError> {
+    if berth_domain::model::user::is_reserved_username(&user.username) {
+        return Err(berth_domain::DomainError::Forbidden(format!(
+            "the directory user {} has a name Berth acts under itself, which it cannot sign in as",
+            user.username
+        ))
+        .into());
+    }
     let user = state.store.users().onboard_ldap(&profile(user)).await?;
     crate::identity::forget_user(state, user.id);
     Ok(user)

@@ -269,6 +269,8 @@ async fn user(settings: &Settings, command: UserCommand) -> anyhow::Result<()> {
             realname,
             admin,
         } => {
+            berth_domain::model::user::validate_username(&username)
+                .map_err(|e| anyhow::anyhow!("{e}"))?;
             let password = read_password_from_stdin()?;
             let hash = identity::hash_password(&password)
                 .await

@@ -150,7 +150,18 @@ pub fn validate_profile(
     Ok(())
 }
 
-/// Harbor's username rule: 1–255 characters without `,"~#%$`.
+/// The name replication acts under in audit logs and events: pushes under
+/// it start no event-based replication. No user may take it.
+pub const REPLICATION_ACTOR: &str = "berth-replication";
+
+/// Whether `username` is a name Berth acts under itself (any case): a user
+/// by that name would pass for it in audit logs and events.
+pub fn is_reserved_username(username: &str) -> bool {
+    username.trim().eq_ignore_ascii_case(REPLICATION_ACTOR)
+}
+
+/// Harbor's username rule: 1–255 characters without `,"~#%$`; and none of
+/// the names Berth acts under itself ([`is_reserved_username`]).
 pub fn validate_username(username: &str) -> Result<(), crate::DomainError> {
     let len = username.chars().count();
     if len == 0 || len > 255 {
@@ -163,6 +174,12 @@ pub fn validate_username(username: &str) -> Result<(), crate::DomainError> {
         return Err(crate::DomainError::invalid(
             "username",
             "username contains illegal characters",
+        ));
+    }
+    if is_reserved_username(username) {
+        return Err(crate::DomainError::invalid(
+            "username",
+            format!("username {username} is reserved"),
         ));
     }
     Ok(())
@@ -187,5 +204,9 @@ mod validation_tests {
         assert!(validate_username("bob").is_ok());
         assert!(validate_username("b$b").is_err());
         assert!(validate_username("").is_err());
+        for reserved in ["berth-replication", "Berth-Replication"] {
+            assert!(validate_username(reserved).is_err(), "{reserved}");
+        }
+        assert!(validate_username("berth-replication2").is_ok());
     }
 }

@@ -183,6 +183,7 @@ fn set_endpoint(
 /// the credential. A secret without an access key is no credential (it is
 /// not stored either).
 async fn check_health(
+    state: &AppState,
     kind: RegistryType,
     settings: &RegistrySettings,
     secret: &str,
@@ -193,6 +194,7 @@ async fn check_health(
         ca_certificate: &settings.ca_certificate,
         credential: (!settings.access_key.is_empty())
             .then_some((settings.access_key.as_str(), secret)),
+        deadlines: state.registry.proxy.settings().deadlines,
     };
     upstream::ping(&target).await.map_err(|why| {
         tracing::info!(registry = %settings.url, %why, "registry ping failed");
@@ -242,7 +244,7 @@ pub async fn create_registry(
         access_key,
         status: String::new(),
     };
-    check_health(kind, &settings, &secret).await?;
+    check_health(&state, kind, &settings, &secret).await?;
     settings.status = HEALTHY.to_string();
     let created = registries::create(&state, &principal, &settings, &secret).await?;
     let location = format!("{}/{}", query.path.trim_end_matches('/'), created.id);
@@ -323,7 +325,7 @@ pub async fn update_registry(
             .unwrap_or_default(),
     };
     let kind = registry::parse_type(&settings.kind)?;
-    check_health(kind, &settings, &secret).await?;
+    check_health(&state, kind, &settings, &secret).await?;
     settings.status = HEALTHY.to_string();
     if !registries::update(&state, &principal, registry.id, &settings, &change).await? {
         return Err(ApiError::not_found(format!("registry {} not found", registry.id)).into());
@@ -394,7 +396,7 @@ pub async fn ping_registry(
         .credential_type
         .unwrap_or_else(|| settings.credential_type.clone());
     registry::credential_type(&requested_type, &settings.access_key)?;
-    check_health(kind, &settings, &secret).await?;
+    check_health(&state, kind, &settings, &secret).await?;
     Ok(StatusCode::OK)
 }
 

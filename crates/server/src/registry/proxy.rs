@@ -39,7 +39,6 @@ use berth_domain::oci::{Digest, Manifest, Reference};
 use berth_store::repo::manifests::{Pull, PutManifest, Signatures, StoredManifest};
 use bytes::{Bytes, BytesMut};
 use futures_util::{Stream, StreamExt};
-use http_body_util::BodyExt;
 use tokio::io::AsyncWriteExt;
 use tokio::sync::watch;
 
@@ -534,7 +533,7 @@ async fn fetch_blob(
     let _connection = upstream.connection().await;
     let stream = match upstream
         .remote
-        .blob(&upstream.repository, digest.as_str())
+        .blob(&upstream.repository, digest.as_str(), limit)
         .await
     {
         Ok(Some(stream)) => stream,
@@ -545,16 +544,15 @@ async fn fetch_blob(
     if let Some(length) = length
         && length > limit
     {
-        return Progress::Failed(Miss::Invalid(too_long(digest, limit)));
+        return Progress::Failed(Miss::Invalid(crate::upstream::too_long(
+            upstream.remote.base(),
+            digest.as_str(),
+            limit,
+        )));
     }
     progress.send_replace(Progress::Streaming { written: 0, length });
-    let data = stream
-        .body
-        .into_data_stream()
-        .map(|piece| piece.map_err(|err| format!("reading upstream: {err}")));
-    let idle = state.registry.proxy.settings.idle_timeout;
     let spooled = spooled(
-        throttled(bounded(data, digest, limit, idle), upstream.speed),
+        throttled(stream.body, upstream.speed),
         spool,
         progress.clone(),
         length,
@@ -570,43 +568,6 @@ async fn fetch_blob(
         },
         Err(err) => Progress::Failed(Miss::Invalid(err.to_string())),
     }
-}
-
-/// Why a blob body of more than `limit` bytes is refused.
-fn too_long(digest: &Digest, limit: u64) -> String {
-    format!("the upstream sends more than the {limit} bytes blob {digest} may have")
-}
-
-/// `body` of blob `digest`, ended by an error once it passes `limit` bytes
-/// or sends nothing for `idle`: an upstream sending for ever or stalling
-/// neither fills the spool nor holds the fetch (and its waiting clients).
-fn bounded(
-    body: impl Stream<Item = Result<Bytes, String>> + Send + 'static,
-    digest: &Digest,
-    limit: u64,
-    idle: Duration,
-) -> impl Stream<Item = Result<Bytes, String>> + Send + 'static {
-    let digest = digest.clone();
-    futures_util::stream::unfold(Some((body.boxed(), 0u64)), move |state| {
-        let digest = digest.clone();
-        async move {
-            let (mut body, received) = state?;
-            let piece = match tokio::time::timeout(idle, body.next()).await {
-                Ok(None) => return None,
-                Ok(Some(piece)) => piece,
-                Err(_) => Err(format!(
-                    "the upstream sent nothing of blob {digest} for {idle:?}"
-                )),
-            };
-            match piece.map(|bytes| (received + bytes.len() as u64, bytes)) {
-                Ok((received, bytes)) if received <= limit => {
-                    Some((Ok(bytes), Some((body, received))))
-                }
-                Ok(_) => Some((Err(too_long(&digest, limit)), None)),
-                Err(why) => Some((Err(why), None)),
-            }
-        }
-    })
 }
 
 /// `body` at no more than `bytes_per_second` (as given when `None`).
@@ -825,41 +786,12 @@ fn blob_response(body: Body, length: Option<u64>, digest: &Digest) -> Response {
 mod tests {
     use super::*;
 
-    fn body(
-        pieces: &[&'static [u8]],
-    ) -> impl Stream<Item = Result<Bytes, String>> + Send + 'static {
-        let pieces: Vec<_> = pieces.iter().map(|p| Ok(Bytes::from_static(p))).collect();
-        futures_util::stream::iter(pieces)
-    }
-
-    async fn read(stream: impl Stream<Item = Result<Bytes, String>>) -> Result<Vec<u8>, String> {
-        let mut read = Vec::new();
-        let mut stream = std::pin::pin!(stream);
-        while let Some(piece) = stream.next().await {
-            read.extend_from_slice(&piece?);
-        }
-        Ok(read)
-    }
-
-    #[tokio::test]
-    async fn a_blob_body_ends_at_its_limit_or_when_upstream_stalls() {
-        let digest = Digest::parse(&format!("sha256:{}", "0".repeat(64))).unwrap();
-        let idle = Duration::from_millis(50);
-        let exact = bounded(body(&[b"abc", b"def"]), &digest, 6, idle);
-        assert_eq!(read(exact).await.unwrap(), b"abcdef");
-        let longer = bounded(body(&[b"abc", b"defg"]), &digest, 6, idle);
-        assert_eq!(read(longer).await.unwrap_err(), too_long(&digest, 6));
-        let stalled = body(&[b"abc"]).chain(futures_util::stream::pending());
-        let why = read(bounded(stalled, &digest, 6, idle)).await.unwrap_err();
-        assert!(why.contains("sent nothing"), "{why}");
-    }
-
     #[test]
     fn a_blob_no_manifest_declared_is_bounded_too() {
         let cache = ProxyCache::new(ProxySettings {
             ttl: Duration::ZERO,
             spool_dir: std::env::temp_dir(),
-            idle_timeout: ProxySettings::IDLE_TIMEOUT,
+            deadlines: crate::upstream::Deadlines::DEFAULT,
         });
         let config = br#"{"architecture":"amd64","os":"linux"}"#;
         let manifest = format!(

@@ -283,6 +283,16 @@ pub async fn run_task(state: &AppState, task: &Task) -> Result<Value, String> {
     }
     let filter = parameters.filter(time::unix_now());
     let audit_logs = state.store.audit_logs();
+    if !parameters.dry_run
+        && state
+            .configuration()
+            .await
+            .map_err(|e| e.to_string())?
+            .flag("read_only")
+    {
+        note("the registry is in read-only mode: no audit log was purged".into()).await;
+        return Ok(json!({"purged": 0, "skipped": "read-only mode"}));
+    }
     if parameters.dry_run {
         let count = audit_logs
             .count_purgeable(&filter)

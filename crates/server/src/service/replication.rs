@@ -12,15 +12,26 @@
 //! manifests' exact bytes, so digests stay the same. An artifact the
 //! destination has under the same reference and digest is left as it is, so
 //! a run that stopped halfway resumes without sending again what arrived.
+//!
+//! The other registry is not trusted: every request to it runs under the
+//! peer deadlines (a silent peer fails its task with the reason in the
+//! task's log), a blob is read no further than the size its manifest
+//! declares and must hash to its digest, and the names it hands out
+//! (repositories of its catalog, tags, referrers' digests) must pass the
+//! rules a client's push and Harbor's project creation apply before a
+//! task uses them: a task whose names fail them fails at once and creates
+//! nothing. A pull-based run writes here, so it does not run in read-only
+//! mode.
 
 use std::collections::HashMap;
 
 use berth_domain::cron::Cron;
+use berth_domain::model::project::validate_project_name;
 use berth_domain::model::registry::{Registry, RegistryType};
 use berth_domain::model::replication::{self as model, Policy};
 use berth_domain::model::{NewProject, ProjectRef};
 use berth_domain::oci::manifest::Descriptor;
-use berth_domain::oci::{Digest, Manifest, Reference};
+use berth_domain::oci::{Digest, Manifest, Reference, is_valid_name};
 use berth_store::repo::events::{self, Event};
 use berth_store::repo::jobs::{NewExecution, NewSchedule, NewTask, Schedule, Task};
 use berth_store::repo::manifests::PutManifest;
@@ -257,8 +268,9 @@ impl Transfer<'_> {
     }
 }
 
-/// Who the runs a schedule or an event starts act as, in audit logs and events.
-pub const REPLICATOR: &str = "berth-replication";
+/// Who the runs a schedule or an event starts act as, in audit logs and
+/// events: a name no user may take.
+pub const REPLICATOR: &str = berth_domain::model::user::REPLICATION_ACTOR;
 
 /// How many times a repository's task is tried (a destination outage fails
 /// it with the reason; the retries come after the jobs' backoff).
@@ -424,6 +436,52 @@ pub struct Work {
 }
 
 impl Work {
+    /// Checks the names the task would use, as a client's push and Harbor's
+    /// project creation check them: the repository at the source and the
+    /// one it lands in (the OCI name grammar; a destination is
+    /// `<project>/<repository>`, and its project, when it `lands_here`, a
+    /// valid project name), and each reference (a tag, or a digest). Why
+    /// not, when one fails.
+    pub fn check(&self, lands_here: bool) -> Result<(), String> {
+        if !is_valid_name(&self.repository) {
+            return Err(format!(
+                "the repository name {:?} is not a valid repository name: nothing was replicated",
+                self.repository
+            ));
+        }
+        let project = project_of(&self.destination);
+        if !is_valid_name(&self.destination) || !self.destination.contains('/') {
+            return Err(format!(
+                "the destination {:?} is not a valid <project>/<repository> name: nothing was replicated",
+                self.destination
+            ));
+        }
+        if lands_here && let Err(why) = validate_project_name(project) {
+            return Err(format!(
+                "the destination project {project:?} is not a valid project name ({why}): nothing was replicated"
+            ));
+        }
+        for reference in &self.references {
+            let valid = match Reference::parse(reference) {
+                Ok(Reference::Tag(_)) => self.operation == COPY,
+                Ok(Reference::Digest(_)) => true,
+                Err(_) => false,
+            };
+            if !valid {
+                return Err(format!(
+                    "{}: {reference:?} is not a valid {}: nothing was replicated",
+                    self.repository,
+                    if self.operation == COPY {
+                        "tag or digest"
+                    } else {
+                        "digest"
+                    }
+                ));
+            }
+        }
+        Ok(())
+    }
+
     /// Harbor's `repo:[ref,ref]` names of the task's source and destination.
     pub fn resources(&self) -> (String, String) {
         let refs = self.references.join(",");
@@ -596,6 +654,10 @@ pub async fn run_task(state: &AppState, task: &Task) -> Result<Value, String> {
     }
     let work: Work =
         serde_json::from_value(parameters["work"].clone()).map_err(|e| e.to_string())?;
+    work.check(!policy.push_based())?;
+    if !policy.push_based() && work.operation == COPY {
+        refuse_in_read_only(state).await?;
+    }
     let other = Other::of(state, &policy).await?;
     let jobs = &jobs;
     let log = |line: String| async move {
@@ -727,6 +789,19 @@ fn project_of(repository: &str) -> &str {
     repository.split_once('/').map_or(repository, |(p, _)| p)
 }
 
+/// Fails a step that would write here while the registry is in read-only
+/// mode (what a pull-based run does), saying so.
+async fn refuse_in_read_only(state: &AppState) -> Result<(), String> {
+    let config = state.configuration().await.map_err(|e| e.to_string())?;
+    if config.flag("read_only") {
+        return Err(
+            "the registry is in read-only mode: a pull-based replication writes here, so nothing was pulled"
+                .into(),
+        );
+    }
+    Ok(())
+}
+
 /// The digest of `reference` of local `repository`, if it has one.
 async fn local_digest(
     state: &AppState,
@@ -777,6 +852,7 @@ impl Other {
             ca_certificate: &settings.ca_certificate,
             credential: (!settings.access_key.is_empty())
                 .then_some((settings.access_key.as_str(), secret.as_str())),
+            deadlines: state.registry.proxy.settings().deadlines,
         };
         Ok(Self {
             remote: Remote::new(&target).map_err(|e| e.0)?,
@@ -795,6 +871,10 @@ async fn plan_run(
     plan: Plan,
 ) -> Result<Value, String> {
     let jobs = state.store.jobs();
+    let pulled = !policy.push_based();
+    if pulled {
+        refuse_in_read_only(state).await?;
+    }
     let mut works = Vec::new();
     if let Some(happened) = plan.event {
         let destination = policy.destination(&happened.repository)?;
@@ -826,15 +906,22 @@ async fn plan_run(
         .iter()
         .map(|work| NewTask {
             parameters: json!({"work": work}),
-            max_attempts: ATTEMPTS,
+            // A task whose names are not valid fails the same way every time.
+            max_attempts: if work.check(pulled).is_ok() {
+                ATTEMPTS
+            } else {
+                1
+            },
             sequence_key: Some(format!("replication {} {}", policy.id, work.destination)),
         })
         .collect();
     for work in &works {
         let (from, to) = work.resources();
-        let _ = jobs
-            .log(task.id, &format!("{} {from} to {to}", work.operation))
-            .await;
+        let line = match work.check(pulled) {
+            Ok(()) => format!("{} {from} to {to}", work.operation),
+            Err(why) => format!("{} {from} to {to}: {why}", work.operation),
+        };
+        let _ = jobs.log(task.id, &line).await;
     }
     jobs.add_tasks(task.execution_id, &tasks)
         .await
@@ -919,15 +1006,22 @@ async fn remote_works(state: &AppState, policy: &Policy) -> Result<Vec<Work>, St
         if !policy.keeps_repository(&repository) {
             continue;
         }
-        let tags = other
-            .remote
-            .tags(&repository)
-            .await
-            .map_err(|e| e.to_string())?;
-        let references: Vec<String> = policy.keeps_tags(&tags).into_iter().cloned().collect();
-        if references.is_empty() {
-            continue;
-        }
+        // A name that is not one is not asked about (it would go into a
+        // URL): its task fails, saying why.
+        let references: Vec<String> = if is_valid_name(&repository) {
+            let tags = other
+                .remote
+                .tags(&repository)
+                .await
+                .map_err(|e| e.to_string())?;
+            let references: Vec<String> = policy.keeps_tags(&tags).into_iter().cloned().collect();
+            if references.is_empty() {
+                continue;
+            }
+            references
+        } else {
+            Vec::new()
+        };
         let mut destination = policy.destination(&repository)?;
         if !destination.contains('/') {
             destination = format!("{DEFAULT_PROJECT}/{destination}");
@@ -1043,7 +1137,7 @@ impl Transfer<'_> {
         let pulls: Vec<_> = manifest
             .blob_dependencies()
             .into_iter()
-            .map(|blob| self.pull_blob(repository, &blob.digest, to, project_id))
+            .map(|blob| self.pull_blob(repository, blob, to, project_id))
             .collect();
         let pulled: Vec<Option<u64>> = futures_util::stream::iter(pulls)
             .buffer_unordered(PARALLEL_BLOBS)
@@ -1096,22 +1190,27 @@ impl Transfer<'_> {
             .await
             .map_err(|e| e.to_string())?;
         for referrer in referrers {
-            Box::pin(self.pull_manifest(repository, &referrer, to, project_id, true, depth + 1))
+            let referrer = referrer.as_str();
+            Box::pin(self.pull_manifest(repository, referrer, to, project_id, true, depth + 1))
                 .await?;
         }
         Ok(())
     }
 
-    /// Pulls blob `digest` of `repository` there into local `to`, unless `to`
-    /// has it; its size when fetched.
+    /// Pulls `blob` of `repository` there into local `to`, unless `to` has
+    /// it: no more than the size its manifest declares is read, and the
+    /// bytes must hash to its digest. Its size when fetched.
     async fn pull_blob(
         &self,
         repository: &str,
-        digest: &Digest,
+        blob: &Descriptor,
         to: &str,
         project_id: i64,
     ) -> Result<Option<u64>, String> {
         let (state, remote, pace) = (self.state, self.remote, self.pace);
+        let digest = &blob.digest;
+        let declared = u64::try_from(blob.size)
+            .map_err(|_| format!("{repository}@{digest}: a negative size in its manifest"))?;
         let registry = state.store.registry();
         if registry
             .repository_blob(to, digest.as_str())
@@ -1122,20 +1221,21 @@ impl Transfer<'_> {
             return Ok(None);
         }
         let stream = remote
-            .blob(repository, digest.as_str())
+            .blob(repository, digest.as_str(), declared)
             .await
             .map_err(|e| e.to_string())?
             .ok_or_else(|| format!("{repository}@{digest}: the blob is not there"))?;
+        if let Some(length) = stream.length.filter(|&length| length > declared) {
+            return Err(format!(
+                "{repository}@{digest}: the source announces {length} bytes of a blob its manifest declares as {declared}"
+            ));
+        }
         let counted = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
         let counter = counted.clone();
         let body = crate::registry::throttled(
-            stream
-                .body
-                .into_data_stream()
-                .map_err(|e| e.to_string())
-                .inspect_ok(move |bytes| {
-                    counter.fetch_add(bytes.len() as u64, std::sync::atomic::Ordering::Relaxed);
-                }),
+            stream.body.inspect_ok(move |bytes| {
+                counter.fetch_add(bytes.len() as u64, std::sync::atomic::Ordering::Relaxed);
+            }),
             pace.bytes_per_second,
         );
         state

@@ -150,16 +150,11 @@ pub struct ProxySettings {
     /// Where blobs being fetched are spooled (unlinked files; on disk, not in
     /// a tmpfs, for layers of gigabytes).
     pub spool_dir: std::path::PathBuf,
-    /// How long a blob body from upstream may send nothing before its fetch
-    /// fails: a stalled upstream must not hold the fetch (and every client
-    /// waiting on it) for ever.
-    pub idle_timeout: Duration,
-}
-
-impl ProxySettings {
-    /// The [`ProxySettings::idle_timeout`] of a server: as long as an upstream
-    /// may take to answer at all.
-    pub const IDLE_TIMEOUT: Duration = Duration::from_secs(30);
+    /// How long each step of a request to another registry may take (the
+    /// proxy cache's, replication's and the registries' pings): a stalled
+    /// upstream must not hold a fetch (and every client waiting on it), nor
+    /// a replication run, for ever.
+    pub deadlines: super::Deadlines,
 }
 
 /// What proxy-cache projects keep in memory: upstream clients, when tags
@@ -336,6 +331,7 @@ impl ProxyCache {
                     ca_certificate: &settings.ca_certificate,
                     credential: (!settings.access_key.is_empty())
                         .then_some((settings.access_key.as_str(), secret.as_str())),
+                    deadlines: self.settings.deadlines,
                 };
                 let remote = Arc::new(Remote::new(&target).map_err(|why| {
                     unavailable(&Unavailable {

@@ -8,21 +8,32 @@
 //! reachable. With one, the credential must be accepted: a Bearer challenge
 //! is followed to its token service with Basic credentials, a Basic
 //! challenge answered directly, and `/v2/` must then answer 2xx.
+//!
+//! Every request to another registry runs under its [`Deadlines`]: the
+//! connection, each answer's headers (per redirect), a small document's
+//! body (a token, a manifest, a page of a listing), and each silence of a
+//! body streamed in or out. A peer that goes silent fails the step with
+//! the reason (`no data from <host> for 30 s`) instead of holding it.
 
 pub mod cache;
 mod challenge;
 mod remote;
 pub mod tls;
 
+pub use berth_net::Deadlines;
 pub use remote::{BlobStream, FetchedManifest, ManifestHead, Remote, Unavailable};
 
 use challenge::Challenge;
 
-use std::time::Duration;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
 
 use axum::http::{HeaderMap, Method, Request, StatusCode, header};
 use base64::Engine;
 use bytes::Bytes;
+use futures_util::{Stream, StreamExt};
 use http_body_util::combinators::UnsyncBoxBody;
 use http_body_util::{BodyExt, Empty, Limited};
 use hyper_rustls::HttpsConnector;
@@ -47,6 +58,8 @@ pub struct Target<'a> {
     pub ca_certificate: &'a str,
     /// `(access key, secret)`, when the registry has a credential.
     pub credential: Option<(&'a str, &'a str)>,
+    /// How long each step of a request may take.
+    pub deadlines: Deadlines,
 }
 
 /// Why a ping failed, in words for the caller.
@@ -79,6 +92,153 @@ pub fn empty_body() -> Body {
 /// The HTTP client of one target.
 struct Upstream {
     client: Client<HttpsConnector<berth_net::Connector>, Body>,
+    deadlines: Deadlines,
+}
+
+/// The `host[:port]` of an absolute URL, as log lines name a peer.
+fn host(url: &str) -> &str {
+    let origin = origin(url);
+    origin.find("://").map_or(origin, |i| &origin[i + 3..])
+}
+
+/// Why a peer's silence ended a step.
+fn silent(url: &str, deadline: Duration) -> String {
+    format!(
+        "no data from {} for {}",
+        host(url),
+        berth_net::spoken(deadline)
+    )
+}
+
+/// The whole of a small document's `body` (a token, a manifest, a page of a
+/// listing): at most `limit` bytes, arrived within `deadline`; `what` names
+/// it in the reason why not.
+async fn read_document(
+    body: hyper::body::Incoming,
+    limit: usize,
+    deadline: Duration,
+    url: &str,
+    what: &str,
+) -> Result<Bytes, String> {
+    let read = Limited::new(body, limit).collect();
+    match tokio::time::timeout(deadline, read).await {
+        Err(_) => Err(format!(
+            "{}: {what} did not arrive whole within {}",
+            host(url),
+            berth_net::spoken(deadline)
+        )),
+        Ok(Err(e)) if e.is::<http_body_util::LengthLimitError>() => Err(format!(
+            "{}: {what} is longer than {limit} bytes",
+            host(url)
+        )),
+        Ok(Err(e)) => Err(format!("{}: reading {what}: {e}", host(url))),
+        Ok(Ok(body)) => Ok(body.to_bytes()),
+    }
+}
+
+/// `body` (of blob `digest`, from `url`) ended by an error once it passes
+/// `limit` bytes or sends nothing for `idle`: a peer sending for ever or
+/// stalling neither fills a disk nor holds the step.
+pub(crate) fn bounded<S>(
+    body: S,
+    url: &str,
+    digest: &str,
+    limit: u64,
+    idle: Duration,
+) -> impl Stream<Item = Result<Bytes, String>> + Send + 'static + use<S>
+where
+    S: Stream<Item = Result<Bytes, String>> + Send + 'static,
+{
+    let (url, digest) = (url.to_string(), digest.to_string());
+    futures_util::stream::unfold(Some((body.boxed(), 0u64)), move |state| {
+        let (url, digest) = (url.clone(), digest.clone());
+        async move {
+            let (mut body, received) = state?;
+            let piece = match tokio::time::timeout(idle, body.next()).await {
+                Ok(None) => return None,
+                Ok(Some(piece)) => piece,
+                Err(_) => Err(format!("{} (blob {digest})", silent(&url, idle))),
+            };
+            match piece.map(|bytes| (received + bytes.len() as u64, bytes)) {
+                Ok((received, bytes)) if received <= limit => {
+                    Some((Ok(bytes), Some((body, received))))
+                }
+                Ok(_) => Some((Err(too_long(&url, &digest, limit)), None)),
+                Err(why) => Some((Err(why), None)),
+            }
+        }
+    })
+}
+
+/// Why a blob body of more than `limit` bytes is refused.
+pub(crate) fn too_long(url: &str, digest: &str, limit: u64) -> String {
+    format!(
+        "{} sends more than the {limit} bytes blob {digest} may have",
+        host(url)
+    )
+}
+
+/// When a request whose body streams out last moved: a byte of its body
+/// went, or (once `done`) its body ended.
+#[derive(Debug)]
+struct Moved {
+    at: Mutex<(Instant, bool)>,
+}
+
+impl Moved {
+    fn new(done: bool) -> Arc<Self> {
+        Arc::new(Self {
+            at: Mutex::new((Instant::now(), done)),
+        })
+    }
+
+    fn note(&self, done: bool) {
+        *self.at.lock().unwrap_or_else(|e| e.into_inner()) = (Instant::now(), done);
+    }
+
+    /// When the exchange is overdue: `idle` after the last byte sent while
+    /// the body goes out, `answer` after its end.
+    fn due(&self, deadlines: &Deadlines) -> (Instant, Duration) {
+        let (at, done) = *self.at.lock().unwrap_or_else(|e| e.into_inner());
+        let wait = if done {
+            deadlines.answer
+        } else {
+            deadlines.idle
+        };
+        (at + wait, wait)
+    }
+}
+
+/// A request body that notes in [`Moved`] each piece it hands out and its end.
+struct Watched {
+    inner: Body,
+    moved: Arc<Moved>,
+}
+
+impl hyper::body::Body for Watched {
+    type Data = Bytes;
+    type Error = std::io::Error;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<hyper::body::Frame<Bytes>, std::io::Error>>> {
+        let polled = Pin::new(&mut self.inner).poll_frame(cx);
+        match &polled {
+            Poll::Ready(Some(Ok(_))) => self.moved.note(self.inner.is_end_stream()),
+            Poll::Ready(_) => self.moved.note(true),
+            Poll::Pending => {}
+        }
+        polled
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> hyper::body::SizeHint {
+        self.inner.size_hint()
+    }
 }
 
 /// `scheme://authority` of an absolute URL.
@@ -103,10 +263,15 @@ fn resolve(base: &str, location: &str) -> Option<String> {
 
 impl Upstream {
     fn new(target: &Target<'_>) -> Result<Self, Unhealthy> {
-        let connector =
-            tls::connector(target.insecure, target.ca_certificate).map_err(Unhealthy)?;
+        let connector = tls::connector(
+            target.insecure,
+            target.ca_certificate,
+            target.deadlines.connect,
+        )
+        .map_err(Unhealthy)?;
         Ok(Self {
             client: Client::builder(TokioExecutor::new()).build(connector),
+            deadlines: target.deadlines,
         })
     }
 
@@ -141,10 +306,15 @@ impl Upstream {
             let request = request
                 .body(empty_body())
                 .map_err(|e| Unhealthy(format!("invalid URL {url}: {e}")))?;
-            let response = self
-                .client
-                .request(request)
+            let answer = self.deadlines.answer;
+            let response = tokio::time::timeout(answer, self.client.request(request))
                 .await
+                .map_err(|_| {
+                    Unhealthy(format!(
+                        "{url}: no answer within {}",
+                        berth_net::spoken(answer)
+                    ))
+                })?
                 .map_err(|e| Unhealthy(format!("{url}: {}", berth_net::error_chain(&e))))?;
             let status = response.status();
             let (parts, body) = response.into_parts();
@@ -168,7 +338,9 @@ impl Upstream {
     }
 
     /// Sends `method` to `url` once (no redirect: a body is sent once) with
-    /// `authorization`, `headers` and `body`.
+    /// `authorization`, `headers` and `body`: failed when the body stops
+    /// going out for the idle deadline (the peer takes nothing), or no
+    /// answer comes within the answer deadline after its end.
     async fn send_body(
         &self,
         method: Method,
@@ -187,14 +359,29 @@ impl Upstream {
         for (name, value) in headers {
             request = request.header(name, value);
         }
+        let moved = Moved::new(hyper::body::Body::is_end_stream(&body));
+        let body = Watched {
+            inner: body,
+            moved: Arc::clone(&moved),
+        }
+        .boxed_unsync();
         let request = request
             .body(body)
             .map_err(|e| Unhealthy(format!("invalid request to {url}: {e}")))?;
-        let response = self
-            .client
-            .request(request)
-            .await
-            .map_err(|e| Unhealthy(format!("{url}: {}", berth_net::error_chain(&e))))?;
+        let exchange = self.client.request(request);
+        tokio::pin!(exchange);
+        let response = loop {
+            let (due, waited) = moved.due(&self.deadlines);
+            tokio::select! {
+                response = &mut exchange => break response,
+                () = tokio::time::sleep_until(due.into()) => {
+                    if moved.due(&self.deadlines).0 <= Instant::now() {
+                        return Err(Unhealthy(format!("{url}: {}", silent(url, waited))));
+                    }
+                }
+            }
+        }
+        .map_err(|e| Unhealthy(format!("{url}: {}", berth_net::error_chain(&e))))?;
         let (parts, body) = response.into_parts();
         Ok(Answer {
             status: parts.status,
@@ -237,11 +424,15 @@ impl Upstream {
                 answer.status
             )));
         }
-        let body = Limited::new(answer.body, MAX_TOKEN_BODY)
-            .collect()
-            .await
-            .map_err(|e| Unhealthy(format!("reading the token: {e}")))?
-            .to_bytes();
+        let body = read_document(
+            answer.body,
+            MAX_TOKEN_BODY,
+            self.deadlines.answer,
+            &url,
+            "the token",
+        )
+        .await
+        .map_err(Unhealthy)?;
         #[derive(serde::Deserialize)]
         struct TokenBody {
             #[serde(default)]
@@ -342,6 +533,37 @@ async fn ping_now(target: &Target<'_>) -> Result<(), Unhealthy> {
 mod tests {
     use super::*;
 
+    fn body(
+        pieces: &[&'static [u8]],
+    ) -> impl Stream<Item = Result<Bytes, String>> + Send + 'static {
+        let pieces: Vec<_> = pieces.iter().map(|p| Ok(Bytes::from_static(p))).collect();
+        futures_util::stream::iter(pieces)
+    }
+
+    async fn read(stream: impl Stream<Item = Result<Bytes, String>>) -> Result<Vec<u8>, String> {
+        let mut read = Vec::new();
+        let mut stream = std::pin::pin!(stream);
+        while let Some(piece) = stream.next().await {
+            read.extend_from_slice(&piece?);
+        }
+        Ok(read)
+    }
+
+    #[tokio::test]
+    async fn a_blob_body_ends_at_its_limit_or_when_upstream_stalls() {
+        let (url, digest) = ("http://peer:5000/v2/", "sha256:0");
+        let idle = Duration::from_millis(50);
+        let exact = bounded(body(&[b"abc", b"def"]), url, digest, 6, idle);
+        assert_eq!(read(exact).await.unwrap(), b"abcdef");
+        let longer = bounded(body(&[b"abc", b"defg"]), url, digest, 6, idle);
+        assert_eq!(read(longer).await.unwrap_err(), too_long(url, digest, 6));
+        let stalled = body(&[b"abc"]).chain(futures_util::stream::pending());
+        let why = read(bounded(stalled, url, digest, 6, idle))
+            .await
+            .unwrap_err();
+        assert_eq!(why, "no data from peer:5000 for 50 ms (blob sha256:0)");
+    }
+
     #[test]
     fn redirects_resolve() {
         assert_eq!(origin("https://h:5000/v2/"), "https://h:5000");
@@ -356,5 +578,7 @@ mod tests {
         );
         assert_eq!(resolve("https://h/v2/", "//o/v2/"), None);
         assert_eq!(resolve("https://h/v2/", "x"), None);
+        assert_eq!(host("https://h:5000/v2/x"), "h:5000");
+        assert_eq!(host("http://h"), "h");
     }
 }

@@ -8,16 +8,13 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use axum::http::{HeaderMap, Method, StatusCode, header};
+use berth_domain::oci::Digest;
 use bytes::Bytes;
-use http_body_util::{BodyExt, Limited};
+use futures_util::{StreamExt, TryStreamExt};
+use http_body_util::BodyExt;
 
 use super::challenge::{self, Challenge};
-use super::{Answer, Target, Unhealthy, Upstream, basic_authorization};
-
-/// How long an upstream may take to answer a request's headers.
-const ANSWER_TIMEOUT: Duration = Duration::from_secs(30);
-/// How long reading a manifest body may take.
-const MANIFEST_READ_TIMEOUT: Duration = Duration::from_secs(30);
+use super::{Answer, Target, Unhealthy, Upstream, basic_authorization, read_document};
 /// A token is dropped this long before it expires (or at half its life, if shorter).
 const TOKEN_MARGIN: Duration = Duration::from_secs(10);
 /// How long a registry that asked for Basic is sent it unasked.
@@ -81,12 +78,20 @@ pub struct FetchedManifest {
 }
 
 /// A blob's body as it streams in.
-#[derive(Debug)]
 pub struct BlobStream {
     /// Its length, when upstream says it.
     pub length: Option<u64>,
-    /// The bytes.
-    pub body: hyper::body::Incoming,
+    /// The bytes: an error ends them once they pass the limit asked for,
+    /// or when upstream sends nothing for the idle deadline.
+    pub body: futures_util::stream::BoxStream<'static, Result<Bytes, String>>,
+}
+
+impl std::fmt::Debug for BlobStream {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BlobStream")
+            .field("length", &self.length)
+            .finish_non_exhaustive()
+    }
 }
 
 /// An upstream registry pulled from.
@@ -157,20 +162,26 @@ impl Remote {
             return Ok(None);
         };
         let media_type = text(&answer.headers, header::CONTENT_TYPE.as_str()).unwrap_or_default();
-        let read = Limited::new(answer.body, max_bytes).collect();
-        let body = tokio::time::timeout(MANIFEST_READ_TIMEOUT, read)
-            .await
-            .map_err(|_| Unavailable::unreachable(format!("{path}: the manifest came too slowly")))?
-            .map_err(|e| Unavailable::unreachable(format!("{path}: reading the manifest: {e}")))?
-            .to_bytes();
+        let what = format!("manifest {repository}:{reference}");
+        let body = read_document(
+            answer.body,
+            max_bytes,
+            self.deadlines().answer,
+            &self.base,
+            &what,
+        )
+        .await
+        .map_err(Unavailable::unreachable)?;
         Ok(Some(FetchedManifest { body, media_type }))
     }
 
-    /// Blob `digest` of `repository`, streaming: `None` when upstream has none.
+    /// Blob `digest` of `repository`, streaming, of at most `limit` bytes:
+    /// `None` when upstream has none.
     pub async fn blob(
         &self,
         repository: &str,
         digest: &str,
+        limit: u64,
     ) -> Result<Option<BlobStream>, Unavailable> {
         let path = format!("blobs/{digest}");
         let Some(answer) = self.request(Method::GET, repository, &path, None).await? else {
@@ -178,10 +189,23 @@ impl Remote {
         };
         let length =
             text(&answer.headers, header::CONTENT_LENGTH.as_str()).and_then(|l| l.parse().ok());
-        Ok(Some(BlobStream {
-            length,
-            body: answer.body,
-        }))
+        let from = format!("reading blob {digest} from {}", super::host(&self.base));
+        let data = answer
+            .body
+            .into_data_stream()
+            .map_err(move |e| format!("{from}: {e}"));
+        let body = super::bounded(data, &self.base, digest, limit, self.deadlines().idle).boxed();
+        Ok(Some(BlobStream { length, body }))
+    }
+
+    /// How long each step of a request to this registry may take.
+    pub fn deadlines(&self) -> &super::Deadlines {
+        &self.http.deadlines
+    }
+
+    /// The base URL of the registry's distribution API.
+    pub fn base(&self) -> &str {
+        &self.base
     }
 
     /// Sends `method` to `<base>/v2/<repository>/<path>`, signing in when
@@ -256,19 +280,12 @@ impl Remote {
         authorization: Option<&str>,
         accept: Option<&str>,
     ) -> Result<Answer, Unavailable> {
-        tokio::time::timeout(
-            ANSWER_TIMEOUT,
-            self.http.send(method, url, authorization, accept),
-        )
-        .await
-        .map_err(|_| {
-            Unavailable::unreachable(format!("{url}: no answer within {ANSWER_TIMEOUT:?}"))
-        })?
-        .map_err(|why| Unavailable::unreachable(why.0))
+        self.http
+            .send(method, url, authorization, accept)
+            .await
+            .map_err(|why| Unavailable::unreachable(why.0))
     }
 
-    /// The `Authorization` kept for `scope`: a token that has not expired,
-    /// or the Basic credential of a registry that asked for it.
     /// Whether the registry has blob `digest` in `repository`; signs in for
     /// pushing to it on the way (what the pushes that follow use).
     pub async fn has_blob(&self, repository: &str, digest: &str) -> Result<bool, Unavailable> {
@@ -336,7 +353,8 @@ impl Remote {
             (header::CONTENT_TYPE, "application/octet-stream".to_string()),
             (header::CONTENT_LENGTH, length.to_string()),
         ];
-        // No time limit: the answer comes once the whole blob is sent.
+        // Bounded by the idle deadline while the blob goes out (the answer
+        // comes once the whole blob is sent), by the answer one after.
         let scope = format!("repository:{repository}:{PUSH}");
         let done = self
             .http
@@ -420,6 +438,7 @@ impl Remote {
         scope: &str,
     ) -> Result<Vec<T>, Unavailable> {
         let mut pages = Vec::new();
+        let mut read = 0;
         let mut next = Some(first.to_string());
         while let Some(url) = next.take() {
             if pages.len() >= MAX_LIST_PAGES {
@@ -436,14 +455,21 @@ impl Remote {
             next = text(&answer.headers, header::LINK.as_str())
                 .and_then(|link| next_link(&link))
                 .and_then(|link| super::resolve(&url, &link));
-            let body = tokio::time::timeout(
-                MANIFEST_READ_TIMEOUT,
-                Limited::new(answer.body, MAX_LIST_BODY).collect(),
+            let body = read_document(
+                answer.body,
+                MAX_LIST_BODY,
+                self.deadlines().answer,
+                &url,
+                "a page of a listing",
             )
             .await
-            .map_err(|_| Unavailable::unreachable(format!("{url}: the list came too slowly")))?
-            .map_err(|e| Unavailable::unreachable(format!("{url}: reading the list: {e}")))?
-            .to_bytes();
+            .map_err(Unavailable::unreachable)?;
+            read += body.len();
+            if read > MAX_LIST_TOTAL {
+                return Err(Unavailable::unreachable(format!(
+                    "{first}: a listing of more than {MAX_LIST_TOTAL} bytes"
+                )));
+            }
             pages.push(
                 serde_json::from_slice(&body)
                     .map_err(|e| Unavailable::unreachable(format!("{url}: not a listing: {e}")))?,
@@ -454,11 +480,12 @@ impl Remote {
 
     /// The digests of the manifests the registry lists as referrers of
     /// `digest` (the OCI 1.1 referrers API); none when it has no such API.
+    /// A listed digest that is not one fails the listing.
     pub async fn referrers(
         &self,
         repository: &str,
         digest: &str,
-    ) -> Result<Vec<String>, Unavailable> {
+    ) -> Result<Vec<Digest>, Unavailable> {
         #[derive(serde::Deserialize)]
         struct Descriptor {
             digest: String,
@@ -484,16 +511,32 @@ impl Remote {
             Err(why) if why.status.is_some_and(|s| s.is_client_error()) => return Ok(Vec::new()),
             Err(why) => return Err(why),
         };
-        let read = Limited::new(answer.body, MAX_LIST_BODY).collect();
-        let body = tokio::time::timeout(MANIFEST_READ_TIMEOUT, read)
-            .await
-            .map_err(|_| Unavailable::unreachable(format!("{path}: the list came too slowly")))?
-            .map_err(|e| Unavailable::unreachable(format!("{path}: reading the list: {e}")))?
-            .to_bytes();
+        let what = format!("the referrers of {repository}@{digest}");
+        let body = read_document(
+            answer.body,
+            MAX_LIST_BODY,
+            self.deadlines().answer,
+            &self.base,
+            &what,
+        )
+        .await
+        .map_err(Unavailable::unreachable)?;
         let listed: Referrers = serde_json::from_slice(&body).unwrap_or(Referrers {
             manifests: Vec::new(),
         });
-        Ok(listed.manifests.into_iter().map(|d| d.digest).collect())
+        listed
+            .manifests
+            .into_iter()
+            .map(|listed| {
+                Digest::parse(&listed.digest).map_err(|_| {
+                    Unavailable::unreachable(format!(
+                        "{}: {what} name {:?}, which is not a digest",
+                        super::host(&self.base),
+                        listed.digest
+                    ))
+                })
+            })
+            .collect()
     }
 
     /// Deletes manifest `digest` of `repository`; `false` when the registry
@@ -520,16 +563,11 @@ impl Remote {
             .map_err(|never| match never {})
             .boxed_unsync();
         let headers = [(header::CONTENT_TYPE, "application/json".to_string())];
-        let answer = tokio::time::timeout(
-            ANSWER_TIMEOUT,
-            self.http
-                .send_body(Method::POST, &url, self.basic.as_deref(), &headers, body),
-        )
-        .await
-        .map_err(|_| {
-            Unavailable::unreachable(format!("{url}: no answer within {ANSWER_TIMEOUT:?}"))
-        })?
-        .map_err(|why| Unavailable::unreachable(why.0))?;
+        let answer = self
+            .http
+            .send_body(Method::POST, &url, self.basic.as_deref(), &headers, body)
+            .await
+            .map_err(|why| Unavailable::unreachable(why.0))?;
         match answer.status {
             StatusCode::CREATED | StatusCode::CONFLICT => Ok(()),
             status => Err(Unavailable {
@@ -552,18 +590,14 @@ impl Remote {
     ) -> Result<Answer, Unavailable> {
         let scope = format!("repository:{repository}:{PUSH}");
         let authorization = self.kept_authorization(&scope);
-        tokio::time::timeout(
-            ANSWER_TIMEOUT,
-            self.http
-                .send_body(method, url, authorization.as_deref(), headers, body),
-        )
-        .await
-        .map_err(|_| {
-            Unavailable::unreachable(format!("{url}: no answer within {ANSWER_TIMEOUT:?}"))
-        })?
-        .map_err(|why| Unavailable::unreachable(why.0))
+        self.http
+            .send_body(method, url, authorization.as_deref(), headers, body)
+            .await
+            .map_err(|why| Unavailable::unreachable(why.0))
     }
 
+    /// The `Authorization` kept for `scope`: a token that has not expired,
+    /// or the Basic credential of a registry that asked for it.
     fn kept_authorization(&self, scope: &str) -> Option<String> {
         let tokens = self.tokens.lock().unwrap_or_else(|e| e.into_inner());
         match tokens.get(scope) {
@@ -622,6 +656,10 @@ const LIST_PAGE: usize = 1000;
 const MAX_LIST_PAGES: usize = 10_000;
 /// The largest page of a listing read.
 const MAX_LIST_BODY: usize = 16 << 20;
+/// The most a whole listing (every page of a catalog, or of a repository's
+/// tags) may weigh: a peer answering page after page for ever neither
+/// fills the memory nor holds the run.
+const MAX_LIST_TOTAL: usize = 64 << 20;
 
 /// The target of a `Link` header's `rel="next"`.
 fn next_link(link: &str) -> Option<String> {

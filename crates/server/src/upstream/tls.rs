@@ -15,10 +15,12 @@ pub fn validate_ca_certificate(pem: &str) -> Result<(), String> {
 }
 
 /// A connector for `http://` and `https://` URLs with the TLS settings of a
-/// registry, through the environment's proxies.
+/// registry, through the environment's proxies, giving up on a TCP
+/// connection after `connect`.
 pub fn connector(
     insecure: bool,
     ca_certificate: &str,
+    connect: std::time::Duration,
 ) -> Result<HttpsConnector<Connector>, String> {
     let trust = if insecure {
         Trust::AnyCertificate
@@ -27,7 +29,7 @@ pub fn connector(
     } else {
         Trust::Platform
     };
-    berth_net::https_connector(trust)
+    berth_net::https_connector_within(trust, connect)
 }
 
 #[cfg(test)]

@@ -214,3 +214,26 @@ backend_test!(
         assert_eq!(res.json()["tags"].as_array().unwrap().len(), 20, "every push went through");
     }
 );
+
+backend_test!(
+    /// A scheduled purge fires in read-only mode but deletes nothing: it
+    /// is skipped, saying why.
+    async fn a_scheduled_purge_deletes_nothing_in_read_only_mode(app) {
+        let audit_logs = app.store().audit_logs();
+        audit_logs.record(&[entry("create", "artifact", 30)]).await.unwrap();
+        let parameters = json!({"audit_retention_hour": 24, "include_event_types": "create_artifact", "dry_run": false});
+        let every = json!({"schedule": {"type": "Custom", "cron": "* * * * * *"}, "parameters": parameters});
+        let res = app.post(SCHEDULE).admin().json(&every).send().await;
+        assert_eq!(res.status, StatusCode::CREATED, "{}", res.text());
+        let res = app.put("/api/v2.0/configurations").admin().json(&json!({"read_only": true})).send().await;
+        assert_eq!(res.status, StatusCode::OK, "{}", res.text());
+        tokio::time::sleep(Duration::from_millis(1100)).await;
+        assert_eq!(work(&app).await, 1);
+        let history = app.get("/api/v2.0/system/purgeaudit").admin().send().await.json();
+        assert_eq!(history[0]["job_status"], "Success", "{history}");
+        let log = app.get(&format!("/api/v2.0/system/purgeaudit/{}/log", history[0]["id"])).admin().send().await.text();
+        assert!(log.contains("the registry is in read-only mode: no audit log was purged"), "{log}");
+        let left = left(&app).await;
+        assert!(left.contains(&"create artifact 30".to_string()), "nothing was purged: {left:?}");
+    }
+);

@@ -163,6 +163,7 @@ backend_test!(
             insecure: false,
             ca_certificate: "",
             credential: None,
+            deadlines: berth::upstream::Deadlines::DEFAULT,
         })
         .unwrap();
         let layer: &[u8] = b"a layer";

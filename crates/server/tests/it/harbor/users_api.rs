@@ -231,3 +231,24 @@ backend_test!(
         assert_eq!(res.status, StatusCode::FORBIDDEN, "the built-in admin stays one");
     }
 );
+
+backend_test!(
+    /// Replication acts as `berth-replication` (its pushes start no
+    /// event-based replication, and the audit log shows them as
+    /// replication's): no user may take the name, in any case, by an
+    /// administrator or by self-registration.
+    async fn create_user_refuses_the_replication_actors_name(app) {
+        for name in ["berth-replication", "Berth-Replication"] {
+            let res = app.post("/api/v2.0/users").admin().json(&new_user(name)).send().await;
+            assert_eq!(res.status, StatusCode::BAD_REQUEST, "{name}: {}", res.text());
+            assert_eq!(message(&res), format!("username {name} is reserved"));
+        }
+        let res = app.put("/api/v2.0/configurations").admin().json(&json!({"self_registration": true})).send().await;
+        assert_eq!(res.status, StatusCode::OK);
+        let res = app.post("/api/v2.0/users").json(&new_user("berth-replication")).send().await;
+        assert_eq!(res.status, StatusCode::BAD_REQUEST, "{}", res.text());
+        assert!(app.store().users().find_by_username("berth-replication").await.unwrap().is_none());
+        let res = app.post("/api/v2.0/users").admin().json(&new_user("berth-replication2")).send().await;
+        assert_eq!(res.status, StatusCode::CREATED, "a longer name is a name: {}", res.text());
+    }
+);

@@ -3,6 +3,7 @@
 pub(crate) mod clients;
 mod conformance_codes;
 mod gc;
+mod hostile_peers;
 mod instances;
 mod integrity;
 mod jobs;

@@ -52,6 +52,7 @@ registry_test!(
             insecure: false,
             ca_certificate: "",
             credential: Some((USER, PASSWORD)),
+            deadlines: berth::upstream::Deadlines::DEFAULT,
         })
         .unwrap();
         let copied = berth::service::replication::push_artifact(&app.state, &remote, "library/app", "v1", "mirror/app")

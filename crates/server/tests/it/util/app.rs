@@ -326,10 +326,21 @@ impl TestApp {
     /// The same application and database, failing a proxied blob fetch once
     /// upstream has sent nothing for `idle` (a server waits 30 seconds).
     pub fn with_proxy_idle_timeout(self, idle: std::time::Duration) -> Self {
+        let deadlines = berth::upstream::Deadlines {
+            idle,
+            ..self.state.registry.proxy.settings().deadlines
+        };
+        self.with_peer_deadlines(deadlines)
+    }
+
+    /// The same application and database, giving up on another registry
+    /// (a proxy cache's upstream, a replication peer) after `deadlines`
+    /// (a server's: `BERTH_PEER_*_TIMEOUT`, 10 s, 30 s, 30 s).
+    pub fn with_peer_deadlines(self, deadlines: berth::upstream::Deadlines) -> Self {
         let blobs = self.state.registry.blobs.clone();
         let redirect = self.state.registry.redirect_downloads;
         let proxy = ProxySettings {
-            idle_timeout: idle,
+            deadlines,
             ..self.state.registry.proxy.settings().clone()
         };
         self.rebuilt(blobs, redirect, proxy)
@@ -375,7 +386,7 @@ fn test_state(
         ProxySettings {
             ttl: std::time::Duration::ZERO,
             spool_dir: std::env::temp_dir(),
-            idle_timeout: ProxySettings::IDLE_TIMEOUT,
+            deadlines: berth::upstream::Deadlines::DEFAULT,
         },
         "http://127.0.0.1:9000".into(),
         rest,
