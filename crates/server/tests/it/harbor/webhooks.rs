@@ -101,8 +101,35 @@ backend_test!(
 );
 
 backend_test!(
-    /// Project administrators manage policies; maintainers read them;
-    /// developers see nothing.
+    /// A policy's creator is the caller, whatever the body says; a policy of
+    /// more than ten targets is refused with Harbor's 400, on create and on
+    /// update.
+    async fn the_creator_is_the_caller_and_targets_are_bounded(app) {
+        let base = "/api/v2.0/projects/library/webhook/policies";
+        let mut body = policy("forged", json!([{"type": "http", "address": "http://h/x"}]), &["PUSH_ARTIFACT"]);
+        body["creator"] = json!("mallory");
+        let id = create(&app, "library", &body).await;
+        let got = app.get(&format!("{base}/{id}")).admin().send().await.json();
+        assert_eq!(got["creator"], "admin", "the caller, not the body's");
+
+        let targets = |n: usize| -> Value {
+            (0..n).map(|i| json!({"type": "http", "address": format!("http://h/{i}")})).collect()
+        };
+        let res = app.post(base).admin().json(&policy("eleven", targets(11), &["PUSH_ARTIFACT"])).send().await;
+        assert_eq!(res.status, StatusCode::BAD_REQUEST, "{}", res.text());
+        assert_eq!(res.json()["errors"][0]["code"], "BAD_REQUEST");
+        assert_eq!(message(&res), "too many notification targets with policy eleven: at most 10");
+        let res = app.put(&format!("{base}/{id}")).admin().json(&policy("forged", targets(11), &["PUSH_ARTIFACT"])).send().await;
+        assert_eq!(res.status, StatusCode::BAD_REQUEST, "{}", res.text());
+        create(&app, "library", &policy("ten", targets(10), &["PUSH_ARTIFACT"])).await;
+    }
+);
+
+backend_test!(
+    /// Project administrators manage and read policies; maintainers only
+    /// list them (as in Harbor: a single policy, with its targets' auth
+    /// headers, and its deliveries are the administrators'); developers see
+    /// nothing.
     async fn only_project_administrators_change_policies(app) {
         let project_id = project(&app, None, "hooked", false).await;
         for (name, role) in [("pa", 1), ("ma", 4), ("dev", 2)] {
@@ -116,10 +143,17 @@ backend_test!(
         assert_eq!(res.status, StatusCode::FORBIDDEN);
         let res = app.post(base).basic(as_user("pa").0, PASSWORD).json(&body).send().await;
         assert_eq!(res.status, StatusCode::CREATED, "{}", res.text());
+        let id = id_from_location(&res);
         let res = app.get(base).basic("ma", PASSWORD).send().await;
         assert_eq!(res.status, StatusCode::OK);
         let res = app.get(base).basic("dev", PASSWORD).send().await;
         assert_eq!(res.status, StatusCode::FORBIDDEN);
+        for path in [format!("{base}/{id}"), format!("{base}/{id}/executions")] {
+            let res = app.get(&path).basic("ma", PASSWORD).send().await;
+            assert_eq!(res.status, StatusCode::FORBIDDEN, "{path}: {}", res.text());
+            let res = app.get(&path).basic("pa", PASSWORD).send().await;
+            assert_eq!(res.status, StatusCode::OK, "{path}: {}", res.text());
+        }
     }
 );
 
