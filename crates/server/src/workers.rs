@@ -199,6 +199,15 @@ pub fn share(workers: usize, free: usize) -> i64 {
     i64::try_from(half.min(free)).unwrap_or(i64::MAX)
 }
 
+/// Wakes this instance's lanes that wait for work.
+static NEW_TASKS: Notify = Notify::const_new();
+
+/// Tells this instance's idle lanes that tasks were just made here (other
+/// instances find them at their next tick).
+pub fn wake() {
+    NEW_TASKS.notify_waiters();
+}
+
 /// Fires due schedules every second and runs each lane of `workers`, for
 /// ever, holding each task it takes for `lease` at a time.
 pub async fn run(state: AppState, lease: Duration, workers: JobWorkers) {
@@ -231,7 +240,7 @@ pub async fn run(state: AppState, lease: Duration, workers: JobWorkers) {
 /// Runs the tasks of `lane` with `workers` workers, for ever: while a worker
 /// is free, takes a task (shared between vendors, [`share`]) and runs it on
 /// a task of its own; when there is none to take, looks again at the next
-/// tick or when one of its tasks ends.
+/// tick, when one of its tasks ends or when tasks were made here ([`wake`]).
 async fn run_lane(
     state: AppState,
     owner: Arc<str>,
@@ -269,6 +278,7 @@ async fn run_lane(
                 tokio::select! {
                     () = tokio::time::sleep(TICK) => {}
                     () = ended.notified() => {}
+                    () = NEW_TASKS.notified() => {}
                 }
             }
             Err(err) => {
