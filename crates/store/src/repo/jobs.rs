@@ -1,14 +1,16 @@
 //! Jobs (migration 0021): executions of work the registry does on its own and
 //! the tasks workers take from them.
 //!
-//! A worker takes one task at a time ([`Jobs::claim`]): a pending task whose
-//! time has come, or a running one whose lease ended (its worker died). On
-//! PostgreSQL the candidate row is locked with `SKIP LOCKED`, so two
-//! instances never take the same task; on SQLite one process writes. The
-//! worker renews its lease while it works ([`Jobs::renew`]), which also tells
-//! it when it was asked to stop, and ends the task ([`Jobs::finish`]): a
-//! failed attempt is tried again after a backoff until the task has had its
-//! attempts. An execution's status follows its tasks'.
+//! A worker takes one task at a time ([`Jobs::claim`], or
+//! [`Jobs::claim_shared`] for a lane whose workers vendors share): a pending
+//! task whose time has come, or a running one whose lease ended (its worker
+//! died). On PostgreSQL the candidate row is locked with `SKIP LOCKED`, so two
+//! workers (of one instance or of two) never take the same task; on SQLite
+//! one connection writes. The worker renews its lease while it works
+//! ([`Jobs::renew`]), which also tells it when it was asked to stop, and ends
+//! the task ([`Jobs::finish`]): a failed attempt is tried again after a
+//! backoff until the task has had its attempts. An execution's status
+//! follows its tasks'.
 
 use std::time::Duration;
 
