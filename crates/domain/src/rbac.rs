@@ -223,8 +223,8 @@ pub fn role_allows(role: Role, resource: Resource, action: Action) -> bool {
         (Robot, Read | List) => not_limited,
         (Robot, Create | Update | Delete) => pa,
         (TagRetention, _) => pa_m_d,
-        (NotificationPolicy, List | Read) => pa_m,
-        (NotificationPolicy, Create | Update | Delete) => pa,
+        (NotificationPolicy, List) => pa_m,
+        (NotificationPolicy, Read | Create | Update | Delete) => pa,
         _ => false,
     }
 }

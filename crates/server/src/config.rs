@@ -312,6 +312,17 @@ pub struct Settings {
     /// instance died): `60s`, `2m` ...; its worker renews it a third of that.
     #[arg(long, env = "BERTH_JOB_LEASE", default_value = "60s", value_parser = parse_duration_secs, global = true)]
     pub job_lease: i64,
+    /// How many job tasks this instance runs at once in each lane: `lane=count`
+    /// pairs over the defaults (`webhook=20` keeps the others); a task never
+    /// waits behind another lane's, and one webhook or replication policy
+    /// holds at most half its lane. A lane of 0 runs nothing here.
+    #[arg(
+        long,
+        env = "BERTH_JOB_WORKERS",
+        default_value = "webhook=10,replication=4,retention=2,gc=1,audit-purge=1",
+        global = true
+    )]
+    pub job_workers: crate::workers::JobWorkers,
     /// Serve Prometheus metrics (`/metrics`) on this address (`127.0.0.1:9090`)
     /// instead of on the main port.
     #[arg(long, env = "BERTH_METRICS_ADDR", global = true)]

@@ -76,6 +76,8 @@ pub async fn deliver(state: &AppState) {
     if let Err(err) = crate::service::replication::hand_off(state).await {
         tracing::warn!(error = %err, "handing events to replication failed; they wait for the next try");
     }
+    // The deliveries and runs just made start now, not at the lanes' next tick.
+    crate::workers::wake();
 }
 
 /// Delivers pending events every [`SWEEP`], from now until the process ends.

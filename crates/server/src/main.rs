@@ -127,7 +127,11 @@ async fn serve(settings: &Settings) -> anyhow::Result<()> {
     }
     tokio::spawn(berth::events::sweep(state.clone()));
     tokio::spawn(berth::workers::sweep(state.clone()));
-    tokio::spawn(berth::workers::run(state.clone(), settings.job_lease()));
+    tokio::spawn(berth::workers::run(
+        state.clone(),
+        settings.job_lease(),
+        settings.job_workers.clone(),
+    ));
     tracing::info!(%addr, backend = ?state.store.backend(), tls = tls.is_some(), "berth is listening");
     if let Some(proxies) = berth_net::proxies_in_use() {
         tracing::info!(%proxies, "outbound HTTP goes through the proxies the environment names");

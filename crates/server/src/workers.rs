@@ -1,14 +1,27 @@
 //! What this instance does on its own: fires the schedules that are due and
-//! runs the job tasks it takes (`crates/store/src/repo/jobs.rs`), one at a
-//! time, renewing its lease while a task runs. Every instance does the same;
-//! the store makes a tick fire once and a task run on one instance.
+//! runs the job tasks it takes (`crates/store/src/repo/jobs.rs`), renewing
+//! each task's lease while it runs. Every instance does the same; the store
+//! makes a tick fire once and a task run on one instance.
+//!
+//! Tasks run in lanes ([`LANES`]): each job kind has a lane of its own with a
+//! bounded number of workers ([`JobWorkers`], `BERTH_JOB_WORKERS`), so a task
+//! never waits behind a task of another lane (a replication whose source went
+//! silent holds no webhook), and within a lane at most that many run at once.
+//! A lane shares its workers between vendors (a webhook policy, a replication
+//! policy): a vendor holds at most half the lane, and no more than there are
+//! other free workers (the lane's last free worker goes to a vendor with
+//! nothing running), so a policy whose receivers never answer cannot keep
+//! another policy's deliveries waiting longer than one attempt's deadline.
 
+use std::fmt;
+use std::str::FromStr;
+use std::sync::Arc;
 use std::time::Duration;
 
 use berth_store::repo::jobs::{Lease, NewTask, Outcome, Task};
 use serde_json::Value;
 use time::OffsetDateTime;
-use tokio::sync::watch;
+use tokio::sync::{Notify, Semaphore, watch};
 
 use crate::service::{audit_purge, gc, replication, retention, webhooks};
 use crate::state::AppState;
@@ -70,51 +83,242 @@ pub fn owner() -> String {
     format!("{host}:{}", std::process::id())
 }
 
-/// Looks for due schedules and tasks every second, for ever, holding each
-/// task it takes for `lease` at a time.
-pub async fn run(state: AppState, lease: Duration) {
-    let owner = owner();
+/// A lane: job kinds that share a pool of workers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Lane {
+    /// Its name in `BERTH_JOB_WORKERS` and in the job service's worker ids.
+    pub name: &'static str,
+    /// The job types (vendor types) it runs.
+    pub kinds: &'static [&'static str],
+    /// How many workers it has unless the settings say otherwise.
+    pub workers: usize,
+}
+
+/// The lanes, one per job kind; deliveries to `http` targets and to Slack
+/// share one.
+pub const LANES: [Lane; 5] = [
+    Lane {
+        name: "webhook",
+        kinds: &[webhooks::WEBHOOK, webhooks::SLACK_VENDOR],
+        workers: 10,
+    },
+    Lane {
+        name: "replication",
+        kinds: &[replication::REPLICATION],
+        workers: 4,
+    },
+    Lane {
+        name: "retention",
+        kinds: &[retention::RETENTION],
+        workers: 2,
+    },
+    Lane {
+        name: "gc",
+        kinds: &[gc::VENDOR_TYPE],
+        workers: 1,
+    },
+    Lane {
+        name: "audit-purge",
+        kinds: &[audit_purge::VENDOR_TYPE],
+        workers: 1,
+    },
+];
+
+/// The most workers a lane may have.
+pub const MAX_LANE_WORKERS: usize = 256;
+
+/// How many workers each of the [`LANES`] has on this instance
+/// (`BERTH_JOB_WORKERS`): comma-separated `lane=count` pairs over the
+/// defaults `webhook=10,replication=4,retention=2,gc=1,audit-purge=1`; a
+/// lane of 0 runs nothing here (another instance runs its tasks).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JobWorkers([usize; LANES.len()]);
+
+impl Default for JobWorkers {
+    fn default() -> Self {
+        Self(LANES.map(|lane| lane.workers))
+    }
+}
+
+impl JobWorkers {
+    /// Each lane with its count of workers, in [`LANES`]' order.
+    pub fn lanes(&self) -> impl Iterator<Item = (&'static Lane, usize)> + '_ {
+        LANES.iter().zip(self.0.iter().copied())
+    }
+}
+
+impl FromStr for JobWorkers {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, String> {
+        let mut workers = Self::default();
+        for pair in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+            let (name, count) = pair
+                .split_once('=')
+                .ok_or_else(|| format!("`{pair}` is not lane=count"))?;
+            let Some(index) = LANES.iter().position(|lane| lane.name == name.trim()) else {
+                let names: Vec<&str> = LANES.iter().map(|lane| lane.name).collect();
+                return Err(format!(
+                    "unknown job lane `{}` ({})",
+                    name.trim(),
+                    names.join(", ")
+                ));
+            };
+            workers.0[index] = count
+                .trim()
+                .parse::<usize>()
+                .ok()
+                .filter(|n| *n <= MAX_LANE_WORKERS)
+                .ok_or_else(|| {
+                    format!(
+                        "`{}` is not a count of workers (0 to {MAX_LANE_WORKERS})",
+                        count.trim()
+                    )
+                })?;
+        }
+        Ok(workers)
+    }
+}
+
+impl fmt::Display for JobWorkers {
+    /// `webhook=10,replication=4,...`: what [`JobWorkers::from_str`] reads.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let pairs: Vec<String> = self
+            .lanes()
+            .map(|(lane, count)| format!("{}={count}", lane.name))
+            .collect();
+        f.write_str(&pairs.join(","))
+    }
+}
+
+/// How many tasks of one vendor a lane of `workers` workers, `free` of them
+/// free, may take another for: half the lane at most, and fewer than the
+/// free workers (the last free one waits for a vendor with none running).
+pub fn share(workers: usize, free: usize) -> i64 {
+    let half = workers.div_ceil(2).max(1);
+    i64::try_from(half.min(free)).unwrap_or(i64::MAX)
+}
+
+/// Wakes this instance's lanes that wait for work.
+static NEW_TASKS: Notify = Notify::const_new();
+
+/// Tells this instance's idle lanes that tasks were just made here (other
+/// instances find them at their next tick).
+pub fn wake() {
+    NEW_TASKS.notify_waiters();
+}
+
+/// Fires due schedules every second and runs each lane of `workers`, for
+/// ever, holding each task it takes for `lease` at a time.
+pub async fn run(state: AppState, lease: Duration, workers: JobWorkers) {
+    let owner: Arc<str> = owner().into();
     let started = berth_domain::time::now();
+    for (lane, count) in workers.lanes().filter(|(_, count)| *count > 0) {
+        tokio::spawn(run_lane(state.clone(), owner.clone(), lane, count, lease));
+    }
+    let lanes = workers.to_string();
     let mut noted = None::<std::time::Instant>;
     loop {
         if noted.is_none_or(|at| at.elapsed() >= HEARTBEAT) {
-            match state.store.jobs().heartbeat(&owner, &started).await {
+            match state.store.jobs().heartbeat(&owner, &started, &lanes).await {
                 Ok(()) => noted = Some(std::time::Instant::now()),
                 Err(err) => tracing::warn!(error = %err, "noting this instance's workers failed"),
             }
         }
-        if let Err(err) = run_due_leased(&state, &owner, lease).await {
-            tracing::warn!(error = %err, "running jobs failed; trying again");
+        if let Err(err) = state
+            .store
+            .jobs()
+            .fire_due(OffsetDateTime::now_utc(), tasks_of)
+            .await
+        {
+            tracing::warn!(error = %err, "firing due schedules failed; trying again");
         }
         tokio::time::sleep(TICK).await;
     }
 }
 
-/// Fires the schedules due now, then runs the tasks waiting, one after the
-/// other, until none is left; how many tasks ran.
-pub async fn run_due(state: &AppState, owner: &str) -> Result<usize, berth_store::StoreError> {
-    run_due_leased(state, owner, LEASE).await
+/// Runs the tasks of `lane` with `workers` workers, for ever: while a worker
+/// is free, takes a task (shared between vendors, [`share`]) and runs it on
+/// a task of its own; when there is none to take, looks again at the next
+/// tick, when one of its tasks ends or when tasks were made here ([`wake`]).
+async fn run_lane(
+    state: AppState,
+    owner: Arc<str>,
+    lane: &'static Lane,
+    workers: usize,
+    lease: Duration,
+) {
+    let free = Arc::new(Semaphore::new(workers));
+    let ended = Arc::new(Notify::new());
+    loop {
+        let Ok(worker) = free.clone().acquire_owned().await else {
+            return;
+        };
+        let share = share(workers, free.available_permits() + 1);
+        let claimed = state
+            .store
+            .jobs()
+            .claim_shared(&owner, lane.kinds, lease, share)
+            .await;
+        match claimed {
+            Ok(Some(task)) => {
+                let state = state.clone();
+                let owner = owner.clone();
+                let ended = ended.clone();
+                tokio::spawn(async move {
+                    if let Err(err) = run_claimed(&state, &owner, &task, lease).await {
+                        tracing::warn!(error = %err, task = task.id, "ending a job task failed");
+                    }
+                    drop(worker);
+                    ended.notify_one();
+                });
+            }
+            Ok(None) => {
+                drop(worker);
+                tokio::select! {
+                    () = tokio::time::sleep(TICK) => {}
+                    () = ended.notified() => {}
+                    () = NEW_TASKS.notified() => {}
+                }
+            }
+            Err(err) => {
+                drop(worker);
+                tracing::warn!(error = %err, lane = lane.name, "taking a job task failed; trying again");
+                tokio::time::sleep(TICK).await;
+            }
+        }
+    }
 }
 
-/// [`run_due`] holding each task for `lease` at a time.
-async fn run_due_leased(
+/// Runs `task`, which `owner` took, under its lease and records how it
+/// ended (unless another instance took it over meanwhile).
+async fn run_claimed(
     state: &AppState,
     owner: &str,
+    task: &Task,
     lease: Duration,
-) -> Result<usize, berth_store::StoreError> {
+) -> Result<(), berth_store::StoreError> {
+    let outcome = run_task(state, owner, task, lease).await;
+    if let Some(outcome) = outcome
+        && !state.store.jobs().finish(task.id, owner, &outcome).await?
+    {
+        tracing::warn!(
+            task = task.id,
+            "a job task was taken over before it finished"
+        );
+    }
+    Ok(())
+}
+
+/// Fires the schedules due now, then runs the tasks waiting, one after the
+/// other on the caller's task (without lanes: for tests and tools), until
+/// none is left; how many tasks ran.
+pub async fn run_due(state: &AppState, owner: &str) -> Result<usize, berth_store::StoreError> {
     let jobs = state.store.jobs();
     jobs.fire_due(OffsetDateTime::now_utc(), tasks_of).await?;
     let mut ran = 0;
-    while let Some(task) = jobs.claim(owner, &KINDS, lease).await? {
-        let outcome = run_task(state, owner, &task, lease).await;
-        if let Some(outcome) = outcome
-            && !jobs.finish(task.id, owner, &outcome).await?
-        {
-            tracing::warn!(
-                task = task.id,
-                "a job task was taken over before it finished"
-            );
-        }
+    while let Some(task) = jobs.claim(owner, &KINDS, LEASE).await? {
+        run_claimed(state, owner, &task, LEASE).await?;
         ran += 1;
     }
     Ok(ran)
@@ -215,5 +419,38 @@ async fn renew_until_dropped(
                 tracing::warn!(error = %err, task = id, "renewing a job's lease failed");
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn job_workers_read_over_the_defaults_and_print_back() {
+        let defaults = JobWorkers::default();
+        assert_eq!(
+            defaults.to_string(),
+            "webhook=10,replication=4,retention=2,gc=1,audit-purge=1"
+        );
+        assert_eq!(defaults.to_string().parse::<JobWorkers>(), Ok(defaults));
+        let set: JobWorkers = " webhook = 20 , gc=0".parse().unwrap();
+        assert_eq!(
+            set.to_string(),
+            "webhook=20,replication=4,retention=2,gc=0,audit-purge=1"
+        );
+        for bad in ["webhook", "webhooks=2", "webhook=-1", "webhook=257", "gc=x"] {
+            assert!(bad.parse::<JobWorkers>().is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn a_vendor_takes_half_a_lane_and_never_its_last_free_worker_twice() {
+        assert_eq!(share(10, 10), 5);
+        assert_eq!(share(10, 3), 3);
+        assert_eq!(share(10, 1), 1);
+        assert_eq!(share(1, 1), 1);
+        assert_eq!(share(2, 2), 1);
+        assert_eq!(share(4, 4), 2);
     }
 }

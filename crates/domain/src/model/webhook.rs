@@ -81,6 +81,12 @@ pub fn payload_formats(notify_type: &str) -> &'static [&'static str] {
     }
 }
 
+/// The most targets a policy may have (Harbor has no bound): each event
+/// makes a delivery per target, and a policy's deliveries share its
+/// workers, so a policy of many receivers that never answer delays no one
+/// else's but grows its own backlog.
+pub const MAX_TARGETS: usize = 10;
+
 /// Where a policy sends its events.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Target {
@@ -119,7 +125,8 @@ pub struct Policy {
     pub targets: Vec<Target>,
     #[serde(default)]
     pub event_types: Vec<String>,
-    /// Who made it (as given; the caller's name when not).
+    /// Who made it: the caller that created it (a `creator` in the request
+    /// is ignored).
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub creator: String,
     #[serde(default)]
@@ -150,6 +157,12 @@ impl Policy {
         if self.targets.is_empty() {
             return Err(DomainError::bad_request(format!(
                 "empty notification target with policy {}",
+                self.name
+            )));
+        }
+        if self.targets.len() > MAX_TARGETS {
+            return Err(DomainError::bad_request(format!(
+                "too many notification targets with policy {}: at most {MAX_TARGETS}",
                 self.name
             )));
         }

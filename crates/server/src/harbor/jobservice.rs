@@ -1,5 +1,6 @@
 //! Harbor's job service dashboard, for system administrators: worker pools
-//! (getWorkerPools, getWorkers: each instance is a pool of one worker),
+//! (getWorkerPools, getWorkers: each instance is a pool, its workers the
+//! places of its job lanes, `BERTH_JOB_WORKERS`),
 //! queues (listJobQueues, actionPendingJobs), stopping a job
 //! (stopRunningJob) and its log (actionGetJobLog), and the schedules
 //! (listSchedules, getSchedulePaused).
@@ -13,7 +14,7 @@ use crate::error::{ApiError, HarborResult};
 use crate::extract::Principal;
 use crate::extract::harbor::{HarborQuery, LaterJson, paged};
 use crate::operations::{Routes, Surface};
-use crate::service::jobservice::{self, Pool, QueueAction};
+use crate::service::jobservice::{self, Pool, QueueAction, Worker};
 use crate::state::AppState;
 
 pub(super) fn routes() -> Routes {
@@ -35,20 +36,20 @@ fn pool_json(pool: &Pool) -> Value {
         "worker_pool_id": pool.owner,
         "start_at": pool.started_at,
         "heartbeat_at": pool.heartbeat_at,
-        "concurrency": 1,
+        "concurrency": pool.concurrency(),
         "host": host,
     })
 }
 
-fn worker_json(pool: &Pool) -> Value {
-    let mut worker = json!({"id": pool.owner, "pool_id": pool.owner});
-    if let Some(task) = &pool.running {
-        worker["job_name"] = json!(task.vendor_type);
-        worker["job_id"] = json!(task.id.to_string());
-        worker["start_at"] = json!(task.start_time);
-        worker["checkin_at"] = json!(task.update_time);
+fn worker_json(pool: &Pool, worker: &Worker) -> Value {
+    let mut out = json!({"id": worker.id, "pool_id": pool.owner});
+    if let Some(task) = &worker.running {
+        out["job_name"] = json!(task.vendor_type);
+        out["job_id"] = json!(task.id.to_string());
+        out["start_at"] = json!(task.start_time);
+        out["checkin_at"] = json!(task.update_time);
     }
-    worker
+    out
 }
 
 /// `GET /jobservice/pools`: the instances running jobs.
@@ -60,7 +61,8 @@ pub async fn get_worker_pools(
     Ok(axum::Json(pools.iter().map(pool_json).collect()))
 }
 
-/// `GET /jobservice/pools/{pool_id}/workers` (`all`: every pool's).
+/// `GET /jobservice/pools/{pool_id}/workers` (`all`: every pool's): a
+/// worker per place in each of the pool's lanes.
 pub async fn get_workers(
     State(state): State<AppState>,
     principal: Principal,
@@ -71,7 +73,8 @@ pub async fn get_workers(
         pools
             .iter()
             .filter(|p| pool_id.eq_ignore_ascii_case("all") || p.owner == pool_id)
-            .map(worker_json)
+            .flat_map(|pool| pool.workers().into_iter().map(move |w| (pool, w)))
+            .map(|(pool, worker)| worker_json(pool, &worker))
             .collect(),
     ))
 }

@@ -1,6 +1,7 @@
 //! Harbor's webhooks (`/projects/{p}/webhook/...`, the `webhook` tag):
-//! project administrators manage a project's policies; maintainers read
-//! them, their deliveries (executions with one task each) and the tasks' logs.
+//! project administrators manage a project's policies and read them, their
+//! deliveries (executions with one task each) and the tasks' logs;
+//! maintainers only list them, as in Harbor.
 
 use axum::extract::{Path, State};
 use axum::http::{StatusCode, header};
@@ -204,15 +205,11 @@ async fn create_in(
 ) -> HarborResult<Response> {
     let mut policy = body.parse()?;
     policy.validate()?;
-    let creator = if policy.creator.is_empty() {
-        principal.audit_name().to_string()
-    } else {
-        policy.creator.clone()
-    };
+    // The creator is who asks, whatever the body says.
     let id = state
         .store
         .webhooks()
-        .create(scope, &policy, &creator)
+        .create(scope, &policy, principal.audit_name())
         .await?;
     crate::service::webhooks::refresh_watching(state).await;
     let location = format!("/api/v2.0{base}/{id}");

@@ -11,7 +11,9 @@ use hyper_rustls::HttpsConnector;
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
 
-/// How long a receiver may take to answer (Harbor: 3 s).
+/// How long one attempt may take, connecting, sending and the answer's
+/// status line and headers together (Harbor: 3 s); a receiver that accepts
+/// and never answers fails the attempt at this deadline.
 pub const TIMEOUT: Duration = Duration::from_secs(3);
 /// How much of a refusal's body goes into the task log.
 const BODY_SHOWN: usize = 512;

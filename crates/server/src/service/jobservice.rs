@@ -1,5 +1,5 @@
 //! The job service as Harbor's dashboard shows it: the instances running
-//! jobs (each a worker pool of one worker), the queues of waiting tasks by
+//! jobs (each a worker pool, its workers those of its lanes), the queues of waiting tasks by
 //! job type, stopping tasks, pausing queues and schedules. System
 //! administrators only.
 
@@ -9,7 +9,7 @@ use berth_store::repo::jobs::{SCHEDULER, Schedule, Task};
 use crate::error::ApiError;
 use crate::extract::Principal;
 use crate::state::AppState;
-use crate::workers::{HEARTBEAT, KINDS};
+use crate::workers::{HEARTBEAT, KINDS, LANES};
 
 /// An instance running jobs.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -20,8 +20,89 @@ pub struct Pool {
     pub started_at: String,
     /// When it was last seen (store format).
     pub heartbeat_at: String,
+    /// Its lanes and how many workers each has, as it said (none from an
+    /// instance that does not say: it has one worker).
+    pub lanes: Vec<(String, usize)>,
+    /// The tasks it runs, by id.
+    pub running: Vec<Task>,
+}
+
+/// A worker of a pool: a place in one of its lanes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Worker {
+    /// `host:pid/lane/n`.
+    pub id: String,
     /// The task it runs, if any.
     pub running: Option<Task>,
+}
+
+impl Pool {
+    /// How many tasks it runs at once.
+    pub fn concurrency(&self) -> usize {
+        if self.lanes.is_empty() {
+            return 1;
+        }
+        self.lanes.iter().map(|(_, count)| count).sum()
+    }
+
+    /// Its workers, lane by lane, each lane's running tasks on its first
+    /// places (a task of no lane it names gets a place of its own after).
+    pub fn workers(&self) -> Vec<Worker> {
+        if self.lanes.is_empty() {
+            let mut workers = vec![Worker {
+                id: self.owner.clone(),
+                running: self.running.first().cloned(),
+            }];
+            workers.extend(self.running.iter().skip(1).map(|task| Worker {
+                id: format!("{}/{}", self.owner, task.id),
+                running: Some(task.clone()),
+            }));
+            return workers;
+        }
+        let mut workers = Vec::new();
+        let mut placed = Vec::new();
+        for (name, count) in &self.lanes {
+            let kinds = LANES
+                .iter()
+                .find(|lane| lane.name == name)
+                .map_or(&[][..], |lane| lane.kinds);
+            let tasks: Vec<&Task> = self
+                .running
+                .iter()
+                .filter(|t| kinds.contains(&t.vendor_type.as_str()))
+                .collect();
+            placed.extend(tasks.iter().map(|t| t.id));
+            for place in 0..(*count).max(tasks.len()) {
+                workers.push(Worker {
+                    id: format!("{}/{name}/{place}", self.owner),
+                    running: tasks.get(place).map(|t| (*t).clone()),
+                });
+            }
+        }
+        for task in self.running.iter().filter(|t| !placed.contains(&t.id)) {
+            workers.push(Worker {
+                id: format!(
+                    "{}/{}/{}",
+                    self.owner,
+                    task.vendor_type.to_ascii_lowercase(),
+                    task.id
+                ),
+                running: Some(task.clone()),
+            });
+        }
+        workers
+    }
+}
+
+/// The lanes an instance noted (`webhook=10,gc=1`); pairs that do not read
+/// are left out.
+fn lanes_of(text: &str) -> Vec<(String, usize)> {
+    text.split(',')
+        .filter_map(|pair| {
+            let (name, count) = pair.split_once('=')?;
+            Some((name.trim().to_string(), count.trim().parse().ok()?))
+        })
+        .collect()
 }
 
 /// How long an instance not heard from still counts (six heartbeats).
@@ -35,27 +116,32 @@ pub async fn pools(state: &AppState, principal: &Principal) -> Result<Vec<Pool>,
     let running = jobs.running().await?;
     let mut pools: Vec<Pool> = seen
         .into_iter()
-        .map(|(owner, started_at, heartbeat_at)| Pool {
+        .map(|worker| Pool {
             running: running
                 .iter()
-                .find(|t| t.owner.as_deref() == Some(&owner))
-                .cloned(),
-            owner,
-            started_at,
-            heartbeat_at,
+                .filter(|t| t.owner.as_deref() == Some(&worker.owner))
+                .cloned()
+                .collect(),
+            lanes: lanes_of(&worker.lanes),
+            owner: worker.owner,
+            started_at: worker.started_at,
+            heartbeat_at: worker.heartbeat_at,
         })
         .collect();
     for task in running {
         let Some(owner) = task.owner.clone() else {
             continue;
         };
-        if !pools.iter().any(|p| p.owner == owner) {
-            pools.push(Pool {
+        match pools.iter_mut().find(|p| p.owner == owner) {
+            Some(pool) if pool.running.iter().any(|t| t.id == task.id) => {}
+            Some(pool) => pool.running.push(task),
+            None => pools.push(Pool {
                 started_at: task.start_time.clone().unwrap_or_default(),
                 heartbeat_at: task.update_time.clone(),
                 owner,
-                running: Some(task),
-            });
+                lanes: Vec::new(),
+                running: vec![task],
+            }),
         }
     }
     Ok(pools)

@@ -1,14 +1,16 @@
 //! Jobs (migration 0021): executions of work the registry does on its own and
 //! the tasks workers take from them.
 //!
-//! A worker takes one task at a time ([`Jobs::claim`]): a pending task whose
-//! time has come, or a running one whose lease ended (its worker died). On
-//! PostgreSQL the candidate row is locked with `SKIP LOCKED`, so two
-//! instances never take the same task; on SQLite one process writes. The
-//! worker renews its lease while it works ([`Jobs::renew`]), which also tells
-//! it when it was asked to stop, and ends the task ([`Jobs::finish`]): a
-//! failed attempt is tried again after a backoff until the task has had its
-//! attempts. An execution's status follows its tasks'.
+//! A worker takes one task at a time ([`Jobs::claim`], or
+//! [`Jobs::claim_shared`] for a lane whose workers vendors share): a pending
+//! task whose time has come, or a running one whose lease ended (its worker
+//! died). On PostgreSQL the candidate row is locked with `SKIP LOCKED`, so two
+//! workers (of one instance or of two) never take the same task; on SQLite
+//! one connection writes. The worker renews its lease while it works
+//! ([`Jobs::renew`]), which also tells it when it was asked to stop, and ends
+//! the task ([`Jobs::finish`]): a failed attempt is tried again after a
+//! backoff until the task has had its attempts. An execution's status
+//! follows its tasks'.
 
 use std::time::Duration;
 
@@ -149,6 +151,20 @@ pub enum Lease {
     Lost,
 }
 
+/// An instance running jobs, as its last heartbeat said.
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+pub struct Worker {
+    /// `host:pid`.
+    pub owner: String,
+    /// When its workers started.
+    pub started_at: String,
+    /// When it was last heard from.
+    pub heartbeat_at: String,
+    /// Its lanes and how many workers each has: `webhook=10,gc=1` (empty
+    /// from an instance that does not say).
+    pub lanes: String,
+}
+
 /// A job's schedule.
 #[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
 pub struct Schedule {
@@ -238,6 +254,27 @@ impl Jobs<'_> {
         vendor_types: &[&str],
         lease: Duration,
     ) -> StoreResult<Option<Task>> {
+        self.claim_shared(owner, vendor_types, lease, i64::MAX)
+            .await
+    }
+
+    /// [`Jobs::claim`] shared between vendors (an execution's vendor type
+    /// and id: a webhook policy, a replication policy): a task whose vendor
+    /// has `share` or more tasks running (under a lease not ended, on any
+    /// instance) is passed over, and the tasks of vendors with none running
+    /// go first, each group oldest first. So a vendor whose tasks hang (a
+    /// receiver that never answers) holds at most `share` workers, and the
+    /// next free worker goes to another vendor's task. Two instances
+    /// claiming at the same moment on PostgreSQL may both count a vendor
+    /// below its share: it then runs one task more than `share`; no task is
+    /// ever taken twice.
+    pub async fn claim_shared(
+        &self,
+        owner: &str,
+        vendor_types: &[&str],
+        lease: Duration,
+        share: i64,
+    ) -> StoreResult<Option<Task>> {
         let paused = self.paused_types().await?;
         let vendor_types: Vec<&str> = vendor_types
             .iter()
@@ -245,46 +282,89 @@ impl Jobs<'_> {
             .filter(|kind| !paused.iter().any(|p| p == kind))
             .collect();
         let vendor_types = vendor_types.as_slice();
-        if vendor_types.is_empty() {
+        if vendor_types.is_empty() || share < 1 {
             return Ok(None);
         }
         self.fail_abandoned().await?;
         let now = time::now();
         let until = time::now_plus_seconds(seconds(lease));
+        let busy = if share == i64::MAX {
+            Vec::new()
+        } else {
+            self.busy_vendors(vendor_types, &now).await?
+        };
+        // Vendors with nothing running first, then those below their share.
+        let tiers: &[i64] = if busy.is_empty() {
+            &[i64::MAX]
+        } else if share > 1 {
+            &[1, share]
+        } else {
+            &[1]
+        };
         let kinds = (0..vendor_types.len())
-            .map(|i| format!("${}", i + 3))
+            .map(|i| format!("${}", i + 4))
             .collect::<Vec<_>>()
             .join(", ");
+        let running = if busy.is_empty() {
+            "0".to_string()
+        } else {
+            let first = vendor_types.len() + 4;
+            let arms: String = busy
+                .iter()
+                .enumerate()
+                .map(|(i, (_, _, count))| {
+                    format!(
+                        " WHEN e.vendor_type = ${} AND e.vendor_id = ${} THEN {count}",
+                        first + 2 * i,
+                        first + 2 * i + 1
+                    )
+                })
+                .collect();
+            format!("CASE{arms} ELSE 0 END")
+        };
         let locking = match self.0.locking(Locking::Update) {
             "" => "",
-            _ => " FOR UPDATE SKIP LOCKED",
+            _ => " FOR UPDATE OF t SKIP LOCKED",
         };
         let candidate = format!(
-            "SELECT id FROM job_tasks WHERE vendor_type IN ({kinds}) AND \
-             ((status = $1 AND run_after <= $2) OR (status = 'Running' AND lease_until < $2 \
-             AND attempts < max_attempts)) AND (sequence_key IS NULL OR NOT EXISTS \
-             (SELECT 1 FROM job_tasks earlier WHERE earlier.sequence_key = job_tasks.sequence_key \
-             AND earlier.id < job_tasks.id AND earlier.status IN ($1, 'Running'))) ORDER BY id LIMIT 1"
+            "SELECT t.id FROM job_tasks t JOIN job_executions e ON e.id = t.execution_id \
+             WHERE t.vendor_type IN ({kinds}) AND \
+             ((t.status = $1 AND t.run_after <= $2) OR (t.status = 'Running' AND t.lease_until < $2 \
+             AND t.attempts < t.max_attempts)) AND (t.sequence_key IS NULL OR NOT EXISTS \
+             (SELECT 1 FROM job_tasks earlier WHERE earlier.sequence_key = t.sequence_key \
+             AND earlier.id < t.id AND earlier.status IN ($1, 'Running'))) AND {running} < $3 \
+             ORDER BY t.id LIMIT 1"
         );
-        let query = |sql: String| {
+        let query = |sql: String, tier: i64| {
             let mut query = sqlx::query_as(sqlx::AssertSqlSafe(sql))
                 .bind(PENDING)
-                .bind(&now);
+                .bind(&now)
+                .bind(tier);
             for kind in vendor_types {
                 query = query.bind(*kind);
+            }
+            for (kind, id, _) in &busy {
+                query = query.bind(kind.clone()).bind(*id);
             }
             query
         };
         // A look without the write lock first: an idle instance asks every
         // second, and must not stall writers for nothing.
-        let waiting: Option<(i64,)> = query(candidate.clone())
-            .fetch_optional(&self.0.pool)
-            .await?;
-        if waiting.is_none() {
-            return Ok(None);
+        let mut chosen = None;
+        for &tier in tiers {
+            let waiting: Option<(i64,)> = query(candidate.clone(), tier)
+                .fetch_optional(&self.0.pool)
+                .await?;
+            if waiting.is_some() {
+                chosen = Some(tier);
+                break;
+            }
         }
+        let Some(tier) = chosen else {
+            return Ok(None);
+        };
         let mut tx = self.0.begin_write().await?;
-        let found: Option<(i64,)> = query(format!("{candidate}{locking}"))
+        let found: Option<(i64,)> = query(format!("{candidate}{locking}"), tier)
             .fetch_optional(&mut *tx)
             .await?;
         let Some((id,)) = found else {
@@ -314,6 +394,31 @@ impl Jobs<'_> {
         .execute(&self.0.pool)
         .await?;
         Ok(Some(task))
+    }
+
+    /// The vendors (vendor type, vendor id) of `vendor_types` with tasks
+    /// running under a lease not ended at `now`, and how many each.
+    async fn busy_vendors(
+        &self,
+        vendor_types: &[&str],
+        now: &str,
+    ) -> StoreResult<Vec<(String, i64, i64)>> {
+        let kinds = (0..vendor_types.len())
+            .map(|i| format!("${}", i + 3))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let mut query = sqlx::query_as(sqlx::AssertSqlSafe(format!(
+            "SELECT e.vendor_type, e.vendor_id, COUNT(*) FROM job_tasks t \
+             JOIN job_executions e ON e.id = t.execution_id \
+             WHERE t.status = $1 AND t.lease_until >= $2 AND t.vendor_type IN ({kinds}) \
+             GROUP BY e.vendor_type, e.vendor_id"
+        )))
+        .bind(RUNNING)
+        .bind(now);
+        for kind in vendor_types {
+            query = query.bind(*kind);
+        }
+        Ok(query.fetch_all(&self.0.pool).await?)
     }
 
     /// Marks failed the running tasks whose lease ended with no attempt
@@ -642,34 +747,34 @@ impl Jobs<'_> {
         Ok(true)
     }
 
-    /// Notes that `owner`'s workers, running since `started_at`, are alive.
-    pub async fn heartbeat(&self, owner: &str, started_at: &str) -> StoreResult<()> {
+    /// Notes that `owner`'s workers, running since `started_at` in `lanes`
+    /// (`webhook=10,gc=1`, as [`Worker::lanes`]), are alive.
+    pub async fn heartbeat(&self, owner: &str, started_at: &str, lanes: &str) -> StoreResult<()> {
         sqlx::query(
-            "INSERT INTO job_workers (owner, started_at, heartbeat_at) VALUES ($1, $2, $3) \
-             ON CONFLICT (owner) DO UPDATE SET heartbeat_at = excluded.heartbeat_at",
+            "INSERT INTO job_workers (owner, started_at, heartbeat_at, lanes) VALUES ($1, $2, $3, $4) \
+             ON CONFLICT (owner) DO UPDATE SET heartbeat_at = excluded.heartbeat_at, lanes = excluded.lanes",
         )
         .bind(owner)
         .bind(started_at)
         .bind(time::now())
+        .bind(lanes)
         .execute(&self.0.pool)
         .await?;
         Ok(())
     }
 
-    /// The instances seen since `since` (store format): owner, start and
-    /// last heartbeat, by owner. Those not seen since are forgotten.
-    pub async fn workers(&self, since: &str) -> StoreResult<Vec<(String, String, String)>> {
+    /// The instances seen since `since` (store format), by owner. Those not
+    /// seen since are forgotten.
+    pub async fn workers(&self, since: &str) -> StoreResult<Vec<Worker>> {
         sqlx::query("DELETE FROM job_workers WHERE heartbeat_at < $1")
             .bind(since)
             .execute(&self.0.pool)
             .await?;
-        Ok(
-            sqlx::query_as(
-                "SELECT owner, started_at, heartbeat_at FROM job_workers ORDER BY owner",
-            )
-            .fetch_all(&self.0.pool)
-            .await?,
+        Ok(sqlx::query_as(
+            "SELECT owner, started_at, heartbeat_at, lanes FROM job_workers ORDER BY owner",
         )
+        .fetch_all(&self.0.pool)
+        .await?)
     }
 
     /// Fires the schedules due at `now`: each moves to its next time and

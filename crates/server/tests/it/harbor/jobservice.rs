@@ -66,12 +66,16 @@ backend_test!(
             assert_eq!(app.get(path).send().await.status, StatusCode::UNAUTHORIZED, "{path}");
             assert_eq!(app.get(path).basic("alice", PASSWORD).send().await.status, StatusCode::FORBIDDEN, "{path}");
         }
-        app.store().jobs().heartbeat("node-a:42", "2026-01-01T00:00:00.000Z").await.unwrap();
+        app.store().jobs().heartbeat("node-a:42", "2026-01-01T00:00:00.000Z", "webhook=2,gc=1").await.unwrap();
         let pools = app.get("/api/v2.0/jobservice/pools").admin().send().await.json();
         assert_eq!(pools, json!([{"pid": 42, "worker_pool_id": "node-a:42", "start_at": "2026-01-01T00:00:00.000Z",
-            "heartbeat_at": pools[0]["heartbeat_at"], "concurrency": 1, "host": "node-a"}]));
+            "heartbeat_at": pools[0]["heartbeat_at"], "concurrency": 3, "host": "node-a"}]));
         let workers = app.get("/api/v2.0/jobservice/pools/all/workers").admin().send().await.json();
-        assert_eq!(workers, json!([{"id": "node-a:42", "pool_id": "node-a:42"}]), "idle");
+        assert_eq!(workers, json!([
+            {"id": "node-a:42/webhook/0", "pool_id": "node-a:42"},
+            {"id": "node-a:42/webhook/1", "pool_id": "node-a:42"},
+            {"id": "node-a:42/gc/0", "pool_id": "node-a:42"},
+        ]), "idle: a worker per place of each lane");
 
         // A paused queue keeps its tasks waiting; resumed, they run.
         let first = purge(&app).await;

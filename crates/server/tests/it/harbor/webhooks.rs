@@ -101,8 +101,35 @@ backend_test!(
 );
 
 backend_test!(
-    /// Project administrators manage policies; maintainers read them;
-    /// developers see nothing.
+    /// A policy's creator is the caller, whatever the body says; a policy of
+    /// more than ten targets is refused with Harbor's 400, on create and on
+    /// update.
+    async fn the_creator_is_the_caller_and_targets_are_bounded(app) {
+        let base = "/api/v2.0/projects/library/webhook/policies";
+        let mut body = policy("forged", json!([{"type": "http", "address": "http://h/x"}]), &["PUSH_ARTIFACT"]);
+        body["creator"] = json!("mallory");
+        let id = create(&app, "library", &body).await;
+        let got = app.get(&format!("{base}/{id}")).admin().send().await.json();
+        assert_eq!(got["creator"], "admin", "the caller, not the body's");
+
+        let targets = |n: usize| -> Value {
+            (0..n).map(|i| json!({"type": "http", "address": format!("http://h/{i}")})).collect()
+        };
+        let res = app.post(base).admin().json(&policy("eleven", targets(11), &["PUSH_ARTIFACT"])).send().await;
+        assert_eq!(res.status, StatusCode::BAD_REQUEST, "{}", res.text());
+        assert_eq!(res.json()["errors"][0]["code"], "BAD_REQUEST");
+        assert_eq!(message(&res), "too many notification targets with policy eleven: at most 10");
+        let res = app.put(&format!("{base}/{id}")).admin().json(&policy("forged", targets(11), &["PUSH_ARTIFACT"])).send().await;
+        assert_eq!(res.status, StatusCode::BAD_REQUEST, "{}", res.text());
+        create(&app, "library", &policy("ten", targets(10), &["PUSH_ARTIFACT"])).await;
+    }
+);
+
+backend_test!(
+    /// Project administrators manage and read policies; maintainers only
+    /// list them (as in Harbor: a single policy, with its targets' auth
+    /// headers, and its deliveries are the administrators'); developers see
+    /// nothing.
     async fn only_project_administrators_change_policies(app) {
         let project_id = project(&app, None, "hooked", false).await;
         for (name, role) in [("pa", 1), ("ma", 4), ("dev", 2)] {
@@ -116,10 +143,17 @@ backend_test!(
         assert_eq!(res.status, StatusCode::FORBIDDEN);
         let res = app.post(base).basic(as_user("pa").0, PASSWORD).json(&body).send().await;
         assert_eq!(res.status, StatusCode::CREATED, "{}", res.text());
+        let id = id_from_location(&res);
         let res = app.get(base).basic("ma", PASSWORD).send().await;
         assert_eq!(res.status, StatusCode::OK);
         let res = app.get(base).basic("dev", PASSWORD).send().await;
         assert_eq!(res.status, StatusCode::FORBIDDEN);
+        for path in [format!("{base}/{id}"), format!("{base}/{id}/executions")] {
+            let res = app.get(&path).basic("ma", PASSWORD).send().await;
+            assert_eq!(res.status, StatusCode::FORBIDDEN, "{path}: {}", res.text());
+            let res = app.get(&path).basic("pa", PASSWORD).send().await;
+            assert_eq!(res.status, StatusCode::OK, "{path}: {}", res.text());
+        }
     }
 );
 
@@ -550,3 +584,215 @@ backend_test!(
         assert_eq!(app.store().jobs().sweep(&swept, 3).await.unwrap(), 0, "once");
     }
 );
+
+/// A TCP listener that accepts every connection and never answers (nor
+/// closes): a receiver that went silent. Stops when dropped.
+struct BlackHole {
+    port: u16,
+    accepted: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    server: tokio::task::JoinHandle<()>,
+}
+
+impl BlackHole {
+    async fn start() -> Self {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let accepted = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let counted = accepted.clone();
+        let server = tokio::spawn(async move {
+            let mut held = Vec::new();
+            while let Ok((socket, _)) = listener.accept().await {
+                counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                held.push(socket);
+            }
+        });
+        Self {
+            port,
+            accepted,
+            server,
+        }
+    }
+
+    fn accepted(&self) -> usize {
+        self.accepted.load(std::sync::atomic::Ordering::SeqCst)
+    }
+}
+
+impl Drop for BlackHole {
+    fn drop(&mut self) {
+        self.server.abort();
+    }
+}
+
+/// Waits up to `limit` for `done`; how long it took, `None` past the limit.
+async fn within(
+    limit: std::time::Duration,
+    done: impl Fn() -> bool,
+) -> Option<std::time::Duration> {
+    let started = std::time::Instant::now();
+    while started.elapsed() < limit {
+        if done() {
+            return Some(started.elapsed());
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    None
+}
+
+/// The real server (its own lanes and sockets): project A's two policies of
+/// ten targets each point at a receiver that accepts and never answers;
+/// project B's delivery, pushed while A's hang, arrives promptly (served one
+/// at a time, it waited behind twenty 3 s attempts: a minute). A's attempts
+/// each end at their deadline; the dashboard shows the webhook lane's
+/// workers busy with them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_silent_receiver_does_not_hold_up_another_projects_deliveries() {
+    use crate::util::{ADMIN_PASSWORD, BERTH_BIN, ServedBerth};
+    let work = tempfile::tempdir().unwrap();
+    let data = work.path().join("data");
+    let hole = BlackHole::start().await;
+    let healthy = Receiver::start(&[]).await;
+    let server = ServedBerth::start(|_| {
+        let mut command = std::process::Command::new(BERTH_BIN);
+        command
+            .arg("--data-dir")
+            .arg(&data)
+            .env("HARBOR_ADMIN_PASSWORD", ADMIN_PASSWORD)
+            .env_remove("DATABASE_URL")
+            .env_remove("BLOB_STORE")
+            .env_remove("BERTH_JOB_WORKERS");
+        command
+    })
+    .await;
+    let client = reqwest::Client::new();
+    let admin =
+        |request: reqwest::RequestBuilder| request.basic_auth("admin", Some(ADMIN_PASSWORD));
+    for name in ["deadend", "healthy"] {
+        let res = admin(client.post(server.url("/api/v2.0/projects")))
+            .json(&json!({"project_name": name, "metadata": {"public": "false"}}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), 201);
+    }
+    let mut silent = Vec::new();
+    for p in 0..2 {
+        let targets: Vec<Value> = (0..10)
+            .map(|t| json!({"type": "http", "address": format!("http://127.0.0.1:{}/p{p}/t{t}", hole.port)}))
+            .collect();
+        let res = admin(client.post(server.url("/api/v2.0/projects/deadend/webhook/policies")))
+            .json(&policy(
+                &format!("silent{p}"),
+                json!(targets),
+                &["PUSH_ARTIFACT"],
+            ))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), 201);
+        silent.push(
+            res.headers()["location"]
+                .to_str()
+                .unwrap()
+                .rsplit('/')
+                .next()
+                .unwrap()
+                .to_string(),
+        );
+    }
+    let res = admin(client.post(server.url("/api/v2.0/projects/healthy/webhook/policies")))
+        .json(&policy(
+            "healthy",
+            json!([{"type": "http", "address": healthy.url("in")}]),
+            &["PUSH_ARTIFACT"],
+        ))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 201);
+
+    push_to(&server, "deadend/app", "v1").await;
+    let hanging = within(std::time::Duration::from_secs(20), || hole.accepted() >= 1).await;
+    assert!(
+        hanging.is_some(),
+        "project A's deliveries never reached the silent receiver"
+    );
+    push_to(&server, "healthy/app", "v1").await;
+    let waited = within(std::time::Duration::from_secs(10), || {
+        !healthy.received().is_empty()
+    })
+    .await;
+    assert!(
+        waited.is_some(),
+        "project B's delivery did not arrive within 10 s while project A's receiver hung \
+         (A's attempts so far: {})",
+        hole.accepted()
+    );
+    assert_eq!(
+        healthy.received()[0].json()["event_data"]["repository"]["repo_full_name"],
+        "healthy/app"
+    );
+    assert!(
+        hole.accepted() >= 5,
+        "A's deliveries run side by side: {}",
+        hole.accepted()
+    );
+
+    let workers: Value = admin(client.get(server.url("/api/v2.0/jobservice/pools/all/workers")))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let workers = workers.as_array().unwrap();
+    assert_eq!(workers.len(), 18, "the default lanes: {workers:?}");
+    let busy = workers
+        .iter()
+        .filter(|w| w["job_name"] == "WEBHOOK")
+        .count();
+    assert!((1..=10).contains(&busy), "{workers:?}");
+    assert!(
+        workers
+            .iter()
+            .filter(|w| w["job_name"] == "WEBHOOK")
+            .all(|w| w["id"].as_str().unwrap().contains("/webhook/"))
+    );
+
+    // Each attempt at the silent receiver ends at its deadline.
+    let base = format!("/api/v2.0/projects/deadend/webhook/policies/{}", silent[0]);
+    let mut log = String::new();
+    for _ in 0..100 {
+        let executions: Value = admin(client.get(server.url(&format!("{base}/executions"))))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        let eid = executions[0]["id"].as_i64().unwrap();
+        let tasks: Value = admin(client.get(server.url(&format!("{base}/executions/{eid}/tasks"))))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        let tid = tasks[0]["id"].as_i64().unwrap();
+        log = admin(client.get(server.url(&format!("{base}/executions/{eid}/tasks/{tid}/log"))))
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        if log.contains("failed: error to send request: no answer within 3s") {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert!(
+        log.contains("failed: error to send request: no answer within 3s"),
+        "{log}"
+    );
+}

@@ -269,3 +269,86 @@ backend_test!(
         assert_eq!(jobs.sweep(&["RETENTION"], 2).await.unwrap(), 0);
     }
 );
+
+/// A webhook delivery of policy `vendor_id`: an execution of one task.
+async fn delivery(jobs: &jobs::Jobs<'_>, vendor_id: i64) -> i64 {
+    let new = NewExecution {
+        vendor_id,
+        ..execution("WEBHOOK")
+    };
+    let id = jobs.create(&new, &tasks(1, 3)).await.unwrap();
+    jobs.tasks(id).await.unwrap()[0].id
+}
+
+backend_test!(
+    /// Shared claims: a vendor (policy) with `share` tasks running is passed
+    /// over, and a vendor with none running goes before older tasks of a
+    /// vendor that has some; a share of 1 takes only vendors with none.
+    async fn a_vendor_holds_at_most_its_share_and_newcomers_go_first(app) {
+        let jobs = app.store().jobs();
+        let mut slow = Vec::new();
+        for _ in 0..4 {
+            slow.push(delivery(&jobs, 1).await);
+        }
+        let other = delivery(&jobs, 2).await;
+        let kinds = ["WEBHOOK"];
+        let take = |share: i64| {
+            let jobs = app.store().jobs();
+            async move { jobs.claim_shared("w", &kinds, LEASE, share).await.unwrap().map(|t| t.id) }
+        };
+        assert_eq!(take(2).await, Some(slow[0]));
+        assert_eq!(take(2).await, Some(other), "policy 2 has none running: before policy 1's older tasks");
+        assert_eq!(take(1).await, None, "a share of 1: only policies with none running");
+        assert_eq!(take(2).await, Some(slow[1]));
+        assert_eq!(take(2).await, None, "policy 1 holds its share");
+        assert!(jobs.finish(slow[0], "w", &Outcome::Success(json!({}))).await.unwrap());
+        assert_eq!(take(2).await, Some(slow[2]), "a place of policy 1 is free again");
+        // A running task whose lease ended counts for nothing, and is taken again.
+        app.execute_sql("UPDATE job_tasks SET lease_until = '2000-01-01T00:00:00.000Z' WHERE status = 'Running'").await;
+        let third = delivery(&jobs, 3).await;
+        assert_eq!(take(2).await, Some(slow[1]), "nothing running anywhere: the oldest");
+        assert_eq!(take(2).await, Some(other));
+        assert_eq!(take(2).await, Some(third));
+        assert_eq!(take(2).await, Some(slow[2]));
+        assert_eq!(take(2).await, None, "policy 1 holds its share again");
+        let unshared = jobs.claim("w", &kinds, LEASE).await.unwrap().map(|t| t.id);
+        assert_eq!(unshared, Some(slow[3]), "an unshared claim takes any vendor's");
+    }
+);
+
+backend_test!(
+    /// Two instances (pools of their own), four claimers each, sharing 60
+    /// tasks of three vendors at a share of 2: every task is taken exactly
+    /// once, and every execution ends.
+    async fn racing_instances_share_out_each_task_once(app) {
+        let second = app.second_instance().await;
+        let mut executions = Vec::new();
+        for n in 0..60 {
+            let new = NewExecution { vendor_id: n % 3, ..execution("WEBHOOK") };
+            executions.push(app.store().jobs().create(&new, &tasks(1, 1)).await.unwrap());
+        }
+        let stores = [app.store().clone(), second.store().clone()];
+        let workers = (0..8).map(|w| {
+            let store = stores[w % 2].clone();
+            tokio::spawn(async move {
+                let owner = format!("instance-{}-worker-{w}", w % 2);
+                let mut taken = Vec::new();
+                while let Some(task) = store.jobs().claim_shared(&owner, &["WEBHOOK"], LEASE, 2).await.unwrap() {
+                    taken.push(task.id);
+                    tokio::task::yield_now().await;
+                    assert!(store.jobs().finish(task.id, &owner, &Outcome::Success(json!({}))).await.unwrap());
+                }
+                taken
+            })
+        });
+        let mut all = Vec::new();
+        for worker in futures_util::future::join_all(workers).await {
+            all.extend(worker.unwrap());
+        }
+        let distinct: HashSet<_> = all.iter().collect();
+        assert_eq!((all.len(), distinct.len()), (60, 60), "{all:?}");
+        for id in executions {
+            assert_eq!(app.store().jobs().execution(id).await.unwrap().unwrap().status, jobs::SUCCESS);
+        }
+    }
+);
