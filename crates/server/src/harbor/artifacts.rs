@@ -1,5 +1,5 @@
-//! Harbor's artifacts: listArtifacts, getArtifact, deleteArtifact, getAddition,
-//! getVulnerabilitiesAddition.
+//! Harbor's artifacts: listArtifacts, listArtifactsOfProject, getArtifact,
+//! deleteArtifact, getAddition, getVulnerabilitiesAddition.
 
 use std::collections::HashMap;
 
@@ -18,6 +18,7 @@ use serde_json::value::RawValue;
 use serde_json::{Value, json};
 
 use super::labels::LabelJson;
+use super::projects::ProjectCaller;
 use super::repositories::{load_repository, name_in_project};
 use super::tags::{TagJson, immutable_status};
 use crate::error::{ApiError, ErrorKind, HarborCode, HarborResult};
@@ -30,16 +31,14 @@ use crate::service::repositories;
 use crate::state::AppState;
 use berth_domain::model::immutable::Protection;
 
-/// Harbor's icon for images.
-const ICON_IMAGE: &str = "sha256:0048162a053eef4d4ce3fe7518615bef084403614f8bca43b40ae2e762e11e06";
-/// Harbor's default icon.
-const ICON_DEFAULT: &str =
-    "sha256:da834479c923584f4cbcdecc0dac61f32bef1d51e8aae598cf16bd154efab49f";
-
 pub(super) const BASE: &str = "/projects/{project_name}/repositories/{repository_name}/artifacts";
 
 pub(super) fn routes() -> Routes {
     Routes::new(Surface::Harbor)
+        .get(
+            "/projects/{project_name_or_id}/artifacts",
+            list_artifacts_of_project,
+        )
         .get(BASE, list_artifacts)
         .post(BASE, super::artifact_copy::copy_artifact)
         .get(&format!("{BASE}/{{reference}}"), get_artifact)
@@ -201,10 +200,13 @@ fn artifacts_json<'a>(
     embedded: &'a Embedded,
 ) -> Vec<ArtifactJson<'a>> {
     let mut tags: HashMap<i64, Vec<TagJson<'a>>> = HashMap::new();
-    let repository = artifacts.first().map_or("", |a| {
-        berth_domain::oci::within_project(&a.repository_name)
-    });
+    // A project's listing spans repositories: each tag is judged in its own.
+    let repositories: HashMap<i64, &str> = artifacts
+        .iter()
+        .map(|a| (a.id, berth_domain::oci::within_project(&a.repository_name)))
+        .collect();
     for tag in &embedded.tags {
+        let repository = repositories.get(&tag.artifact_id).copied().unwrap_or("");
         tags.entry(tag.artifact_id).or_default().push(TagJson::new(
             tag,
             repository,
@@ -245,12 +247,10 @@ fn has_build_history(a: &Artifact) -> bool {
 
 /// Harbor's Artifact model without the embedded lists (those are `null`).
 fn artifact_json<'a>(project_name: &str, a: &'a Artifact) -> ArtifactJson<'a> {
-    let icon = if !a.icon.is_empty() {
-        a.icon.as_str()
-    } else if a.kind == "IMAGE" {
-        ICON_IMAGE
+    let icon = if a.icon.is_empty() {
+        super::icons::of_type(&a.kind)
     } else {
-        ICON_DEFAULT
+        a.icon.as_str()
     };
     let build_history = has_build_history(a).then(|| {
         let repo_in_project = a
@@ -325,6 +325,54 @@ pub async fn list_artifacts(
     let embedded =
         Embedded::load(&state, &artifacts, Embed::from_query(&query), protection).await?;
     let body = artifacts_json(&project_name, &artifacts, &embedded);
+    Ok(paged(&body, total, query.link(paging, total)))
+}
+
+/// `GET /projects/{project_name_or_id}/artifacts`: listArtifacts over every
+/// repository of the project (each artifact names its `repository_name`),
+/// for signed-in callers who may list its artifacts, as in Harbor. With
+/// `latest_in_repository=true` (harborapi sends `latest`), each repository's
+/// newest push among the artifacts `q` keeps, which must then name exactly
+/// one of `media_type` and `artifact_type` (Harbor's rule).
+pub async fn list_artifacts_of_project(
+    State(state): State<AppState>,
+    caller: ProjectCaller,
+    Path(project_name_or_id): Path<String>,
+    query: HarborQuery,
+) -> HarborResult<Response> {
+    caller.principal.require_authenticated()?;
+    let paging = query.paging()?;
+    let q = query.query()?;
+    let sort = query.sort()?;
+    let latest = query.bool("latest_in_repository", false) || query.bool("latest", false);
+    if latest {
+        let names = |key: &str| q.terms.iter().any(|t| t.key == key);
+        if names("media_type") == names("artifact_type") {
+            return Err(ApiError::bad_request(
+                "either 'media_type' or 'artifact_type' must be specified, but not both, when querying with latest_in_repository",
+            )
+            .into());
+        }
+    }
+    let filter = ArtifactFilter::from_query(q)?;
+    let access = caller
+        .require(
+            &state,
+            &project_name_or_id,
+            Resource::Artifact,
+            Action::List,
+        )
+        .await?;
+    let project = access.project;
+    let (artifacts, total) = state
+        .store
+        .artifacts()
+        .list_project_artifacts(project.id, &filter, &sort, paging, latest)
+        .await?;
+    let protection = immutable_status(&state, &query, project.id).await?;
+    let embedded =
+        Embedded::load(&state, &artifacts, Embed::from_query(&query), protection).await?;
+    let body = artifacts_json(&project.name, &artifacts, &embedded);
     Ok(paged(&body, total, query.link(paging, total)))
 }
 
