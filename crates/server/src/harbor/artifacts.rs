@@ -26,6 +26,7 @@ use crate::extract::Principal;
 use crate::extract::harbor::{HarborQuery, paged};
 use crate::operations::{Routes, Surface};
 use crate::service::artifacts::{self, ArtifactAt};
+use crate::service::chart;
 use crate::service::content::read_config;
 use crate::service::repositories;
 use crate::state::AppState;
@@ -136,10 +137,18 @@ struct ArtifactJson<'a> {
     accessories: Option<()>,
 }
 
+/// The additions an artifact advertises: an image's build history, a Helm
+/// chart's values, readme and dependencies (Harbor's processors' lists).
 #[derive(Serialize)]
 struct AdditionLinks {
     #[serde(skip_serializing_if = "Option::is_none")]
     build_history: Option<AdditionLink>,
+    #[serde(rename = "values.yaml", skip_serializing_if = "Option::is_none")]
+    values: Option<AdditionLink>,
+    #[serde(rename = "readme.md", skip_serializing_if = "Option::is_none")]
+    readme: Option<AdditionLink>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    dependencies: Option<AdditionLink>,
 }
 
 #[derive(Serialize)]
@@ -252,7 +261,7 @@ fn artifact_json<'a>(project_name: &str, a: &'a Artifact) -> ArtifactJson<'a> {
     } else {
         a.icon.as_str()
     };
-    let build_history = has_build_history(a).then(|| {
+    let link = |addition: &str| {
         let repo_in_project = a
             .repository_name
             .strip_prefix(project_name)
@@ -263,11 +272,18 @@ fn artifact_json<'a>(project_name: &str, a: &'a Artifact) -> ArtifactJson<'a> {
         AdditionLink {
             absolute: false,
             href: format!(
-                "/api/v2.0/projects/{project_name}/repositories/{double}/artifacts/{}/additions/build_history",
+                "/api/v2.0/projects/{project_name}/repositories/{double}/artifacts/{}/additions/{addition}",
                 a.digest
             ),
         }
-    });
+    };
+    let chart = a.kind == "CHART";
+    let addition_links = AdditionLinks {
+        build_history: has_build_history(a).then(|| link("build_history")),
+        values: chart.then(|| link("values.yaml")),
+        readme: chart.then(|| link("readme.md")),
+        dependencies: chart.then(|| link("dependencies")),
+    };
     ArtifactJson {
         id: a.id,
         kind: &a.kind,
@@ -283,7 +299,7 @@ fn artifact_json<'a>(project_name: &str, a: &'a Artifact) -> ArtifactJson<'a> {
         push_time: &a.push_time,
         pull_time: &a.pull_time,
         extra_attrs: raw_json(Some(a.extra_attrs.as_str())).unwrap_or_else(|| empty_object()),
-        addition_links: AdditionLinks { build_history },
+        addition_links,
         annotations: raw_json(a.annotations.as_deref()),
         references: None,
         tags: None,
@@ -465,7 +481,10 @@ pub async fn get_vulnerabilities_addition(
 
 /// `GET .../artifacts/{reference}/additions/{addition}`: `build_history` of an
 /// image (the config's `history` entries, as Harbor's image processor gives
-/// them); any other addition, or an artifact without one, is a 400 as in Harbor.
+/// them); `values.yaml`, `readme.md` and `dependencies` of a Helm chart (read
+/// from its .tgz layer, as Harbor's chart processor gives them: the files as
+/// text, empty when the chart has none, the dependencies as JSON); any other
+/// addition, or an artifact without one, is a 400 as in Harbor.
 pub async fn get_addition(
     State(state): State<AppState>,
     principal: Principal,
@@ -486,7 +505,12 @@ pub async fn get_addition(
         Action::Read,
     )
     .await?;
-    if addition != "build_history" || !has_build_history(&artifact) {
+    let supported = match addition.as_str() {
+        "build_history" => has_build_history(&artifact),
+        "values.yaml" | "readme.md" | "dependencies" => artifact.kind == "CHART",
+        _ => false,
+    };
+    if !supported {
         return Err(ApiError::bad_request(format!(
             "addition {addition} isn't supported for {}",
             artifact.kind
@@ -495,7 +519,7 @@ pub async fn get_addition(
     }
     let unavailable = || {
         ApiError::not_found(format!(
-            "the build history of {}@{} is not available",
+            "the {addition} of {}@{} is not available",
             artifact.repository_name, artifact.digest
         ))
     };
@@ -512,14 +536,41 @@ pub async fn get_addition(
     let stored = lookup.and_then(|l| l.manifest).ok_or_else(unavailable)?;
     let manifest =
         Manifest::parse(&stored.body, Some(&stored.media_type)).map_err(|_| unavailable())?;
-    let ManifestKind::Image { config, .. } = &manifest.kind else {
+    let ManifestKind::Image { config, layers } = &manifest.kind else {
         return Err(unavailable().into());
     };
-    let bytes = read_config(&state, config).await.ok_or_else(unavailable)?;
-    let body = image_build_history(&bytes).to_string();
-    Ok((
-        [(header::CONTENT_TYPE, "application/json; charset=utf-8")],
-        body,
-    )
-        .into_response())
+    if addition == "build_history" {
+        let bytes = read_config(&state, config).await.ok_or_else(unavailable)?;
+        let body = image_build_history(&bytes).to_string();
+        return Ok((
+            [(header::CONTENT_TYPE, "application/json; charset=utf-8")],
+            body,
+        )
+            .into_response());
+    }
+    let layer = layers
+        .iter()
+        .find(|l| l.media_type == chart::CHART_LAYER)
+        .ok_or_else(unavailable)?;
+    let files = chart::read_chart(&state, layer)
+        .await
+        .ok_or_else(unavailable)?;
+    let (content_type, body) = match addition.as_str() {
+        "values.yaml" => (
+            "text/plain; charset=utf-8",
+            files.values.unwrap_or_default(),
+        ),
+        "readme.md" => (
+            "text/markdown; charset=utf-8",
+            files.readme.unwrap_or_default(),
+        ),
+        _ => {
+            let dependencies = files.dependencies().ok_or_else(unavailable)?;
+            (
+                "application/json; charset=utf-8",
+                serde_json::to_string(&dependencies).map_err(ApiError::internal)?,
+            )
+        }
+    };
+    Ok(([(header::CONTENT_TYPE, content_type)], body).into_response())
 }
