@@ -228,30 +228,54 @@ impl AuditQueue {
     }
 }
 
+/// The domain events written to the audit log, as (event kind, operation,
+/// resource type): the one list both the writer and
+/// `GET /auditlog-exts/events` ([`event_types`]) read.
+const AUDITED: &[(&str, &str, &str)] = {
+    use berth_store::repo::events as e;
+    &[
+        (e::ARTIFACT_PUSHED, "create", "artifact"),
+        (e::ARTIFACT_DELETED, "delete", "artifact"),
+        (e::TAG_DELETED, "delete", "tag"),
+        (e::REPOSITORY_DELETED, "delete", "repository"),
+        (e::PROJECT_CREATED, "create", "project"),
+        (e::PROJECT_DELETED, "delete", "project"),
+        (e::MEMBER_ADDED, "create", "project_member"),
+        (e::MEMBER_CHANGED, "update", "project_member"),
+        (e::MEMBER_REMOVED, "delete", "project_member"),
+        (e::ROBOT_CREATED, "create", "robot"),
+        (e::ROBOT_UPDATED, "update", "robot"),
+        (e::ROBOT_DELETED, "delete", "robot"),
+        (e::CONFIGURATION_CHANGED, "update", "configuration"),
+        (e::REGISTRY_CREATED, "create", "registry"),
+        (e::REGISTRY_UPDATED, "update", "registry"),
+        (e::REGISTRY_DELETED, "delete", "registry"),
+    ]
+};
+
+/// Harbor's names (see [`event_type`]) of the event types Berth records:
+/// those of [`AUDITED`] and pulls (noted through the queue), in that order.
+pub fn event_types() -> Vec<String> {
+    let mut types = vec![event_type("pull", "artifact")];
+    types.extend(
+        AUDITED
+            .iter()
+            .map(|(_, operation, resource_type)| event_type(operation, resource_type)),
+    );
+    types
+}
+
 /// The audit entry of a domain event; `None` for what is audited otherwise
 /// (pulls, through the queue) or not at all.
 fn entry_of(event: &StoredEvent) -> Option<NewAuditLog> {
-    let (operation, resource_type) = match event.kind.as_str() {
-        berth_store::repo::events::ARTIFACT_PUSHED => ("create", "artifact"),
-        berth_store::repo::events::ARTIFACT_DELETED => ("delete", "artifact"),
-        berth_store::repo::events::TAG_DELETED => ("delete", "tag"),
-        berth_store::repo::events::REPOSITORY_DELETED => ("delete", "repository"),
-        berth_store::repo::events::PROJECT_CREATED => ("create", "project"),
-        berth_store::repo::events::PROJECT_DELETED => ("delete", "project"),
-        berth_store::repo::events::MEMBER_ADDED => ("create", "project_member"),
-        berth_store::repo::events::MEMBER_CHANGED => ("update", "project_member"),
-        berth_store::repo::events::MEMBER_REMOVED => ("delete", "project_member"),
-        berth_store::repo::events::ROBOT_CREATED => ("create", "robot"),
-        berth_store::repo::events::ROBOT_UPDATED => ("update", "robot"),
-        berth_store::repo::events::ROBOT_DELETED => ("delete", "robot"),
-        berth_store::repo::events::CONFIGURATION_CHANGED => ("update", "configuration"),
-        berth_store::repo::events::REGISTRY_CREATED => ("create", "registry"),
-        berth_store::repo::events::REGISTRY_UPDATED => ("update", "registry"),
-        berth_store::repo::events::REGISTRY_DELETED => ("delete", "registry"),
-        berth_store::repo::events::ARTIFACT_PULLED
-        | berth_store::repo::events::RETENTION_FINISHED
-        | berth_store::repo::events::REPLICATION_FINISHED => return None,
-        other => (other, "event"),
+    let (operation, resource_type) = match AUDITED.iter().find(|(kind, ..)| *kind == event.kind) {
+        Some(&(_, operation, resource_type)) => (operation, resource_type),
+        None => match event.kind.as_str() {
+            berth_store::repo::events::ARTIFACT_PULLED
+            | berth_store::repo::events::RETENTION_FINISHED
+            | berth_store::repo::events::REPLICATION_FINISHED => return None,
+            other => (other, "event"),
+        },
     };
     Some(NewAuditLog {
         project_id: event.project_id,
@@ -351,6 +375,24 @@ mod tests {
             username: "u".into(),
             op_time: berth_domain::time::now(),
         }
+    }
+
+    #[test]
+    fn event_types_are_harbors_names_of_what_is_recorded() {
+        let types = event_types();
+        assert_eq!(
+            types[..3],
+            ["pull_artifact", "create_artifact", "delete_artifact"]
+        );
+        assert!(types.contains(&"create_member".to_string()), "{types:?}");
+        assert!(
+            types.contains(&"update_configuration".to_string()),
+            "{types:?}"
+        );
+        let mut distinct = types.clone();
+        distinct.sort();
+        distinct.dedup();
+        assert_eq!(distinct.len(), types.len(), "{types:?}");
     }
 
     #[test]

@@ -268,6 +268,14 @@ async def main(base, password):
     accessories = await admin.get_artifact_accessories("library", "compat-src", "v1")
     expect([a.type for a in accessories] == ["signature.cosign"], f"accessories {accessories}")
     expect(accessories[0].subject_artifact_digest == image_digest, f"{accessories[0]}")
+    project_artifacts = await admin.get_project_artifacts("library", with_tag=True, page_size=100)
+    names = {a.repository_name for a in project_artifacts}
+    expect({"library/compat-src", "library/compat-copy"} <= names, f"project artifacts {names}")
+    by_id = await admin.get_project_artifacts(1, query="tags=v1", with_tag=True, page_size=100)
+    expect(len(by_id) == 2 and all(a.tags[0].name == "v1" for a in by_id), f"{by_id}")
+    icon = await admin.get_icon(project_artifacts[0].icon)
+    expect(icon.content_type == "image/png" and icon.content, f"icon {icon}")
+    await expect_error(NotFound, admin.get_icon("sha256:" + "0" * 64))
 
     # Audit logs: written in batches a moment after the operations.
     for _ in range(50):

@@ -117,7 +117,11 @@ fn accessory_json(subject: &Artifact, a: &Artifact) -> Value {
         "size": a.size,
         "digest": a.digest,
         "type": a.accessory_type,
-        "icon": a.icon,
+        "icon": if a.icon.is_empty() {
+            super::icons::of_accessory(a.accessory_type.as_deref())
+        } else {
+            a.icon.as_str()
+        },
         "creation_time": a.push_time,
     })
 }

@@ -1,5 +1,5 @@
-//! Harbor's artifacts: listArtifacts, getArtifact, deleteArtifact, getAddition,
-//! getVulnerabilitiesAddition.
+//! Harbor's artifacts: listArtifacts, listArtifactsOfProject, getArtifact,
+//! deleteArtifact, getAddition, getVulnerabilitiesAddition.
 
 use std::collections::HashMap;
 
@@ -18,6 +18,7 @@ use serde_json::value::RawValue;
 use serde_json::{Value, json};
 
 use super::labels::LabelJson;
+use super::projects::ProjectCaller;
 use super::repositories::{load_repository, name_in_project};
 use super::tags::{TagJson, immutable_status};
 use crate::error::{ApiError, ErrorKind, HarborCode, HarborResult};
@@ -25,21 +26,20 @@ use crate::extract::Principal;
 use crate::extract::harbor::{HarborQuery, paged};
 use crate::operations::{Routes, Surface};
 use crate::service::artifacts::{self, ArtifactAt};
+use crate::service::chart;
 use crate::service::content::read_config;
 use crate::service::repositories;
 use crate::state::AppState;
 use berth_domain::model::immutable::Protection;
 
-/// Harbor's icon for images.
-const ICON_IMAGE: &str = "sha256:0048162a053eef4d4ce3fe7518615bef084403614f8bca43b40ae2e762e11e06";
-/// Harbor's default icon.
-const ICON_DEFAULT: &str =
-    "sha256:da834479c923584f4cbcdecc0dac61f32bef1d51e8aae598cf16bd154efab49f";
-
 pub(super) const BASE: &str = "/projects/{project_name}/repositories/{repository_name}/artifacts";
 
 pub(super) fn routes() -> Routes {
     Routes::new(Surface::Harbor)
+        .get(
+            "/projects/{project_name_or_id}/artifacts",
+            list_artifacts_of_project,
+        )
         .get(BASE, list_artifacts)
         .post(BASE, super::artifact_copy::copy_artifact)
         .get(&format!("{BASE}/{{reference}}"), get_artifact)
@@ -137,10 +137,18 @@ struct ArtifactJson<'a> {
     accessories: Option<()>,
 }
 
+/// The additions an artifact advertises: an image's build history, a Helm
+/// chart's values, readme and dependencies (Harbor's processors' lists).
 #[derive(Serialize)]
 struct AdditionLinks {
     #[serde(skip_serializing_if = "Option::is_none")]
     build_history: Option<AdditionLink>,
+    #[serde(rename = "values.yaml", skip_serializing_if = "Option::is_none")]
+    values: Option<AdditionLink>,
+    #[serde(rename = "readme.md", skip_serializing_if = "Option::is_none")]
+    readme: Option<AdditionLink>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    dependencies: Option<AdditionLink>,
 }
 
 #[derive(Serialize)]
@@ -201,10 +209,13 @@ fn artifacts_json<'a>(
     embedded: &'a Embedded,
 ) -> Vec<ArtifactJson<'a>> {
     let mut tags: HashMap<i64, Vec<TagJson<'a>>> = HashMap::new();
-    let repository = artifacts.first().map_or("", |a| {
-        berth_domain::oci::within_project(&a.repository_name)
-    });
+    // A project's listing spans repositories: each tag is judged in its own.
+    let repositories: HashMap<i64, &str> = artifacts
+        .iter()
+        .map(|a| (a.id, berth_domain::oci::within_project(&a.repository_name)))
+        .collect();
     for tag in &embedded.tags {
+        let repository = repositories.get(&tag.artifact_id).copied().unwrap_or("");
         tags.entry(tag.artifact_id).or_default().push(TagJson::new(
             tag,
             repository,
@@ -245,14 +256,12 @@ fn has_build_history(a: &Artifact) -> bool {
 
 /// Harbor's Artifact model without the embedded lists (those are `null`).
 fn artifact_json<'a>(project_name: &str, a: &'a Artifact) -> ArtifactJson<'a> {
-    let icon = if !a.icon.is_empty() {
-        a.icon.as_str()
-    } else if a.kind == "IMAGE" {
-        ICON_IMAGE
+    let icon = if a.icon.is_empty() {
+        super::icons::of_type(&a.kind)
     } else {
-        ICON_DEFAULT
+        a.icon.as_str()
     };
-    let build_history = has_build_history(a).then(|| {
+    let link = |addition: &str| {
         let repo_in_project = a
             .repository_name
             .strip_prefix(project_name)
@@ -263,11 +272,18 @@ fn artifact_json<'a>(project_name: &str, a: &'a Artifact) -> ArtifactJson<'a> {
         AdditionLink {
             absolute: false,
             href: format!(
-                "/api/v2.0/projects/{project_name}/repositories/{double}/artifacts/{}/additions/build_history",
+                "/api/v2.0/projects/{project_name}/repositories/{double}/artifacts/{}/additions/{addition}",
                 a.digest
             ),
         }
-    });
+    };
+    let chart = a.kind == "CHART";
+    let addition_links = AdditionLinks {
+        build_history: has_build_history(a).then(|| link("build_history")),
+        values: chart.then(|| link("values.yaml")),
+        readme: chart.then(|| link("readme.md")),
+        dependencies: chart.then(|| link("dependencies")),
+    };
     ArtifactJson {
         id: a.id,
         kind: &a.kind,
@@ -283,7 +299,7 @@ fn artifact_json<'a>(project_name: &str, a: &'a Artifact) -> ArtifactJson<'a> {
         push_time: &a.push_time,
         pull_time: &a.pull_time,
         extra_attrs: raw_json(Some(a.extra_attrs.as_str())).unwrap_or_else(|| empty_object()),
-        addition_links: AdditionLinks { build_history },
+        addition_links,
         annotations: raw_json(a.annotations.as_deref()),
         references: None,
         tags: None,
@@ -325,6 +341,54 @@ pub async fn list_artifacts(
     let embedded =
         Embedded::load(&state, &artifacts, Embed::from_query(&query), protection).await?;
     let body = artifacts_json(&project_name, &artifacts, &embedded);
+    Ok(paged(&body, total, query.link(paging, total)))
+}
+
+/// `GET /projects/{project_name_or_id}/artifacts`: listArtifacts over every
+/// repository of the project (each artifact names its `repository_name`),
+/// for signed-in callers who may list its artifacts, as in Harbor. With
+/// `latest_in_repository=true` (harborapi sends `latest`), each repository's
+/// newest push among the artifacts `q` keeps, which must then name exactly
+/// one of `media_type` and `artifact_type` (Harbor's rule).
+pub async fn list_artifacts_of_project(
+    State(state): State<AppState>,
+    caller: ProjectCaller,
+    Path(project_name_or_id): Path<String>,
+    query: HarborQuery,
+) -> HarborResult<Response> {
+    caller.principal.require_authenticated()?;
+    let paging = query.paging()?;
+    let q = query.query()?;
+    let sort = query.sort()?;
+    let latest = query.bool("latest_in_repository", false) || query.bool("latest", false);
+    if latest {
+        let names = |key: &str| q.terms.iter().any(|t| t.key == key);
+        if names("media_type") == names("artifact_type") {
+            return Err(ApiError::bad_request(
+                "either 'media_type' or 'artifact_type' must be specified, but not both, when querying with latest_in_repository",
+            )
+            .into());
+        }
+    }
+    let filter = ArtifactFilter::from_query(q)?;
+    let access = caller
+        .require(
+            &state,
+            &project_name_or_id,
+            Resource::Artifact,
+            Action::List,
+        )
+        .await?;
+    let project = access.project;
+    let (artifacts, total) = state
+        .store
+        .artifacts()
+        .list_project_artifacts(project.id, &filter, &sort, paging, latest)
+        .await?;
+    let protection = immutable_status(&state, &query, project.id).await?;
+    let embedded =
+        Embedded::load(&state, &artifacts, Embed::from_query(&query), protection).await?;
+    let body = artifacts_json(&project.name, &artifacts, &embedded);
     Ok(paged(&body, total, query.link(paging, total)))
 }
 
@@ -417,7 +481,10 @@ pub async fn get_vulnerabilities_addition(
 
 /// `GET .../artifacts/{reference}/additions/{addition}`: `build_history` of an
 /// image (the config's `history` entries, as Harbor's image processor gives
-/// them); any other addition, or an artifact without one, is a 400 as in Harbor.
+/// them); `values.yaml`, `readme.md` and `dependencies` of a Helm chart (read
+/// from its .tgz layer, as Harbor's chart processor gives them: the files as
+/// text, empty when the chart has none, the dependencies as JSON); any other
+/// addition, or an artifact without one, is a 400 as in Harbor.
 pub async fn get_addition(
     State(state): State<AppState>,
     principal: Principal,
@@ -438,7 +505,12 @@ pub async fn get_addition(
         Action::Read,
     )
     .await?;
-    if addition != "build_history" || !has_build_history(&artifact) {
+    let supported = match addition.as_str() {
+        "build_history" => has_build_history(&artifact),
+        "values.yaml" | "readme.md" | "dependencies" => artifact.kind == "CHART",
+        _ => false,
+    };
+    if !supported {
         return Err(ApiError::bad_request(format!(
             "addition {addition} isn't supported for {}",
             artifact.kind
@@ -447,7 +519,7 @@ pub async fn get_addition(
     }
     let unavailable = || {
         ApiError::not_found(format!(
-            "the build history of {}@{} is not available",
+            "the {addition} of {}@{} is not available",
             artifact.repository_name, artifact.digest
         ))
     };
@@ -464,14 +536,41 @@ pub async fn get_addition(
     let stored = lookup.and_then(|l| l.manifest).ok_or_else(unavailable)?;
     let manifest =
         Manifest::parse(&stored.body, Some(&stored.media_type)).map_err(|_| unavailable())?;
-    let ManifestKind::Image { config, .. } = &manifest.kind else {
+    let ManifestKind::Image { config, layers } = &manifest.kind else {
         return Err(unavailable().into());
     };
-    let bytes = read_config(&state, config).await.ok_or_else(unavailable)?;
-    let body = image_build_history(&bytes).to_string();
-    Ok((
-        [(header::CONTENT_TYPE, "application/json; charset=utf-8")],
-        body,
-    )
-        .into_response())
+    if addition == "build_history" {
+        let bytes = read_config(&state, config).await.ok_or_else(unavailable)?;
+        let body = image_build_history(&bytes).to_string();
+        return Ok((
+            [(header::CONTENT_TYPE, "application/json; charset=utf-8")],
+            body,
+        )
+            .into_response());
+    }
+    let layer = layers
+        .iter()
+        .find(|l| l.media_type == chart::CHART_LAYER)
+        .ok_or_else(unavailable)?;
+    let files = chart::read_chart(&state, layer)
+        .await
+        .ok_or_else(unavailable)?;
+    let (content_type, body) = match addition.as_str() {
+        "values.yaml" => (
+            "text/plain; charset=utf-8",
+            files.values.unwrap_or_default(),
+        ),
+        "readme.md" => (
+            "text/markdown; charset=utf-8",
+            files.readme.unwrap_or_default(),
+        ),
+        _ => {
+            let dependencies = files.dependencies().ok_or_else(unavailable)?;
+            (
+                "application/json; charset=utf-8",
+                serde_json::to_string(&dependencies).map_err(ApiError::internal)?,
+            )
+        }
+    };
+    Ok(([(header::CONTENT_TYPE, content_type)], body).into_response())
 }

@@ -2,7 +2,8 @@
 //! entry, project administrators those of their projects) and
 //! `GET /projects/{project_name}/logs` (one project's, for its administrators),
 //! and the same rows as Harbor 2.13's extended audit logs (`AuditLogExt`):
-//! `GET /auditlog-exts` and `GET /projects/{project_name}/auditlog-exts`.
+//! `GET /auditlog-exts` and `GET /projects/{project_name}/auditlog-exts`, and
+//! the event types they hold (`GET /auditlog-exts/events`).
 
 use axum::extract::{Path, State};
 use axum::response::Response;
@@ -24,6 +25,7 @@ pub(super) fn routes() -> Routes {
         .get("/projects/{project_name}/logs", get_logs)
         .get("/auditlog-exts", list_audit_log_exts)
         .get("/projects/{project_name}/auditlog-exts", get_log_exts)
+        .get("/auditlog-exts/events", list_audit_log_event_types)
 }
 
 /// Harbor's AuditLog.
@@ -136,6 +138,27 @@ pub async fn get_logs(
 ) -> HarborResult<Response> {
     let scope = project_scope(&state, &principal, project_name).await?;
     list::<AuditLogWire>(&state, &scope, &query).await
+}
+
+/// Harbor's AuditLogEventType.
+#[derive(Debug, Serialize)]
+pub struct AuditLogEventTypeWire {
+    event_type: String,
+}
+
+/// `GET /auditlog-exts/events`: the event types Berth records, named as
+/// `disabled_audit_log_event_types` and audit purges name them; for the
+/// callers of `/auditlog-exts` (signed-in users).
+pub async fn list_audit_log_event_types(
+    principal: Principal,
+) -> HarborResult<axum::Json<Vec<AuditLogEventTypeWire>>> {
+    principal.require_user()?;
+    Ok(axum::Json(
+        crate::audit::event_types()
+            .into_iter()
+            .map(|event_type| AuditLogEventTypeWire { event_type })
+            .collect(),
+    ))
 }
 
 /// `GET /auditlog-exts`: `/audit-logs`' entries and rules, as AuditLogExt.

@@ -5,6 +5,7 @@ pub(crate) mod artifacts;
 mod audit_logs;
 pub(crate) mod gc;
 pub(crate) mod health;
+mod icons;
 mod immutable;
 mod labels;
 pub(crate) mod ldap;
@@ -76,6 +77,7 @@ pub fn routes() -> Routes {
         .merge(statistics::routes())
         .merge(repositories::routes())
         .merge(artifacts::routes())
+        .merge(icons::routes())
         .merge(tags::routes())
         .merge(labels::routes())
         .merge(gc::routes())

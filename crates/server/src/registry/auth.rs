@@ -127,17 +127,20 @@ impl RepoAction {
 
     /// Harbor's refusal of this action on repository `name`, which docker
     /// and CI logs show as `unauthorized: unauthorized to access repository:
-    /// <name>, action: <action>`.
-    fn refused(self, name: &str) -> RegistryError {
-        unauthorized(&format!(
+    /// <name>, action: <action>: unauthorized to access repository: <name>,
+    /// action: <action>`: Harbor's error wraps a cause of the same text and
+    /// prints both, and clients (Harbor's own API tests among them) match
+    /// the doubled text.
+    pub(super) fn refused(self, name: &str) -> RegistryError {
+        let reason = format!(
             "unauthorized to access repository: {name}, action: {}",
             self.token_action()
-        ))
-        .with_scope(self.scope(name))
+        );
+        unauthorized(&format!("{reason}: {reason}")).with_scope(self.scope(name))
     }
 
     /// The scope a client should ask for to do this.
-    fn scope(self, name: &str) -> String {
+    pub(super) fn scope(self, name: &str) -> String {
         let actions = match self {
             Self::Pull => "pull",
             Self::Push => "pull,push",

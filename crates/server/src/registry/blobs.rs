@@ -240,8 +240,26 @@ pub async fn delete_blob(ctx: Ctx, name: &str, digest: &str) -> RegistryResult<R
 /// `POST /v2/<name>/blobs/uploads/`: a cross-repository mount (`mount`, `from`),
 /// a monolithic upload (`digest`), or a new upload session (hashing with
 /// `digest-algorithm`, default `sha256`).
+///
+/// A mount needs pull on `from` as well as push on `name`, as in distribution:
+/// a 401 challenge for it names both scopes, and a token that never asked for
+/// `from` is challenged for it rather than answered with an upload. Only a
+/// caller who may not read `from`, or a blob `from` lacks, gets the upload
+/// session (202) instead of the mount (201).
 pub async fn post_blob_upload(ctx: Ctx, body: Body, name: &str) -> RegistryResult<Response> {
-    let project = ctx.authorize(name, RepoAction::Push).await?;
+    let mount = ctx.query("mount").zip(
+        ctx.query("from")
+            .filter(|from| berth_domain::oci::is_valid_name(from) && from.contains('/')),
+    );
+    let project = match ctx.authorize(name, RepoAction::Push).await {
+        Ok(project) => project,
+        Err(err) => {
+            return Err(match &mount {
+                Some((_, from)) => err.and_scope(&RepoAction::Pull.scope(from)),
+                None => err,
+            });
+        }
+    };
     super::refuse_proxy_push(&project)?;
     let state = &ctx.state;
     let algorithm = match ctx.query("digest-algorithm") {
@@ -254,14 +272,9 @@ pub async fn post_blob_upload(ctx: Ctx, body: Body, name: &str) -> RegistryResul
             ))
         })?,
     };
-    if let Some(mount) = ctx.query("mount")
-        && let Some(from) = ctx.query("from")
-    {
+    if let Some((mount, from)) = mount {
         let digest = parse_digest(&mount)?;
-        let readable = berth_domain::oci::is_valid_name(&from)
-            && from.contains('/')
-            && ctx.authorize(&from, RepoAction::Pull).await.is_ok();
-        if readable
+        if may_mount_from(&ctx, name, &from).await?
             && state
                 .store
                 .registry()
@@ -288,6 +301,29 @@ pub async fn post_blob_upload(ctx: Ctx, body: Body, name: &str) -> RegistryResul
         .create_upload(&id, project.id, name, algorithm)
         .await?;
     Ok(empty(StatusCode::ACCEPTED, upload_headers(name, &id, 0)))
+}
+
+/// Whether the caller of a mount into `name` may read `from`. A token that
+/// does not carry pull on `from` and never asked for it is challenged for
+/// both scopes (a client given that challenge asks for them); one that asked
+/// and was refused, like any other caller who may not pull, gets `false`.
+async fn may_mount_from(ctx: &Ctx, name: &str, from: &str) -> RegistryResult<bool> {
+    if let Caller::Token(claims) = &ctx.caller
+        && !claims.allows("repository", from, "pull")
+    {
+        let asked = claims
+            .access
+            .iter()
+            .any(|a| a.kind == "repository" && a.name == from);
+        if asked {
+            return Ok(false);
+        }
+        return Err(RepoAction::Pull
+            .refused(from)
+            .with_scope(RepoAction::Push.scope(name))
+            .and_scope(&RepoAction::Pull.scope(from)));
+    }
+    Ok(ctx.authorize(from, RepoAction::Pull).await.is_ok())
 }
 
 async fn load_upload(ctx: &Ctx, name: &str, id: &str) -> RegistryResult<Upload> {

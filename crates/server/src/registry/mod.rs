@@ -60,6 +60,17 @@ impl RegistryError {
         self.scope = Some(scope);
         self
     }
+
+    /// Adds `scope` to the scope a 401 already asks for (distribution's
+    /// challenge names every scope of a request in one space-separated list);
+    /// an error asking for none stays so.
+    fn and_scope(mut self, scope: &str) -> Self {
+        if let Some(asked) = &mut self.scope {
+            asked.push(' ');
+            asked.push_str(scope);
+        }
+        self
+    }
 }
 
 impl<E: Into<ApiError>> From<E> for RegistryError {

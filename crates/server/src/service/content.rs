@@ -83,24 +83,31 @@ pub async fn manifest_record(
 /// [`MAX_CONFIG_BYTES`]. Reads at most one byte past the limit, whatever the
 /// manifest declares.
 pub async fn read_config(state: &AppState, config: &Descriptor) -> Option<Vec<u8>> {
-    let declared = u64::try_from(config.size).ok()?;
-    if declared > MAX_CONFIG_BYTES {
+    read_bounded(state, config, MAX_CONFIG_BYTES).await
+}
+
+/// The bytes of the blob `descriptor` names; `None` when it is missing or
+/// unreadable, or when its declared or stored size is over `max`. Reads at
+/// most one piece past the limit, whatever the manifest declares.
+pub async fn read_bounded(state: &AppState, descriptor: &Descriptor, max: u64) -> Option<Vec<u8>> {
+    let declared = u64::try_from(descriptor.size).ok()?;
+    if declared > max {
         return None;
     }
     let mut stream = state
         .registry
         .blobs
-        .read(&config.digest, 0, declared)
+        .read(&descriptor.digest, 0, declared)
         .await
         .ok()??;
     let mut bytes = Vec::with_capacity(usize::try_from(declared).ok()?);
     while let Some(piece) = stream.next().await {
         bytes.extend_from_slice(&piece.ok()?);
-        if bytes.len() as u64 > MAX_CONFIG_BYTES {
+        if bytes.len() as u64 > max {
             return None;
         }
     }
-    (u64::try_from(bytes.len()).ok()? <= MAX_CONFIG_BYTES).then_some(bytes)
+    (u64::try_from(bytes.len()).ok()? <= max).then_some(bytes)
 }
 
 /// Notes a pull of `artifact` (`repo:tag` or `repo@digest`) of project

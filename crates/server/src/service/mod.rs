@@ -7,6 +7,7 @@
 
 pub mod artifacts;
 pub mod audit_purge;
+pub mod chart;
 pub mod configuration;
 pub mod content;
 pub mod gc;

@@ -297,12 +297,41 @@ fn probes_tags(total: i64, of: i64, paging: Paging) -> bool {
     walk_times_total(total, of, paging).saturating_mul(PROBE_COST) < total.saturating_mul(total)
 }
 
+/// Whose artifacts a listing lists: one repository's (listArtifacts) or
+/// every repository's of a project (listArtifactsOfProject).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Scope {
+    /// The repository of this id.
+    Repository(i64),
+    /// The repositories of the project of this id.
+    Project(i64),
+}
+
+impl Scope {
+    /// `<alias>.repository_id = <id>`, or for a project `<alias>.repository_id
+    /// IN (<its repositories>)`: how tag rows and tag pieces (keyed by
+    /// repository) are narrowed to the scope.
+    fn repositories(self, sql: &mut Sql, alias: &str) {
+        match self {
+            Self::Repository(id) => {
+                sql.push(alias).push(".repository_id = ").int(id);
+            }
+            Self::Project(id) => {
+                sql.push(alias)
+                    .push(".repository_id IN (SELECT rp.id FROM repositories rp WHERE rp.project_id = ")
+                    .int(id)
+                    .push(")");
+            }
+        }
+    }
+}
+
 /// The tag-text half of the listing filter: ` IN (SELECT tg.artifact_id ...)`,
 /// the artifacts with a tag holding the short `text`.
-fn short_text_matches(sql: &mut Sql, repository_id: i64, text: &str) {
-    sql.push(" IN (SELECT tg.artifact_id FROM tag_grams tg WHERE tg.repository_id = ")
-        .int(repository_id)
-        .push(" AND tg.gram >= ")
+fn short_text_matches(sql: &mut Sql, scope: Scope, text: &str) {
+    sql.push(" IN (SELECT tg.artifact_id FROM tag_grams tg WHERE ");
+    scope.repositories(sql, "tg");
+    sql.push(" AND tg.gram >= ")
         .text(text)
         .push(" AND tg.gram <= ")
         .text(after_prefix(text))
@@ -350,7 +379,7 @@ fn short_text_total(
             Backend::Sqlite => " AND a.accessory_type IS NOT NULL AND +a.id",
             Backend::Postgres => " AND a.accessory_type IS NOT NULL AND a.id",
         });
-        short_text_matches(&mut sql, repository_id, text);
+        short_text_matches(&mut sql, Scope::Repository(repository_id), text);
         sql.push(")");
     } else {
         sql.push("(").push_sql(&listing.count()).push(")");
@@ -376,13 +405,19 @@ fn tags_looked_up(filter: &ArtifactFilter) -> bool {
 /// `repository_id` that `filter` keeps. With `walk`, a short tag text's
 /// matches are only probed, written so that the backend walks the listing
 /// index in order instead of reading the matches by key (see [`Walk`]).
-fn listing_filter(
-    repository_id: i64,
-    filter: &ArtifactFilter,
-    walk: Option<Walk>,
-) -> StoreResult<Sql> {
-    let mut sql = Sql::new(" FROM artifacts a WHERE a.repository_id = ");
-    sql.int(repository_id);
+fn listing_filter(scope: Scope, filter: &ArtifactFilter, walk: Option<Walk>) -> StoreResult<Sql> {
+    let mut sql = match scope {
+        Scope::Repository(id) => {
+            let mut sql = Sql::new(" FROM artifacts a WHERE a.repository_id = ");
+            sql.int(id);
+            sql
+        }
+        Scope::Project(id) => {
+            let mut sql = Sql::new(" FROM artifacts a WHERE a.project_id = ");
+            sql.int(id);
+            sql
+        }
+    };
     // `listed` (kept by triggers, migration 0010): not an accessory, and
     // tagged or not a child of an index; one range of artifacts_listed_idx.
     if filter.all {
@@ -409,15 +444,15 @@ fn listing_filter(
             TagText::Short => match walk {
                 None => {
                     sql.push(" AND a.id");
-                    short_text_matches(&mut sql, repository_id, text);
+                    short_text_matches(&mut sql, scope, text);
                 }
                 Some(Walk::Matches(Backend::Sqlite)) => {
                     sql.push(" AND +a.id");
-                    short_text_matches(&mut sql, repository_id, text);
+                    short_text_matches(&mut sql, scope, text);
                 }
                 Some(Walk::Matches(Backend::Postgres)) => {
                     sql.push(" AND (a.id");
-                    short_text_matches(&mut sql, repository_id, text);
+                    short_text_matches(&mut sql, scope, text);
                     sql.push(") IS TRUE");
                 }
                 Some(Walk::Tags(backend)) => {
@@ -431,11 +466,11 @@ fn listing_filter(
                 }
             },
             TagText::Trigrams(trigrams) => {
-                sql.push(" AND a.id IN (SELECT t.artifact_id FROM tags t WHERE t.repository_id = ")
-                    .int(repository_id)
-                    .push(" AND t.id IN (SELECT tg.tag_id FROM tag_grams tg WHERE tg.repository_id = ")
-                    .int(repository_id)
-                    .push(" AND tg.gram IN (");
+                sql.push(" AND a.id IN (SELECT t.artifact_id FROM tags t WHERE ");
+                scope.repositories(&mut sql, "t");
+                sql.push(" AND t.id IN (SELECT tg.tag_id FROM tag_grams tg WHERE ");
+                scope.repositories(&mut sql, "tg");
+                sql.push(" AND tg.gram IN (");
                 for (i, trigram) in trigrams.iter().enumerate() {
                     if i > 0 {
                         sql.push(", ");
@@ -450,11 +485,9 @@ fn listing_filter(
             }
         },
         Some(TagFilter::Exact(name)) => {
-            sql.push(" AND a.id IN (SELECT t.artifact_id FROM tags t WHERE t.repository_id = ")
-                .int(repository_id)
-                .push(" AND t.name = ")
-                .text(name.as_str())
-                .push(")");
+            sql.push(" AND a.id IN (SELECT t.artifact_id FROM tags t WHERE ");
+            scope.repositories(&mut sql, "t");
+            sql.push(" AND t.name = ").text(name.as_str()).push(")");
         }
     }
     for label in &filter.labels {
@@ -492,7 +525,7 @@ impl Artifacts<'_> {
             Some(TagFilter::Fuzzy(text)) if TagText::of(text) == TagText::Short => Some(text),
             _ => None,
         };
-        let mut sql = listing_filter(repository_id, filter, None)?;
+        let mut sql = listing_filter(Scope::Repository(repository_id), filter, None)?;
         let total = match listing_total(filter) {
             Some(counter) => {
                 let mut count = Sql::new("SELECT ");
@@ -530,7 +563,7 @@ impl Artifacts<'_> {
                     None
                 };
                 if walk.is_some() {
-                    sql = listing_filter(repository_id, filter, walk)?;
+                    sql = listing_filter(Scope::Repository(repository_id), filter, walk)?;
                 }
                 Total::Kept(total)
             }
@@ -560,6 +593,48 @@ impl Artifacts<'_> {
             rows.into_iter().map(Artifact::from).collect::<Vec<_>>(),
             total,
         ))
+    }
+
+    /// One page of the artifacts of every repository of project `project_id`
+    /// and the total, with listArtifacts' filter, `sort` and paging; with
+    /// `latest_in_repository`, only each repository's newest push among
+    /// those the filter keeps (the newer id on a tie).
+    pub async fn list_project_artifacts(
+        &self,
+        project_id: i64,
+        filter: &ArtifactFilter,
+        sort: &[SortKey],
+        paging: Paging,
+        latest_in_repository: bool,
+    ) -> StoreResult<(Vec<Artifact>, i64)> {
+        let order = order_clause(ARTIFACT_SORT_COLUMNS, sort, "a.push_time DESC", "a.id DESC");
+        let mut sql = listing_filter(Scope::Project(project_id), filter, None)?;
+        if latest_in_repository {
+            let mut latest = Sql::new(
+                " FROM artifacts a WHERE a.id IN (SELECT l.id FROM (SELECT a.id, ROW_NUMBER() OVER \
+                 (PARTITION BY a.repository_id ORDER BY a.push_time DESC, a.id DESC) AS n",
+            );
+            latest.push_sql(&sql).push(") l WHERE l.n = 1)");
+            sql = latest;
+        }
+        let total = match self.0.backend() {
+            Backend::Sqlite => Total::CountAlong,
+            Backend::Postgres => Total::Count,
+        };
+        let (rows, total): (Vec<ArtifactRow>, i64) = sql
+            .fetch_keyed_page(
+                &self.0.pool,
+                Keyed {
+                    columns: ARTIFACT_COLUMNS,
+                    from: "artifacts a JOIN repositories r ON r.id = a.repository_id",
+                    key: "a.id",
+                },
+                &order,
+                paging,
+                total,
+            )
+            .await?;
+        Ok((rows.into_iter().map(Artifact::from).collect(), total))
     }
 
     /// `(total, of)` of a short tag text's listing (see [`short_text_total`]).

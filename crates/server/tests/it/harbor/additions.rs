@@ -132,3 +132,85 @@ backend_test!(
         assert_eq!(code(&res), "NOT_FOUND");
     }
 );
+
+/// A chart archive (`.tgz`) of `files` (paths under the chart's directory).
+fn chart_archive(files: &[(&str, &str)]) -> Vec<u8> {
+    let gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    let mut builder = tar::Builder::new(gz);
+    for (path, text) in files {
+        let mut header = tar::Header::new_gnu();
+        header.set_size(text.len() as u64);
+        header.set_mode(0o644);
+        header.set_cksum();
+        builder
+            .append_data(&mut header, path, text.as_bytes())
+            .unwrap();
+    }
+    builder.into_inner().unwrap().finish().unwrap()
+}
+
+backend_test!(
+    /// A Helm chart advertises `values.yaml`, `readme.md` and `dependencies`,
+    /// and each answers from the chart's .tgz as Harbor's chart processor does.
+    async fn helm_chart_additions_are_read_from_the_chart(app) {
+        let chart = chart_archive(&[
+            ("demo/Chart.yaml", "apiVersion: v2\nname: demo\nversion: 0.1.0\ndependencies:\n  - name: redis\n    version: \"17.3.7\"\n    repository: https://charts.bitnami.com/bitnami\n    condition: redis.enabled\n  - name: common\n    repository: oci://registry.example/charts\n    tags: [base]\n"),
+            ("demo/values.yaml", "replicaCount: 2\nimage:\n  tag: v1\n"),
+            ("demo/README.md", "# Demo chart\n"),
+            ("demo/charts/redis/values.yaml", "a subchart's values\n"),
+        ]);
+        let digest = crate::harbor::project_artifacts::push_chart(&app, "library/demo", "0.1.0", &chart).await;
+        let base = "/api/v2.0/projects/library/repositories/demo/artifacts";
+        let artifact = app.get(&format!("{base}/0.1.0")).admin().send().await.json();
+        assert_eq!(artifact["type"], "CHART");
+        let links = artifact["addition_links"].as_object().unwrap();
+        assert_eq!(links.keys().collect::<Vec<_>>(), ["dependencies", "readme.md", "values.yaml"]);
+        let href = |kind: &str| links[kind]["href"].as_str().unwrap().to_string();
+        assert_eq!(href("values.yaml"), format!("{base}/{digest}/additions/values.yaml"));
+
+        let res = app.get(&href("values.yaml")).admin().send().await;
+        assert_eq!(res.status, StatusCode::OK, "{}", res.text());
+        assert_eq!(res.header("content-type"), Some("text/plain; charset=utf-8"));
+        assert_eq!(res.text(), "replicaCount: 2\nimage:\n  tag: v1\n");
+        let res = app.get(&href("readme.md")).admin().send().await;
+        assert_eq!(res.header("content-type"), Some("text/markdown; charset=utf-8"));
+        assert_eq!(res.text(), "# Demo chart\n");
+        let res = app.get(&href("dependencies")).admin().send().await;
+        assert_eq!(res.header("content-type"), Some("application/json; charset=utf-8"));
+        assert_eq!(
+            res.json(),
+            json!([
+                {"name": "redis", "version": "17.3.7", "repository": "https://charts.bitnami.com/bitnami", "condition": "redis.enabled"},
+                {"name": "common", "repository": "oci://registry.example/charts", "tags": ["base"]}
+            ])
+        );
+        // Anonymous callers read a public project's additions, as the others.
+        assert_eq!(app.get(&format!("{base}/0.1.0/additions/values.yaml")).send().await.status, StatusCode::OK);
+
+        // A chart without a readme or dependencies: an empty readme, no dependencies.
+        let bare = chart_archive(&[("bare/Chart.yaml", "apiVersion: v2\nname: bare\nversion: 1.0.0\n")]);
+        push_chart_as(&app, "library/bare", &bare).await;
+        let res = app.get("/api/v2.0/projects/library/repositories/bare/artifacts/1.0.0/additions/readme.md").admin().send().await;
+        assert_eq!(res.status, StatusCode::OK);
+        assert_eq!(res.text(), "");
+        let res = app.get("/api/v2.0/projects/library/repositories/bare/artifacts/1.0.0/additions/dependencies").admin().send().await;
+        assert_eq!(res.json(), json!([]));
+
+        // An image has no chart additions, a chart no build history; a layer
+        // that is no .tgz has none to give.
+        let res = app.get(&format!("{base}/0.1.0/additions/build_history")).admin().send().await;
+        assert_eq!(res.status, StatusCode::BAD_REQUEST);
+        crate::registry::push_image(&app, "library/plain", "v1", &[b"plain"]).await;
+        let res = app.get("/api/v2.0/projects/library/repositories/plain/artifacts/v1/additions/values.yaml").admin().send().await;
+        assert_eq!(res.status, StatusCode::BAD_REQUEST);
+        assert_eq!(code(&res), "BAD_REQUEST");
+        push_chart_as(&app, "library/broken", b"not a tgz").await;
+        let res = app.get("/api/v2.0/projects/library/repositories/broken/artifacts/1.0.0/additions/values.yaml").admin().send().await;
+        assert_eq!(res.status, StatusCode::NOT_FOUND);
+        assert_eq!(code(&res), "NOT_FOUND");
+    }
+);
+
+async fn push_chart_as(app: &crate::util::TestApp, name: &str, chart: &[u8]) {
+    crate::harbor::project_artifacts::push_chart(app, name, "1.0.0", chart).await;
+}

@@ -361,3 +361,59 @@ backend_test!(
         assert_eq!(app.store().events().pending(berth_store::repo::events::AUDIT).await.unwrap(), 0);
     }
 );
+
+backend_test!(
+    /// `GET /auditlog-exts/events` names the event types Berth records, as
+    /// Harbor's AuditLogEventType list: every entry a push, a pull and a
+    /// project's creation leave has its type there.
+    async fn auditlog_event_types_name_what_is_recorded(app) {
+        let res = app.get("/api/v2.0/auditlog-exts/events").send().await;
+        assert_eq!(res.status, StatusCode::UNAUTHORIZED);
+        app.create_user("eve", "Eve-Passw0rd").await;
+        let res = app.get("/api/v2.0/auditlog-exts/events").basic("eve", "Eve-Passw0rd").send().await;
+        assert_eq!(res.status, StatusCode::OK, "{}", res.text());
+        let listed: Vec<String> = res
+            .json()
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| {
+                assert_eq!(e.as_object().unwrap().len(), 1, "{e}");
+                e["event_type"].as_str().unwrap().to_string()
+            })
+            .collect();
+        for expected in ["create_artifact", "delete_artifact", "pull_artifact", "create_project", "delete_project", "delete_repository", "delete_tag", "create_robot", "delete_robot", "create_member", "update_configuration"] {
+            assert!(listed.iter().any(|t| t == expected), "{expected} in {listed:?}");
+        }
+
+        let res = app.post("/api/v2.0/projects").admin().json(&json!({"project_name": "typed"})).send().await;
+        assert_eq!(res.status, StatusCode::CREATED);
+        push_image(&app, "typed/app", "v1", &[b"typed"]).await;
+        let res = app.get("/v2/typed/app/manifests/v1").header("accept", OCI_MANIFEST).admin().send().await;
+        assert_eq!(res.status, StatusCode::OK);
+        let mut seen = Vec::new();
+        for _ in 0..50 {
+            let (_, body, _) = logs(&app, "/api/v2.0/auditlog-exts?page_size=100", None).await;
+            seen = body
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|e| {
+                    let kind = match e["resource_type"].as_str().unwrap() {
+                        "project_member" => "member",
+                        other => other,
+                    };
+                    format!("{}_{kind}", e["operation"].as_str().unwrap())
+                })
+                .collect();
+            if seen.len() >= 3 {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+        assert!(seen.len() >= 3, "{seen:?}");
+        for kind in &seen {
+            assert!(listed.contains(kind), "{kind} is listed: {listed:?}");
+        }
+    }
+);

