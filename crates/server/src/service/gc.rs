@@ -245,6 +245,9 @@ impl Plan {
             "hourly" => fixed("Hourly", "0 0 * * * *"),
             "daily" => fixed("Daily", "0 0 0 * * *"),
             "weekly" => fixed("Weekly", "0 0 0 * * 0"),
+            // Harbor creates a schedule of the cron given whatever the type
+            // says, an empty one included (an update that gives only a cron).
+            "" if !cron.trim().is_empty() => fixed("Custom", cron.trim()),
             "custom" if cron.trim().is_empty() => {
                 return Err(ApiError::bad_request("empty cron string for gc schedule"));
             }

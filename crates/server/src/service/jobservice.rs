@@ -161,14 +161,28 @@ pub struct Queue {
     pub paused: bool,
 }
 
-/// Every job type's queue, by name.
+/// Harbor's other job types, which Berth does not run (yet): their queues
+/// are listed, always empty, and take the same actions, as Harbor lists a
+/// queue for every job type it knows.
+const IDLE_KINDS: [&str; 6] = [
+    "AUDIT_LOGS_GDPR_COMPLIANT",
+    "EXECUTION_SWEEP",
+    "IMAGE_SCAN",
+    "P2P_PREHEAT",
+    "SCAN_DATA_EXPORT",
+    "SYSTEM_ARTIFACT_CLEANUP",
+];
+
+/// Every job type's queue (those Berth runs, Harbor's others, and the
+/// scheduler's), by name.
 pub async fn queues(state: &AppState, principal: &Principal) -> Result<Vec<Queue>, ApiError> {
     principal.require_sysadmin()?;
     let jobs = state.store.jobs();
     let waiting = jobs.queues().await?;
     let paused = jobs.paused_types().await?;
     let now = time::unix_now();
-    let mut kinds: Vec<&str> = KINDS.to_vec();
+    let mut kinds: Vec<&str> = KINDS.iter().chain(&IDLE_KINDS).copied().collect();
+    kinds.push(SCHEDULER);
     kinds.sort_unstable();
     Ok(kinds
         .into_iter()
@@ -218,6 +232,7 @@ pub async fn act_on_queue(
         "ALL" => KINDS.to_vec(),
         SCHEDULER => vec![SCHEDULER],
         kind if KINDS.contains(&kind) => vec![kind],
+        kind if IDLE_KINDS.contains(&kind) => Vec::new(),
         other => {
             return Err(ApiError::not_found(format!("no job queue {other}")));
         }
@@ -239,7 +254,8 @@ pub async fn act_on_queue(
     Ok(())
 }
 
-/// Stops task `id` (`all`: every running task).
+/// Stops task `id` (`all`: every running task); one that is not running is
+/// left alone.
 pub async fn stop_job(state: &AppState, principal: &Principal, id: &str) -> Result<(), ApiError> {
     principal.require_sysadmin()?;
     let jobs = state.store.jobs();
@@ -249,11 +265,16 @@ pub async fn stop_job(state: &AppState, principal: &Principal, id: &str) -> Resu
         }
         return Ok(());
     }
-    if jobs.stop_task(job_id(id)?).await? {
-        Ok(())
-    } else {
-        Err(ApiError::not_found(format!("job {id} not found")))
+    // As Harbor: an id that names no running task (one that ended, or a
+    // job id of Harbor's own 24-hex form) stops nothing and is no error.
+    let stopped = match id.parse::<i64>() {
+        Ok(task) => jobs.stop_task(task).await?,
+        Err(_) => false,
+    };
+    if !stopped {
+        tracing::info!(job = id, "no running job to stop; maybe it already ended");
     }
+    Ok(())
 }
 
 fn job_id(id: &str) -> Result<i64, ApiError> {

@@ -100,7 +100,18 @@ backend_test!(
         assert_eq!(res.status, StatusCode::OK, "{}", res.text());
         let job = app.get(&format!("/api/v2.0/system/purgeaudit/{third}")).admin().send().await.json();
         assert_eq!(job["job_status"], "Stopped");
-        assert_eq!(app.put("/api/v2.0/jobservice/jobs/999999").admin().send().await.status, StatusCode::NOT_FOUND);
+        // As Harbor: stopping a job that is not running (ended, unknown, or
+        // named by Harbor's 24-hex job id) stops nothing and is no error.
+        for id in ["999999", "5e6e2b6e5f1c4a0012d1b3f9"] {
+            let res = app.put(&format!("/api/v2.0/jobservice/jobs/{id}")).admin().send().await;
+            assert_eq!(res.status, StatusCode::OK, "{id}: {}", res.text());
+        }
+        // Harbor's other job types have their (empty) queues, and take actions.
+        for job_type in ["IMAGE_SCAN", "P2P_PREHEAT", "SYSTEM_ARTIFACT_CLEANUP", "SCHEDULER"] {
+            let shown = queue(&app, job_type).await;
+            assert_eq!(shown["count"], 0, "{job_type}: {shown}");
+        }
+        assert_eq!(act(&app, "IMAGE_SCAN", "pause").await.status, StatusCode::OK);
         let first_task = app.store().jobs().tasks(first).await.unwrap()[0].id;
         let log = app.get(&format!("/api/v2.0/jobservice/jobs/{first_task}/log")).admin().send().await;
         assert!(log.header("content-type").unwrap().starts_with("text/plain"));

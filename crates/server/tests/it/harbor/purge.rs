@@ -237,3 +237,33 @@ backend_test!(
         assert!(left.contains(&"create artifact 30".to_string()), "nothing was purged: {left:?}");
     }
 );
+
+backend_test!(
+    /// As Harbor: event types that name no event are kept (and match
+    /// nothing), and an update that gives a cron without a type sets that
+    /// cron (Harbor's own API tests send both).
+    async fn harbors_loose_schedules_are_taken(app) {
+        let loose = json!({"audit_retention_hour": 24, "include_event_types": "push,pull", "dry_run": false});
+        let res = app
+            .post(SCHEDULE)
+            .admin()
+            .json(&json!({"schedule": {"type": "Custom", "cron": "0 0 * * * *"}, "parameters": loose}))
+            .send()
+            .await;
+        assert_eq!(res.status, StatusCode::CREATED, "{}", res.text());
+        let res = app
+            .put(SCHEDULE)
+            .admin()
+            .json(&json!({"schedule": {"cron": "0 30 * * * *"}, "parameters": loose}))
+            .send()
+            .await;
+        assert_eq!(res.status, StatusCode::OK, "{}", res.text());
+        let shown = app.get(SCHEDULE).admin().send().await.json();
+        assert_eq!(shown["schedule"]["cron"], "0 30 * * * *", "{shown}");
+        let parameters: Value = serde_json::from_str(shown["job_parameters"].as_str().unwrap()).unwrap();
+        assert_eq!(parameters["include_event_types"], "push,pull", "{parameters}");
+        // No type and no cron is still refused.
+        let res = app.put(SCHEDULE).admin().json(&json!({"schedule": {}, "parameters": loose})).send().await;
+        assert_eq!(res.status, StatusCode::BAD_REQUEST, "{}", res.text());
+    }
+);
