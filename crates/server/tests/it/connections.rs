@@ -248,13 +248,20 @@ async fn slow_clients_are_closed_after_their_bounds_and_others_are_served() {
         .await
         .unwrap();
 
-    // A new client is served meanwhile (it waits for a place, not for ever).
-    let mut next = tls_connect(&server, b"http/1.1").await;
-    next.write_all(b"GET /api/v2.0/health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
-        .await
-        .unwrap();
-    let (answer, _) = read_until_closed(&mut next, Duration::from_secs(15)).await;
-    let answer = String::from_utf8_lossy(&answer);
+    // A new client is served meanwhile (it waits for a place, not for ever):
+    // its handshake and answer within 10 s.
+    let served = tokio::time::timeout(Duration::from_secs(10), async {
+        let mut next = tls_connect(&server, b"http/1.1").await;
+        next.write_all(b"GET /api/v2.0/health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            .await
+            .unwrap();
+        read_until_closed(&mut next, Duration::from_secs(10))
+            .await
+            .0
+    })
+    .await
+    .expect("a new client is not served while slow ones hold every place");
+    let answer = String::from_utf8_lossy(&served);
     assert!(answer.starts_with("HTTP/1.1 200"), "not served: {answer}");
 
     // The slow ones are closed, after their bounds.
