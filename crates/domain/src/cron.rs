@@ -197,7 +197,23 @@ fn has(bits: u64, value: u8) -> bool {
     bits & (1 << value) != 0
 }
 
+/// Harbor's words for a schedule whose seconds field is not 0.
+pub const SECONDS_NOT_ZERO: &str =
+    "the 1st field (indicating Seconds of time) of the cron setting must be 0";
+
 impl Cron {
+    /// The cron of a schedule (garbage collection, retention, replication,
+    /// audit purge): parsed, and refused unless its seconds field is 0, as
+    /// Harbor refuses it, so that no schedule fires more than once a minute
+    /// (`*/10 * * * * *` would run a job six times a minute).
+    pub fn schedule(text: &str) -> Result<Self, CronError> {
+        let cron: Self = text.parse()?;
+        if cron.seconds != 1 {
+            return Err(CronError(SECONDS_NOT_ZERO.to_string()));
+        }
+        Ok(cron)
+    }
+
     fn day_matches(&self, date: Date) -> bool {
         let day = has(self.days, date.day());
         let weekday = has(self.weekdays, date.weekday().number_days_from_sunday());
@@ -275,6 +291,34 @@ mod tests {
 
     fn next(cron: &str, after: OffsetDateTime) -> OffsetDateTime {
         cron.parse::<Cron>().unwrap().next_after(after).unwrap()
+    }
+
+    #[test]
+    fn schedules_fire_at_most_once_a_minute() {
+        for ok in [
+            "0 * * * * *",
+            "0 */5 * * * *",
+            "0 0 3 * * 6",
+            "00 0 0 * * *",
+            "@hourly",
+            "@daily",
+        ] {
+            assert!(Cron::schedule(ok).is_ok(), "{ok}");
+        }
+        for every_second in [
+            "* * * * * *",
+            "*/10 * * * * *",
+            "0,30 * * * * *",
+            "5 * * * * *",
+            "0-1 0 0 * * *",
+        ] {
+            assert_eq!(
+                Cron::schedule(every_second),
+                Err(CronError(SECONDS_NOT_ZERO.into())),
+                "{every_second}"
+            );
+        }
+        assert!(Cron::schedule("0 0 25 * * *").is_err(), "still parsed");
     }
 
     #[test]

@@ -60,7 +60,12 @@ pub fn routes(state: &AppState, metrics: &MetricsSettings) -> Routes {
 /// Builds the application for `state`; `metrics` says where `/metrics` is served.
 pub fn build_with(state: AppState, metrics: &MetricsSettings) -> App {
     let (router, operations) = routes(&state, metrics).into_parts();
-    let recorder = Recorder::new(state.clone(), Arc::new(OperationIndex::new(&operations)));
+    let index = Arc::new(OperationIndex::new(&operations));
+    let recorder = Recorder::new(state.clone(), index.clone());
+    let read_only = crate::read_only::ReadOnly {
+        state: state.clone(),
+        index,
+    };
     let router = router
         .layer(axum::Extension(ApiDocument::new(&operations)))
         .merge(portal::router())
@@ -70,7 +75,7 @@ pub fn build_with(state: AppState, metrics: &MetricsSettings) -> App {
             note_changes,
         ))
         .layer(axum::middleware::from_fn_with_state(
-            state.clone(),
+            read_only,
             crate::read_only::guard,
         ))
         .layer(axum::middleware::from_fn_with_state(

@@ -269,6 +269,25 @@ pub struct Settings {
     /// keep-alive connection stays open): `30s`, `1m` ...
     #[arg(long, env = "BERTH_HEADER_TIMEOUT", default_value = "30s", value_parser = parse_duration_secs, global = true)]
     pub header_timeout: i64,
+    /// How long a connection with no request in flight stays open (an
+    /// HTTP/2 connection that opens no stream, a TLS connection that sends
+    /// nothing after its handshake): `60s`, `5m` ...
+    #[arg(long, env = "BERTH_IDLE_TIMEOUT", default_value = "60s", value_parser = parse_duration_secs, global = true)]
+    pub idle_timeout: i64,
+    /// How long a request body may send nothing before the request fails:
+    /// `30s`, `2m` ... (a body that keeps `--body-min-rate` may take any time).
+    #[arg(long, env = "BERTH_BODY_TIMEOUT", default_value = "30s", value_parser = parse_duration_secs, global = true)]
+    pub body_timeout: i64,
+    /// The least a request body must send on average, in bytes a second; a
+    /// slower one fails once it has used up `--body-timeout` of waiting. `0`
+    /// leaves only `--body-timeout`.
+    #[arg(
+        long,
+        env = "BERTH_BODY_MIN_RATE",
+        default_value_t = 1024,
+        global = true
+    )]
+    pub body_min_rate: u64,
     /// How many connections are served at once; more wait to be accepted.
     #[arg(
         long,
@@ -364,6 +383,9 @@ impl Settings {
             header_timeout: std::time::Duration::from_secs(
                 self.header_timeout.max(1).unsigned_abs(),
             ),
+            idle_timeout: std::time::Duration::from_secs(self.idle_timeout.max(1).unsigned_abs()),
+            body_timeout: std::time::Duration::from_secs(self.body_timeout.max(1).unsigned_abs()),
+            body_min_rate: self.body_min_rate,
             max_connections: self.max_connections.max(1),
             shutdown_timeout: std::time::Duration::from_secs(
                 self.shutdown_timeout.max(0).unsigned_abs(),

@@ -471,6 +471,8 @@ impl OidcClient {
         validation.set_issuer(&[&doc.issuer]);
         validation.set_required_spec_claims(&["exp", "iss", "aud", "sub"]);
         validation.leeway = LEEWAY_SECS;
+        // A token not valid yet (`nbf` ahead by more than the leeway) is refused.
+        validation.validate_nbf = true;
         let claims = jsonwebtoken::decode::<Map<String, Value>>(token, &key, &validation)
             .map_err(|e| invalid(format!("the ID token is not valid: {e}")))?
             .claims;

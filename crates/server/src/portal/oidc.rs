@@ -72,11 +72,18 @@ fn login_cookie(id: Option<&str>, secure: bool) -> HeaderValue {
     HeaderValue::from_str(&value).unwrap_or_else(|_| HeaderValue::from_static(""))
 }
 
-/// Where to go once signed in: a local path only (never another site).
+/// The longest `redirect_url` a sign-in keeps; a longer one is dropped (the
+/// sign-in goes to the projects page), so anonymous sign-ins that are never
+/// finished cannot fill the database.
+const MAX_REDIRECT: usize = 2048;
+
+/// Where to go once signed in: a local path only (never another site), of at
+/// most [`MAX_REDIRECT`] bytes.
 fn local_path(requested: Option<&str>) -> String {
     match requested {
         Some(path)
             if path.starts_with('/')
+                && path.len() <= MAX_REDIRECT
                 && !path.starts_with("//")
                 && !path.contains('\\')
                 && !path.chars().any(char::is_control) =>
@@ -373,5 +380,9 @@ mod tests {
             assert_eq!(local_path(Some(bad)), "/harbor/projects", "{bad:?}");
         }
         assert_eq!(local_path(None), "/harbor/projects");
+        let longest = format!("/harbor/{}", "a".repeat(MAX_REDIRECT - 8));
+        assert_eq!(local_path(Some(&longest)), longest);
+        let longer = format!("{longest}a");
+        assert_eq!(local_path(Some(&longer)), "/harbor/projects", "dropped");
     }
 }

@@ -277,7 +277,7 @@ impl Plan {
             jobs.delete_schedule(vendor_type, 0).await?;
             return Ok(());
         };
-        let parsed: Cron = cron.parse().map_err(|err| {
+        let parsed = Cron::schedule(cron).map_err(|err| {
             ApiError::bad_request(format!(
                 "invalid cron string for {what}: {cron}, error: {err}"
             ))

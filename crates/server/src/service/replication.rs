@@ -308,7 +308,7 @@ async fn check(state: &AppState, policy: &Policy) -> Result<Option<NewSchedule>,
     };
     let invalid =
         || ApiError::bad_request(format!("invalid cron string for scheduled trigger: {cron}"));
-    let parsed: Cron = cron.parse().map_err(|_| invalid())?;
+    let parsed = Cron::schedule(cron).map_err(|_| invalid())?;
     if parsed
         .next_after(::time::OffsetDateTime::now_utc())
         .is_none()

@@ -138,7 +138,7 @@ fn schedule_of(policy: &RetentionPolicy, id: i64) -> Result<Option<NewSchedule>,
             "invalid cron string for scheduled tag retention: {cron}, error: {err}"
         ))
     };
-    let parsed: Cron = cron.parse().map_err(|e| invalid(&e))?;
+    let parsed = Cron::schedule(cron).map_err(|e| invalid(&e))?;
     if parsed
         .next_after(::time::OffsetDateTime::now_utc())
         .is_none()

@@ -84,6 +84,11 @@ impl std::fmt::Debug for OidcLogin {
 /// How long a sign-in may take at the provider, and to choose a username.
 pub const LOGIN_TTL_SECS: i64 = 15 * 60;
 
+/// How many sign-ins may be under way at once; past it the oldest are
+/// dropped (their browsers start again), so anonymous sign-ins that are
+/// never finished cannot fill the database.
+pub const MAX_LOGINS: i64 = 4096;
+
 /// Access to the OIDC tables.
 pub struct Oidc<'a>(&'a Store);
 
@@ -338,7 +343,8 @@ impl Oidc<'_> {
     }
 
     /// Stores a sign-in that begins now, keyed by its cookie's hash; sign-ins
-    /// older than [`LOGIN_TTL_SECS`] are removed on the way.
+    /// older than [`LOGIN_TTL_SECS`] are removed on the way, and the oldest
+    /// past the newest [`MAX_LOGINS`].
     pub async fn begin_login(&self, id_hash: &str, login: &OidcLogin) -> StoreResult<()> {
         let now = time::unix_now();
         sqlx::query("DELETE FROM oidc_logins WHERE created_at < $1")
@@ -355,6 +361,19 @@ impl Oidc<'_> {
         .bind(&login.verifier)
         .bind(&login.redirect)
         .bind(now)
+        .execute(&self.0.pool)
+        .await?;
+        self.keep_newest_logins(MAX_LOGINS).await
+    }
+
+    /// Removes the sign-ins past the newest `keep` (oldest first; at most
+    /// 1000 at a time, more than the few that concurrent sign-ins add).
+    pub async fn keep_newest_logins(&self, keep: i64) -> StoreResult<()> {
+        sqlx::query(
+            "DELETE FROM oidc_logins WHERE id_hash IN (SELECT id_hash FROM oidc_logins \
+             ORDER BY created_at DESC, id_hash DESC LIMIT 1000 OFFSET $1)",
+        )
+        .bind(keep)
         .execute(&self.0.pool)
         .await?;
         Ok(())

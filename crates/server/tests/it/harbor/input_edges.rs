@@ -266,3 +266,47 @@ crate::backend_test!(
         }
     }
 );
+
+backend_test!(
+    /// No schedule fires more than once a minute: a seconds field other than
+    /// 0 is refused for every kind of schedule, in Harbor's words.
+    async fn schedules_that_fire_more_than_once_a_minute_are_refused(app) {
+        const SECONDS: &str = "the 1st field (indicating Seconds of time) of the cron setting must be 0";
+        let every = |cron: &str| json!({"schedule": {"type": "Custom", "cron": cron}});
+        let purge = |cron: &str| json!({"schedule": {"type": "Custom", "cron": cron}, "parameters": {"audit_retention_hour": 24, "include_event_types": "pull_artifact"}});
+        let retention = |cron: &str| json!({
+            "algorithm": "or",
+            "rules": [{"disabled": false, "action": "retain", "template": "always", "params": {},
+                "tag_selectors": [{"kind": "doublestar", "decoration": "matches", "pattern": "**"}],
+                "scope_selectors": {"repository": [{"kind": "doublestar", "decoration": "repoMatches", "pattern": "**"}]}}],
+            "trigger": {"kind": "Schedule", "settings": {"cron": cron}, "references": {}},
+            "scope": {"level": "project", "ref": 1},
+        });
+        let peer = crate::util::DockerRegistry::start(crate::util::PeerOptions { basic_auth: None, tls: false }).await;
+        let res = app.post("/api/v2.0/registries").admin()
+            .json(&json!({"name": "peer", "type": "docker-registry", "url": peer.url()}))
+            .send().await;
+        assert_eq!(res.status, StatusCode::CREATED, "{}", res.text());
+        let registry: i64 = res.header("location").unwrap().rsplit('/').next().unwrap().parse().unwrap();
+        let replication = move |cron: &str| json!({"name": format!("r{}", cron.len()), "dest_registry": {"id": registry}, "enabled": true,
+            "trigger": {"type": "scheduled", "trigger_settings": {"cron": cron}}});
+        type Body = Box<dyn Fn(&str) -> serde_json::Value>;
+        let kinds: [(&str, Body, String); 4] = [
+            ("/api/v2.0/system/gc/schedule", Box::new(every), "invalid cron string for scheduled gc: {cron}, error: {SECONDS}".into()),
+            ("/api/v2.0/system/purgeaudit/schedule", Box::new(purge), "invalid cron string for scheduled log rotation purge: {cron}, error: {SECONDS}".into()),
+            ("/api/v2.0/retentions", Box::new(retention), "invalid cron string for scheduled tag retention: {cron}, error: {SECONDS}".into()),
+            ("/api/v2.0/replication/policies", Box::new(replication), "invalid cron string for scheduled trigger: {cron}".into()),
+        ];
+        for (path, body, said) in &kinds {
+            for cron in ["* * * * * *", "*/10 * * * * *", "30 0 3 * * *"] {
+                let res = app.post(path).admin().json(&body(cron)).send().await;
+                assert_eq!(res.status, StatusCode::BAD_REQUEST, "{path} {cron}: {}", res.text());
+                assert_eq!(code(&res), "BAD_REQUEST", "{path}");
+                let said = said.replace("{cron}", cron).replace("{SECONDS}", SECONDS);
+                assert_eq!(message(&res), said, "{path}");
+            }
+            let res = app.post(path).admin().json(&body("0 */5 * * * *")).send().await;
+            assert_eq!(res.status, StatusCode::CREATED, "{path}: {}", res.text());
+        }
+    }
+);

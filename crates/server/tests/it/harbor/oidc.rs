@@ -592,6 +592,16 @@ async fn id_tokens_are_bearer_tokens(backend: Backend) {
             .await,
         ),
         (
+            "not valid for an hour yet",
+            p.id_token(
+                &dave,
+                &sso.client_id,
+                7200,
+                json!({"claims": {"nbf": unix_now() + 3600}}),
+            )
+            .await,
+        ),
+        (
             "a subject that never signed in",
             p.id_token("nobody", &sso.client_id, 300, json!({})).await,
         ),
@@ -600,6 +610,16 @@ async fn id_tokens_are_bearer_tokens(backend: Backend) {
         let res = bearer(token).await;
         assert_eq!(res.status(), 401, "{what}");
     }
+    // A clock a little ahead at the provider is allowed for (60 s).
+    let soon = p
+        .id_token(
+            &dave,
+            &sso.client_id,
+            300,
+            json!({"claims": {"nbf": unix_now() + 30}}),
+        )
+        .await;
+    assert_eq!(bearer(soon).await.status(), 200);
     // A tampered payload breaks the signature.
     let good = p.id_token(&dave, &sso.client_id, 300, json!({})).await;
     let mut parts: Vec<String> = good.split('.').map(String::from).collect();
@@ -969,4 +989,15 @@ async fn a_sign_in_begun_on_one_instance_ends_on_another() {
         .await
         .unwrap();
     assert_eq!(res.status(), 200);
+}
+
+/// Seconds since the Unix epoch.
+fn unix_now() -> i64 {
+    i64::try_from(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs(),
+    )
+    .unwrap()
 }

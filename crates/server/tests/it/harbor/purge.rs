@@ -3,8 +3,6 @@
 //! batches (a million entries while pushes go on), the history, logs, stops
 //! and the schedule.
 
-use std::time::Duration;
-
 use axum::http::StatusCode;
 use berth_store::repo::audit_logs::NewAuditLog;
 use serde_json::{Value, json};
@@ -167,10 +165,10 @@ backend_test!(
         let shown: Value = serde_json::from_str(shown["job_parameters"].as_str().unwrap()).unwrap();
         assert_eq!(shown, parameters);
 
-        let every = json!({"schedule": {"type": "Custom", "cron": "* * * * * *"}, "parameters": parameters});
+        let every = json!({"schedule": {"type": "Custom", "cron": "0 * * * * *"}, "parameters": parameters});
         let res = app.put(SCHEDULE).admin().json(&every).send().await;
         assert_eq!(res.status, StatusCode::OK, "{}", res.text());
-        tokio::time::sleep(Duration::from_millis(1100)).await;
+        app.make_schedules_due().await;
         let (one, two) = tokio::join!(berth::workers::run_due(&app.state, "one"), berth::workers::run_due(&app.state, "two"));
         assert_eq!(one.unwrap() + two.unwrap(), 1, "one tick, one purge");
         let history = app.get("/api/v2.0/system/purgeaudit").admin().send().await.json();

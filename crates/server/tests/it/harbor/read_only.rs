@@ -81,3 +81,32 @@ backend_test!(
         assert_eq!(res.status, StatusCode::OK, "{}", res.text());
     }
 );
+
+backend_test!(
+    async fn read_only_mode_tells_pings_from_content_named_ping(app) {
+        push_image(&app, "library/ping", "v1", &[b"ping layer"]).await;
+        push_image(&app, "library/app", "ping", &[b"app layer"]).await;
+        let res = app.put("/api/v2.0/configurations").admin().json(&json!({"read_only": true})).send().await;
+        assert_eq!(res.status, StatusCode::OK, "{}", res.text());
+
+        // A repository and a tag named `ping` are content: refused.
+        assert_refused(&app.delete("/api/v2.0/projects/library/repositories/ping").admin().send().await);
+        let tag = "/api/v2.0/projects/library/repositories/app/artifacts/ping/tags/ping";
+        assert_refused(&app.delete(tag).admin().send().await);
+        assert_eq!(app.get("/api/v2.0/projects/library/repositories/ping").admin().send().await.status, StatusCode::OK);
+        let res = app.get("/api/v2.0/projects/library/repositories/app/artifacts/ping/tags").admin().send().await;
+        assert_eq!(res.header("x-total-count"), Some("1"), "the tag is still there");
+
+        // The real pings only test a connection: they go on.
+        let not_refused = |res: &crate::util::TestResponse| {
+            assert_ne!(res.status, StatusCode::FORBIDDEN, "{}", res.text());
+        };
+        not_refused(&app.post("/api/v2.0/registries/ping").admin().json(&json!({"type": "docker-registry", "url": "http://127.0.0.1:1"})).send().await);
+        not_refused(&app.post("/api/v2.0/ldap/ping").admin().json(&json!({"ldap_url": "ldap://127.0.0.1:1"})).send().await);
+        not_refused(&app.post("/api/v2.0/system/oidc/ping").admin().json(&json!({"url": "http://127.0.0.1:1"})).send().await);
+        // And the configuration, to turn the mode off.
+        let res = app.put("/api/v2.0/configurations").admin().json(&json!({"read_only": false})).send().await;
+        assert_eq!(res.status, StatusCode::OK, "{}", res.text());
+        assert_eq!(app.delete(tag).admin().send().await.status, StatusCode::OK);
+    }
+);

@@ -248,8 +248,8 @@ backend_test!(
         for n in 1..=3 {
             push_image(&app, &format!("library/r{n}"), "v1", &[format!("r{n}").as_bytes()]).await;
         }
-        let id = create(&app, &policy(1, json!([rule("latestPushedK", Some(0), "**", "**")]), "* * * * * *")).await;
-        tokio::time::sleep(Duration::from_millis(1100)).await;
+        let id = create(&app, &policy(1, json!([rule("latestPushedK", Some(0), "**", "**")]), "0 * * * * *")).await;
+        app.make_schedules_due().await;
         let jobs = app.store().jobs();
         let fired = tokio::join!(
             jobs.fire_due(time::OffsetDateTime::now_utc(), berth::service::retention::tasks_of),

@@ -177,11 +177,11 @@ registry_test!(
         assert_eq!(shown["job_parameters"], r#"{"delete_untagged":false,"workers":1}"#);
         assert!(shown["schedule"]["next_scheduled_time"].as_str().unwrap().ends_with("T00:00:00.000Z"), "{shown}");
 
-        // Every second, then wait for a tick to come.
-        let every = json!({"schedule": {"type": "Custom", "cron": "* * * * * *"}});
+        // Every minute, and due now.
+        let every = json!({"schedule": {"type": "Custom", "cron": "0 * * * * *"}});
         let res = app.put("/api/v2.0/system/gc/schedule").admin().json(&every).send().await;
         assert_eq!(res.status, StatusCode::OK, "{}", res.text());
-        tokio::time::sleep(Duration::from_millis(1100)).await;
+        app.make_schedules_due().await;
         let (one, two) = tokio::join!(berth::workers::run_due(&app.state, "one"), berth::workers::run_due(&app.state, "two"));
         assert_eq!(one.unwrap() + two.unwrap(), 1, "one tick, one run");
         let runs = app.get("/api/v2.0/system/gc").admin().send().await.json();

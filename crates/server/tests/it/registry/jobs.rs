@@ -10,7 +10,9 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 use super::clients::{build_layout, require, run, skopeo};
-use crate::util::{ADMIN_PASSWORD, BERTH_BIN, Backend, ServedBerth, database_url};
+use crate::util::{
+    ADMIN_PASSWORD, BERTH_BIN, Backend, ServedBerth, database_url, make_schedules_due,
+};
 
 /// `berth serve` over `data` and `database`, holding job tasks for 3 s.
 async fn serve(data: &Path, database: &str) -> ServedBerth {
@@ -201,7 +203,7 @@ async fn scheduled_retention_and_gc_prune_pushed_images(backend: Backend) {
         "rules": [{"action": "retain", "template": "latestPushedK", "params": {"latestPushedK": 1},
             "tag_selectors": [{"kind": "doublestar", "decoration": "matches", "pattern": "**"}],
             "scope_selectors": {"repository": [{"kind": "doublestar", "decoration": "repoMatches", "pattern": "app"}]}}],
-        "trigger": {"kind": "Schedule", "settings": {"cron": "* * * * * *"}},
+        "trigger": {"kind": "Schedule", "settings": {"cron": "0 * * * * *"}},
         "scope": {"level": "project", "ref": 1},
     });
     let (status, text) = call(
@@ -216,15 +218,16 @@ async fn scheduled_retention_and_gc_prune_pushed_images(backend: Backend) {
         .as_str()
         .unwrap()
         .to_string();
-    let every_second = json!({"schedule": {"type": "Custom", "cron": "* * * * * *"}});
+    let every_minute = json!({"schedule": {"type": "Custom", "cron": "0 * * * * *"}});
     let (status, text) = call(
         &server,
         reqwest::Method::POST,
         "/api/v2.0/system/gc/schedule",
-        Some(every_second),
+        Some(every_minute),
     )
     .await;
     assert_eq!(status, 201, "{text}");
+    make_schedules_due(&database).await;
 
     // The schedule fires, the run deletes the older artifact.
     let executions = format!("/api/v2.0/retentions/{id}/executions");
@@ -238,6 +241,7 @@ async fn scheduled_retention_and_gc_prune_pushed_images(backend: Backend) {
     let tags = get_json(&server, "/v2/library/app/tags/list").await;
     assert_eq!(tags["tags"], json!(["new"]), "{tags}");
     // A collection after it frees the older artifact's own blobs.
+    make_schedules_due(&database).await;
     wait_for(
         &server,
         "/api/v2.0/system/gc",

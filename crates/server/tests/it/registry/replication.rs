@@ -280,11 +280,11 @@ registry_test!(
                 "name": "to-peer", "dest_registry": {"id": registry}, "dest_namespace": "mirror",
                 "dest_namespace_replace_count": 1, "enabled": true,
                 "filters": [{"type": "name", "value": "library/team/**"}, {"type": "tag", "value": "v*"}],
-                "trigger": {"type": "scheduled", "trigger_settings": {"cron": "* * * * * *"}},
+                "trigger": {"type": "scheduled", "trigger_settings": {"cron": "0 * * * * *"}},
             }))
             .send().await;
         assert_eq!(res.status, axum::http::StatusCode::OK, "{}", res.text());
-        tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
+        app.make_schedules_due().await;
         berth::workers::run_due(&app.state, "test").await.unwrap();
         let runs = app
             .get(&format!("/api/v2.0/replication/executions?policy_id={policy}&trigger=scheduled"))

@@ -156,3 +156,28 @@ backend_test!(
         assert_eq!(oidc.login("hash-1").await.unwrap(), None);
     }
 );
+
+backend_test!(
+    async fn sign_ins_under_way_are_kept_to_the_newest(app) {
+        let oidc = app.store().oidc();
+        let login = |n: usize| OidcLogin {
+            state: format!("state-{n}"),
+            nonce: "nonce".into(),
+            verifier: "verifier".into(),
+            redirect: "/harbor/projects".into(),
+            pending: String::new(),
+        };
+        oidc.begin_login("old", &login(0)).await.unwrap();
+        app.execute_sql("UPDATE oidc_logins SET created_at = created_at - 60 WHERE id_hash = 'old'").await;
+        for n in 1..=3 {
+            oidc.begin_login(&format!("new-{n}"), &login(n)).await.unwrap();
+        }
+        oidc.keep_newest_logins(3).await.unwrap();
+        assert_eq!(oidc.login("old").await.unwrap(), None, "the oldest goes");
+        for n in 1..=3 {
+            assert_eq!(oidc.login(&format!("new-{n}")).await.unwrap(), Some(login(n)));
+        }
+        oidc.keep_newest_logins(0).await.unwrap();
+        assert_eq!(oidc.login("new-1").await.unwrap(), None);
+    }
+);

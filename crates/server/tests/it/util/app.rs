@@ -183,6 +183,12 @@ impl TestApp {
         pool.close().await;
     }
 
+    /// Makes every schedule due now (schedules fire at most once a minute;
+    /// a test does not wait for the next one).
+    pub async fn make_schedules_due(&self) {
+        make_schedules_due(&self.database_url).await;
+    }
+
     /// The test's private data directory.
     pub fn data_dir(&self) -> &std::path::Path {
         self.dir.path()
@@ -447,4 +453,17 @@ impl std::ops::Deref for RestartedApp<'_> {
     fn deref(&self) -> &TestApp {
         &self.inner
     }
+}
+
+/// Makes every schedule in the database at `database_url` due now: the next
+/// tick of a scheduler fires them (schedules fire at most once a minute; a
+/// test does not wait for the next one).
+pub async fn make_schedules_due(database_url: &str) {
+    sqlx::any::install_default_drivers();
+    let pool = sqlx::AnyPool::connect(database_url).await.expect("connect");
+    sqlx::query("UPDATE job_schedules SET next_fire_at = '2000-01-01T00:00:00.000Z'")
+        .execute(&pool)
+        .await
+        .expect("making schedules due");
+    pool.close().await;
 }

@@ -13,7 +13,8 @@ mod served;
 
 pub use app::{
     ADMIN_PASSWORD, Backend, CONFIG_SECRET_KEY, JWT_SECRET, MASTER_KEY, Storage, TestApp,
-    database_url, postgres_database_url, s3_blob_store, s3_blob_store_url, s3_client,
+    database_url, make_schedules_due, postgres_database_url, s3_blob_store, s3_blob_store_url,
+    s3_client,
 };
 pub use certs::{Purpose, TestCa};
 pub use docker_registry::{DockerRegistry, PeerOptions};
