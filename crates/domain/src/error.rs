@@ -26,6 +26,17 @@ pub enum DomainError {
     /// The state of the entity forbids the operation (Harbor's 412).
     #[error("{0}")]
     Precondition(String),
+    /// An immutable tag rule protects tag `tag` of `repository` (its full
+    /// name) from `change` (Harbor's 412).
+    #[error("tag {repository}:{tag} is immutable")]
+    Immutable {
+        /// The repository's full name.
+        repository: String,
+        /// The protected tag.
+        tag: String,
+        /// What was refused.
+        change: TagChange,
+    },
     /// Storing `adding` bytes more would take a project past its storage
     /// quota: `used` of `hard` bytes are taken.
     #[error("quota exceeded: {adding} bytes more over {used} of {hard} bytes")]
@@ -37,6 +48,17 @@ pub enum DomainError {
         /// The project's limit.
         hard: i64,
     },
+}
+
+/// What a refused change would have done to a protected tag.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TagChange {
+    /// A push moves it onto another manifest.
+    Push,
+    /// A copy moves it onto another artifact.
+    Update,
+    /// A delete (of the tag, its artifact or its repository) removes it.
+    Delete,
 }
 
 impl DomainError {

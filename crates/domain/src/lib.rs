@@ -14,4 +14,4 @@ pub mod rest_query;
 pub mod sealing;
 pub mod time;
 
-pub use error::DomainError;
+pub use error::{DomainError, TagChange};

@@ -98,11 +98,13 @@ pub enum Resource {
     TagRetention,
     /// The project's webhook policies and their executions.
     NotificationPolicy,
+    /// The project's audit log (`/projects/{p}/logs`).
+    Log,
 }
 
 impl Resource {
     /// Every project resource.
-    pub const ALL: [Resource; 15] = [
+    pub const ALL: [Resource; 16] = [
         Self::Project,
         Self::Member,
         Self::Metadata,
@@ -118,6 +120,7 @@ impl Resource {
         Self::Robot,
         Self::TagRetention,
         Self::NotificationPolicy,
+        Self::Log,
     ];
 
     /// Harbor's name of the resource in robot permissions (`rbac/const.go`).
@@ -138,6 +141,7 @@ impl Resource {
             Self::Robot => "robot",
             Self::TagRetention => "tag-retention",
             Self::NotificationPolicy => "notification-policy",
+            Self::Log => "log",
         }
     }
 }
@@ -159,11 +163,13 @@ pub enum Action {
     Pull,
     /// Push content.
     Push,
+    /// Stop a running job.
+    Stop,
 }
 
 impl Action {
     /// Every action.
-    pub const ALL: [Action; 7] = [
+    pub const ALL: [Action; 8] = [
         Self::Read,
         Self::List,
         Self::Create,
@@ -171,6 +177,7 @@ impl Action {
         Self::Delete,
         Self::Pull,
         Self::Push,
+        Self::Stop,
     ];
 
     /// Harbor's name of the action.
@@ -183,6 +190,7 @@ impl Action {
             Self::Delete => "delete",
             Self::Pull => "pull",
             Self::Push => "push",
+            Self::Stop => "stop",
         }
     }
 }
@@ -225,6 +233,7 @@ pub fn role_allows(role: Role, resource: Resource, action: Action) -> bool {
         (TagRetention, _) => pa_m_d,
         (NotificationPolicy, List) => pa_m,
         (NotificationPolicy, Read | Create | Update | Delete) => pa,
+        (Log, List) => pa,
         _ => false,
     }
 }
@@ -236,6 +245,225 @@ pub fn project_policy(resource: Resource, action: Action) -> bool {
         .into_iter()
         .any(|role| role_allows(role, resource, action))
 }
+
+/// A system-level resource: what Harbor's system-wide operations are guarded
+/// by (`/system/<name>` in its `rbac/const.go`), and what a system robot's
+/// `system` permissions name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SystemResource {
+    /// The audit log of every project.
+    AuditLog,
+    /// Projects: `create` (under `adminonly`, with a registry or a quota) and
+    /// `list` (every project, private ones included).
+    Project,
+    /// Replication policies.
+    ReplicationPolicy,
+    /// Replication executions, their tasks and logs.
+    Replication,
+    /// The kinds of registry replication can talk to.
+    ReplicationAdapter,
+    /// Registry endpoints.
+    Registry,
+    /// Garbage collection: its schedule, runs and logs.
+    GarbageCollection,
+    /// Audit log purge: its schedule, runs and logs.
+    PurgeAuditLog,
+    /// The job service's pools, workers, queues and schedules.
+    JobServiceMonitor,
+    /// Global labels.
+    Label,
+    /// Project quotas.
+    Quota,
+    /// Robot accounts of the system.
+    Robot,
+    /// Users.
+    User,
+    /// User groups.
+    UserGroup,
+    /// Users and groups of the LDAP directory: searched and imported.
+    LdapUser,
+    /// The configuration (and pings of the directory and the identity provider).
+    Configuration,
+    /// The storage volume's size and free space.
+    SystemVolumes,
+}
+
+impl SystemResource {
+    /// Harbor's name of the resource.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::AuditLog => "audit-log",
+            Self::Project => "project",
+            Self::ReplicationPolicy => "replication-policy",
+            Self::Replication => "replication",
+            Self::ReplicationAdapter => "replication-adapter",
+            Self::Registry => "registry",
+            Self::GarbageCollection => "garbage-collection",
+            Self::PurgeAuditLog => "purge-audit",
+            Self::JobServiceMonitor => "jobservice-monitor",
+            Self::Label => "label",
+            Self::Quota => "quota",
+            Self::Robot => "robot",
+            Self::User => "user",
+            Self::UserGroup => "user-group",
+            Self::LdapUser => "ldap-user",
+            Self::Configuration => "configuration",
+            Self::SystemVolumes => "system-volumes",
+        }
+    }
+}
+
+/// The system permissions a robot account can be given, as Harbor's
+/// `getPermissions` lists them (its `rbac` robot policies of the system
+/// scope, in Harbor's order), by resource and action names.
+pub const ROBOT_SYSTEM_PERMISSIONS: &[(&str, &str)] = &[
+    ("audit-log", "list"),
+    ("preheat-instance", "read"),
+    ("preheat-instance", "create"),
+    ("preheat-instance", "delete"),
+    ("preheat-instance", "list"),
+    ("preheat-instance", "update"),
+    ("project", "list"),
+    ("project", "create"),
+    ("replication-policy", "read"),
+    ("replication-policy", "create"),
+    ("replication-policy", "delete"),
+    ("replication-policy", "list"),
+    ("replication-policy", "update"),
+    ("replication", "read"),
+    ("replication", "create"),
+    ("replication", "list"),
+    ("replication-adapter", "list"),
+    ("registry", "read"),
+    ("registry", "create"),
+    ("registry", "delete"),
+    ("registry", "list"),
+    ("registry", "update"),
+    ("scan-all", "read"),
+    ("scan-all", "update"),
+    ("scan-all", "stop"),
+    ("scan-all", "create"),
+    ("system-volumes", "read"),
+    ("garbage-collection", "read"),
+    ("garbage-collection", "create"),
+    ("garbage-collection", "list"),
+    ("garbage-collection", "update"),
+    ("garbage-collection", "stop"),
+    ("purge-audit", "read"),
+    ("purge-audit", "create"),
+    ("purge-audit", "list"),
+    ("purge-audit", "update"),
+    ("purge-audit", "stop"),
+    ("jobservice-monitor", "list"),
+    ("jobservice-monitor", "stop"),
+    ("scanner", "read"),
+    ("scanner", "create"),
+    ("scanner", "delete"),
+    ("scanner", "list"),
+    ("scanner", "update"),
+    ("label", "read"),
+    ("label", "create"),
+    ("label", "delete"),
+    ("label", "update"),
+    ("security-hub", "read"),
+    ("security-hub", "list"),
+    ("catalog", "read"),
+    ("quota", "read"),
+    ("quota", "list"),
+    ("robot", "create"),
+    ("robot", "read"),
+    ("robot", "list"),
+    ("robot", "delete"),
+    ("user", "create"),
+    ("user", "read"),
+    ("user", "update"),
+    ("user", "list"),
+    ("user", "delete"),
+    ("ldap-user", "create"),
+    ("ldap-user", "list"),
+    ("quota", "update"),
+    ("user-group", "create"),
+    ("user-group", "read"),
+    ("user-group", "update"),
+    ("user-group", "list"),
+    ("user-group", "delete"),
+];
+
+/// The project permissions a robot account can be given, as Harbor's
+/// `getPermissions` lists them (its `rbac` robot policies of the project
+/// scope, in Harbor's order). `project` names the project itself.
+pub const ROBOT_PROJECT_PERMISSIONS: &[(&str, &str)] = &[
+    ("log", "list"),
+    ("project", "read"),
+    ("project", "delete"),
+    ("project", "update"),
+    ("metadata", "read"),
+    ("metadata", "create"),
+    ("metadata", "delete"),
+    ("metadata", "list"),
+    ("metadata", "update"),
+    ("repository", "read"),
+    ("repository", "update"),
+    ("repository", "delete"),
+    ("repository", "list"),
+    ("repository", "pull"),
+    ("repository", "push"),
+    ("artifact", "read"),
+    ("artifact", "create"),
+    ("artifact", "list"),
+    ("artifact", "delete"),
+    ("scan", "create"),
+    ("scan", "read"),
+    ("scan", "stop"),
+    ("sbom", "create"),
+    ("sbom", "stop"),
+    ("sbom", "read"),
+    ("tag", "create"),
+    ("tag", "list"),
+    ("tag", "delete"),
+    ("accessory", "list"),
+    ("artifact-addition", "read"),
+    ("artifact-label", "create"),
+    ("artifact-label", "delete"),
+    ("scanner", "create"),
+    ("scanner", "read"),
+    ("preheat-policy", "read"),
+    ("preheat-policy", "create"),
+    ("preheat-policy", "delete"),
+    ("preheat-policy", "list"),
+    ("preheat-policy", "update"),
+    ("immutable-tag", "create"),
+    ("immutable-tag", "delete"),
+    ("immutable-tag", "list"),
+    ("immutable-tag", "update"),
+    ("notification-policy", "read"),
+    ("notification-policy", "create"),
+    ("notification-policy", "delete"),
+    ("notification-policy", "list"),
+    ("notification-policy", "update"),
+    ("tag-retention", "read"),
+    ("tag-retention", "create"),
+    ("tag-retention", "delete"),
+    ("tag-retention", "list"),
+    ("tag-retention", "update"),
+    ("label", "read"),
+    ("label", "create"),
+    ("label", "delete"),
+    ("label", "list"),
+    ("label", "update"),
+    ("quota", "read"),
+    ("robot", "create"),
+    ("robot", "read"),
+    ("robot", "list"),
+    ("robot", "delete"),
+    ("export-cve", "create"),
+    ("export-cve", "read"),
+    ("member", "create"),
+    ("member", "read"),
+    ("member", "update"),
+    ("member", "list"),
+    ("member", "delete"),
+];
 
 /// The system-level resources and actions a system administrator holds, by
 /// Harbor's names (`rbac/const.go`), for those Berth serves.

@@ -23,7 +23,7 @@ pub enum Actor<'a> {
 impl Actor<'_> {
     /// Whether the caller is a system administrator.
     pub fn is_sysadmin(self) -> bool {
-        matches!(self, Self::User(user) if user.sysadmin)
+        matches!(self, Self::User(user) if user.is_sysadmin())
     }
 }
 

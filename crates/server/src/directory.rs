@@ -164,8 +164,14 @@ pub async fn sign_in(
         .collect();
     let admin_dn = ldap::normalize_dn(&settings.group_admin_dn);
     let is_admin = !settings.group_admin_dn.trim().is_empty() && groups.contains(&admin_dn);
-    if user.sysadmin != is_admin {
-        state.store.users().set_sysadmin(user.id, is_admin).await?;
+    // As in Harbor, the directory gives the administrator role
+    // (`admin_role_in_auth`); the flag stays what an administrator set.
+    if user.admin_role_in_auth != is_admin {
+        state
+            .store
+            .users()
+            .set_admin_role_in_auth(user.id, is_admin)
+            .await?;
         crate::identity::forget_user(state, user.id);
     }
     let group_ids = state.store.groups().ids_by_ldap_dns(&groups).await?;

@@ -8,7 +8,7 @@
 
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use berth_domain::DomainError;
+use berth_domain::{DomainError, TagChange};
 use berth_store::{BlobError, StoreError};
 use serde_json::json;
 
@@ -177,6 +177,26 @@ impl From<DomainError> for ApiError {
             DomainError::Unauthorized(m) => Self::new(ErrorKind::Unauthorized, m),
             DomainError::Forbidden(m) => Self::new(ErrorKind::Forbidden, m),
             DomainError::Precondition(m) => Self::new(ErrorKind::Precondition, m),
+            // Harbor's words: its push middleware's for a push, its tag
+            // controller's for a copy or a delete.
+            DomainError::Immutable {
+                repository,
+                tag,
+                change,
+            } => Self::new(
+                ErrorKind::Precondition,
+                match change {
+                    TagChange::Push => format!(
+                        "Failed to process request due to '{repository}:{tag}' configured as immutable."
+                    ),
+                    TagChange::Update => {
+                        format!("the tag {tag} configured as immutable, cannot be updated")
+                    }
+                    TagChange::Delete => {
+                        format!("the tag {tag} configured as immutable, cannot be deleted")
+                    }
+                },
+            ),
             // Harbor's words and status (403, DENIED on `/v2/`), which every
             // surface shows.
             DomainError::QuotaExceeded { adding, used, hard } => Self::new(

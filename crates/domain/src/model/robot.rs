@@ -120,6 +120,16 @@ impl RobotScope {
             Self::Project { id, .. } => *id == project_id,
         }
     }
+
+    /// Whether a permission here applies wherever `other` does: the system
+    /// only to the system, every project to every project and to each one.
+    fn includes(&self, other: &RobotScope) -> bool {
+        match (self, other) {
+            (Self::System, Self::System) | (Self::AllProjects, Self::AllProjects) => true,
+            (_, Self::Project { id, .. }) => self.covers(*id),
+            _ => false,
+        }
+    }
 }
 
 /// The accesses granted in one scope.
@@ -215,13 +225,24 @@ impl Robot {
     /// access there covers it, wildcards included, and no denying access there
     /// takes any part of it away. A deny is held by anyone: it only takes away.
     pub fn holds(&self, project_id: i64, wanted: &RobotAccess) -> bool {
+        self.holds_where(|scope| scope.covers(project_id), wanted)
+    }
+
+    /// [`Robot::holds`] for a permission in `scope` (the system, every
+    /// project or one project): what a robot may grant to a system robot
+    /// it makes, or must hold to act on one.
+    pub fn holds_in(&self, scope: &RobotScope, wanted: &RobotAccess) -> bool {
+        self.holds_where(|mine| mine.includes(scope), wanted)
+    }
+
+    fn holds_where(&self, applies: impl Fn(&RobotScope) -> bool, wanted: &RobotAccess) -> bool {
         if wanted.denies() {
             return true;
         }
         let here = || {
             self.permissions
                 .iter()
-                .filter(|p| p.scope.covers(project_id))
+                .filter(|p| applies(&p.scope))
                 .flat_map(|p| &p.access)
         };
         here().any(|a| !a.denies() && a.covers(wanted))
@@ -503,6 +524,30 @@ mod tests {
             "* is covered only by *"
         );
         assert!(!narrow.holds(7, &access("repository", "*", "")));
+    }
+
+    #[test]
+    fn holds_in_a_scope_only_what_applies_there() {
+        let r = robot(vec![
+            RobotPermission {
+                scope: RobotScope::System,
+                access: vec![access("robot", "create", "")],
+            },
+            RobotPermission {
+                scope: RobotScope::AllProjects,
+                access: vec![access("repository", "pull", "")],
+            },
+        ]);
+        let one = RobotScope::Project {
+            id: 3,
+            name: "p".into(),
+        };
+        assert!(r.holds_in(&RobotScope::System, &access("robot", "create", "")));
+        assert!(!r.holds_in(&RobotScope::System, &access("repository", "pull", "")));
+        assert!(r.holds_in(&RobotScope::AllProjects, &access("repository", "pull", "")));
+        assert!(r.holds_in(&one, &access("repository", "pull", "")));
+        assert!(!r.holds_in(&one, &access("robot", "create", "")));
+        assert!(!r.holds_in(&RobotScope::AllProjects, &access("robot", "create", "")));
     }
 
     #[test]

@@ -51,8 +51,12 @@ pub struct User {
     /// refused. Moved on with every `auth_version` bump, to now or, if that is
     /// not later, one second past its old value, so it always moves.
     pub tokens_valid_after: i64,
-    /// Harbor system administrator, generator-rest `role=admin`.
+    /// Harbor's `sysadmin_flag`: made a system administrator here (see
+    /// [`User::is_sysadmin`] for whether the user acts as one).
     pub sysadmin: bool,
+    /// Harbor's `admin_role_in_auth`: a member of the directory's
+    /// administrator group (`ldap_group_admin_dn`) at its last sign-in.
+    pub admin_role_in_auth: bool,
     /// Where the password is verified.
     pub origin: UserOrigin,
     /// The directory entry of an LDAP user.
@@ -61,6 +65,14 @@ pub struct User {
     pub created_at: String,
     /// Last update time, store format.
     pub updated_at: String,
+}
+
+impl User {
+    /// Whether the user acts as a system administrator (generator-rest
+    /// `role=admin`): by the flag, or by the role the directory gives.
+    pub fn is_sysadmin(&self) -> bool {
+        self.sysadmin || self.admin_role_in_auth
+    }
 }
 
 /// A user about to be created.

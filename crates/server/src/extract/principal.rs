@@ -6,6 +6,7 @@ use axum::extract::FromRequestParts;
 use axum::http::header::AUTHORIZATION;
 use axum::http::request::Parts;
 use berth_domain::model::User;
+use berth_domain::rbac::{Action, SystemResource};
 
 use crate::access::Actor;
 use crate::error::{ApiError, HarborError};
@@ -71,14 +72,51 @@ impl Principal {
 
     /// Whether the caller is a system administrator.
     pub fn is_sysadmin(&self) -> bool {
-        self.user().is_some_and(|u| u.sysadmin)
+        self.user().is_some_and(User::is_sysadmin)
+    }
+
+    /// Whether the caller may do `action` on the system resource `resource`:
+    /// system administrators everything, a robot what its system permissions
+    /// grant (Harbor's system RBAC), nobody else anything.
+    pub fn can(&self, resource: SystemResource, action: Action) -> bool {
+        match self {
+            Self::User(user) => user.is_sysadmin(),
+            Self::Robot(robot) => robot.robot.allows_system(resource.name(), action.name()),
+            Self::Anonymous => false,
+        }
+    }
+
+    /// Passes callers who [`can`](Self::can) do `action` on `resource`;
+    /// anonymous callers get 401, others 403 with their name as the message
+    /// (as Harbor's `RequireSystemAccess` answers).
+    pub fn require_system(&self, resource: SystemResource, action: Action) -> Result<(), ApiError> {
+        match self {
+            _ if self.can(resource, action) => Ok(()),
+            Self::Anonymous => Err(ApiError::unauthorized()),
+            Self::User(user) => Err(ApiError::forbidden(user.username.clone())),
+            Self::Robot(robot) => Err(ApiError::forbidden(robot.login.clone())),
+        }
+    }
+
+    /// [`require_system`](Self::require_system) for the first of `actions`
+    /// the caller may do (a service both of Harbor's create and update
+    /// operations reach: each operation checks its own action first).
+    pub fn require_system_any(
+        &self,
+        resource: SystemResource,
+        actions: &[Action],
+    ) -> Result<(), ApiError> {
+        match actions.iter().find(|&&action| self.can(resource, action)) {
+            Some(_) => Ok(()),
+            None => self.require_system(resource, actions.first().copied().unwrap_or(Action::Read)),
+        }
     }
 
     /// Passes system administrators; anonymous callers get 401, others 403
     /// with their username as the message (as Harbor's system RBAC answers).
     pub fn require_sysadmin(&self) -> Result<&User, ApiError> {
         let user = self.require_user()?;
-        if user.sysadmin {
+        if user.is_sysadmin() {
             Ok(user)
         } else {
             Err(ApiError::forbidden(user.username.clone()))

@@ -21,7 +21,7 @@ use super::labels::LabelJson;
 use super::projects::ProjectCaller;
 use super::repositories::{load_repository, name_in_project};
 use super::tags::{TagJson, immutable_status};
-use crate::error::{ApiError, ErrorKind, HarborCode, HarborResult};
+use crate::error::{ApiError, HarborResult};
 use crate::extract::Principal;
 use crate::extract::harbor::{HarborQuery, paged};
 use crate::operations::{Routes, Surface};
@@ -449,12 +449,7 @@ pub async fn delete_artifact(
         repository: &name_in_project(&repository_name),
         reference: &reference,
     };
-    artifacts::delete(&state, &principal, at)
-        .await
-        .map_err(|err| match err.kind {
-            ErrorKind::Precondition => err.with_code(HarborCode::ViolateForeignKeyConstraint),
-            _ => err,
-        })?;
+    artifacts::delete(&state, &principal, at).await?;
     Ok(())
 }
 

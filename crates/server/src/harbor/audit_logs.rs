@@ -8,7 +8,7 @@
 use axum::extract::{Path, State};
 use axum::response::Response;
 use berth_domain::model::ProjectRef;
-use berth_domain::rbac::{Action, Resource, Role};
+use berth_domain::rbac::{Action, Resource, SystemResource};
 use berth_store::repo::audit_logs::{AuditLog, AuditScope};
 use serde::Serialize;
 
@@ -84,19 +84,25 @@ impl From<AuditLog> for AuditLogExtWire {
     }
 }
 
-/// Whose entries the caller of `/audit-logs` and `/auditlog-exts` sees: system
-/// administrators every entry, other users those of the projects they administer.
+/// Whose entries the caller of `/audit-logs` and `/auditlog-exts` sees, as
+/// in Harbor: with the system `audit-log` `list` permission (system
+/// administrators, robots given it) every entry; other users those of the
+/// projects whose log they may list (the projects they administer); other
+/// robots none.
 async fn caller_scope(state: &AppState, principal: &Principal) -> Result<AuditScope, ApiError> {
-    let user = principal.require_user()?;
-    Ok(if user.sysadmin {
-        AuditScope::All
-    } else {
-        AuditScope::Projects(state.store.projects().administered_by(user.id).await?)
-    })
+    principal.require_authenticated()?;
+    if principal.can(SystemResource::AuditLog, Action::List) {
+        return Ok(AuditScope::All);
+    }
+    Ok(AuditScope::Projects(match principal.user() {
+        Some(user) => state.store.projects().administered_by(user.id).await?,
+        None => Vec::new(),
+    }))
 }
 
 /// The scope of `/projects/{project_name}/logs` and `.../auditlog-exts`: the
-/// project, for its administrators (and system administrators).
+/// project, for those who may list its log (`log` `list`: its administrators,
+/// system administrators, robots given it).
 async fn project_scope(
     state: &AppState,
     principal: &Principal,
@@ -106,16 +112,10 @@ async fn project_scope(
         state,
         principal.actor(),
         &ProjectRef::Name(project_name),
-        Resource::Project,
-        Action::Read,
+        Resource::Log,
+        Action::List,
     )
     .await?;
-    principal.require_user()?;
-    if !access.sysadmin && !access.roles.contains(&Role::ProjectAdmin) {
-        return Err(ApiError::forbidden(
-            "only the project's administrators read its logs",
-        ));
-    }
     Ok(AuditScope::Projects(vec![access.project.id]))
 }
 

@@ -6,6 +6,7 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use berth_domain::model::ConfigValue;
 use berth_domain::model::configuration::{ConfigType, KEYS};
+use berth_domain::rbac::{Action, SystemResource};
 use serde_json::{Map, Value, json};
 
 use crate::error::{ApiError, HarborResult};
@@ -60,7 +61,7 @@ pub async fn get_configurations(
     State(state): State<AppState>,
     principal: Principal,
 ) -> HarborResult<Json<Map<String, Value>>> {
-    principal.require_sysadmin()?;
+    principal.require_system(SystemResource::Configuration, Action::Read)?;
     Ok(Json(response_map(&state, false).await?))
 }
 

@@ -7,6 +7,7 @@ use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::http::header::LOCATION;
 use axum::response::{IntoResponse, Response};
+use berth_domain::rbac::{Action, SystemResource};
 use berth_domain::time::ZERO_TIME;
 use berth_store::repo::gc::GcRun;
 use berth_store::repo::jobs::Schedule;
@@ -81,8 +82,13 @@ pub(super) fn schedule_request(body: &[u8]) -> Result<(Option<gc::Plan>, Value),
 
 /// Starts a manual run, or sets or removes the schedule, as `body` asks; the
 /// id of the run started (0 for a schedule, as Harbor answers).
-async fn kick(state: &AppState, principal: &Principal, body: &[u8]) -> Result<i64, ApiError> {
-    principal.require_sysadmin()?;
+async fn kick(
+    state: &AppState,
+    principal: &Principal,
+    action: Action,
+    body: &[u8],
+) -> Result<i64, ApiError> {
+    principal.require_system(SystemResource::GarbageCollection, action)?;
     match schedule_request(body)? {
         (None, parameters) => {
             let parameters = gc::check_parameters(&parameters)?;
@@ -104,7 +110,7 @@ pub async fn create_gc_schedule(
     principal: Principal,
     HarborBytes(body): HarborBytes,
 ) -> HarborResult<Response> {
-    let id = kick(&state, &principal, &body).await?;
+    let id = kick(&state, &principal, Action::Create, &body).await?;
     Ok((
         StatusCode::CREATED,
         [(LOCATION, format!("/api/v2.0/system/gc/{id}"))],
@@ -118,7 +124,7 @@ pub async fn update_gc_schedule(
     principal: Principal,
     HarborBytes(body): HarborBytes,
 ) -> HarborResult<StatusCode> {
-    kick(&state, &principal, &body).await?;
+    kick(&state, &principal, Action::Update, &body).await?;
     Ok(StatusCode::OK)
 }
 
@@ -165,7 +171,7 @@ pub async fn get_gc_history(
 
 /// Run `{gc_id}` (administrators): 400 for an id that is not a number, 404 for none.
 async fn run_of(state: &AppState, principal: &Principal, gc_id: &str) -> Result<GcRun, ApiError> {
-    principal.require_sysadmin()?;
+    principal.require_system(SystemResource::GarbageCollection, Action::Read)?;
     let id: i64 = gc_id
         .parse()
         .map_err(|_| ApiError::bad_request(format!("invalid gc id {gc_id}")))?;
@@ -203,7 +209,7 @@ pub async fn stop_gc(
     principal: Principal,
     Path(gc_id): Path<String>,
 ) -> HarborResult<StatusCode> {
-    principal.require_sysadmin()?;
+    principal.require_system(SystemResource::GarbageCollection, Action::Stop)?;
     let id: i64 = gc_id
         .parse()
         .map_err(|_| ApiError::bad_request(format!("invalid gc id {gc_id}")))?;

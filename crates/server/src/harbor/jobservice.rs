@@ -8,6 +8,7 @@
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::Response;
+use berth_domain::rbac::{Action, SystemResource};
 use serde_json::{Value, json};
 
 use crate::error::{ApiError, HarborResult};
@@ -122,7 +123,7 @@ pub async fn action_pending_jobs(
     Path(job_type): Path<String>,
     body: LaterJson<Value>,
 ) -> HarborResult<StatusCode> {
-    principal.require_sysadmin()?;
+    principal.require_system(SystemResource::JobServiceMonitor, Action::Stop)?;
     let action = match body.parse()?.get("action").and_then(Value::as_str) {
         Some("stop") => QueueAction::Stop,
         Some("pause") => QueueAction::Pause,

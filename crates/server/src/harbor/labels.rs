@@ -9,7 +9,7 @@ use axum::http::{HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use berth_domain::model::artifact::validate_label_name;
 use berth_domain::model::{Label, ProjectRef};
-use berth_domain::rbac::{Action, Resource};
+use berth_domain::rbac::{Action, Resource, SystemResource};
 use berth_store::repo::labels::NewLabel;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -67,8 +67,8 @@ impl<'a> From<&'a Label> for LabelJson<'a> {
     }
 }
 
-/// Checks `action` on a label's scope: system administrators for global labels,
-/// the project's roles for project labels.
+/// Checks `action` on a label's scope: the system `label` permission for
+/// global labels (anyone reads them), the project's for project labels.
 async fn require_scope(
     state: &AppState,
     principal: &Principal,
@@ -87,9 +87,7 @@ async fn require_scope(
             .await?;
         }
         None if matches!(action, Action::Read | Action::List) => {}
-        None => {
-            principal.require_sysadmin()?;
-        }
+        None => principal.require_system(SystemResource::Label, action)?,
     }
     Ok(())
 }

@@ -6,6 +6,7 @@ use axum::extract::{Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use berth_auth::ldap::{self, DirectoryError};
+use berth_domain::rbac::{Action, SystemResource};
 use serde::{Deserialize, Serialize};
 
 use crate::directory;
@@ -81,7 +82,7 @@ pub async fn ping_ldap(
     principal: Principal,
     HarborBytes(body): HarborBytes,
 ) -> HarborResult<Json<LdapPingResult>> {
-    principal.require_sysadmin()?;
+    principal.require_system(SystemResource::Configuration, Action::Read)?;
     let conf: LdapConf = optional_json(&body)?.unwrap_or_default();
     let result = match ldap_ping::ping(&state, &principal, conf).await? {
         Ok(()) => LdapPingResult {
@@ -108,7 +109,7 @@ pub async fn search_ldap_user(
     principal: Principal,
     Query(query): Query<UserSearch>,
 ) -> HarborResult<Json<Vec<LdapUser>>> {
-    principal.require_sysadmin()?;
+    principal.require_system(SystemResource::LdapUser, Action::List)?;
     let config = state.store.configurations().load().await?;
     let users = ldap::search_users(&directory::settings(&config), query.username.as_deref())
         .await
@@ -131,7 +132,7 @@ pub async fn import_ldap_user(
     principal: Principal,
     HarborBytes(body): HarborBytes,
 ) -> HarborResult<Response> {
-    principal.require_sysadmin()?;
+    principal.require_system(SystemResource::LdapUser, Action::Create)?;
     let request: LdapImportUsers =
         optional_json(&body)?.ok_or_else(|| ApiError::bad_request("the uid list is required"))?;
     let config = state.store.configurations().load().await?;
@@ -177,7 +178,7 @@ pub async fn search_ldap_group(
     principal: Principal,
     Query(query): Query<GroupSearch>,
 ) -> HarborResult<Json<Vec<UserGroup>>> {
-    principal.require_sysadmin()?;
+    principal.require_system(SystemResource::LdapUser, Action::List)?;
     let config = state.store.configurations().load().await?;
     let groups = ldap::search_groups(
         &directory::settings(&config),

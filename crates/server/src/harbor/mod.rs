@@ -20,6 +20,7 @@ mod jobservice;
 pub(crate) mod members;
 mod metadata;
 mod oidc;
+mod permissions;
 mod ping;
 pub(crate) mod projects;
 mod purge;
@@ -61,6 +62,7 @@ pub fn routes() -> Routes {
         .merge(systeminfo::routes())
         .merge(system_cve_allowlist::routes())
         .merge(users::routes())
+        .merge(permissions::routes())
         .merge(configurations::routes())
         .merge(members::routes())
         .merge(metadata::routes())

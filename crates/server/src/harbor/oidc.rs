@@ -3,6 +3,7 @@
 use axum::extract::State;
 use axum::http::{Method, StatusCode};
 use axum::routing::post;
+use berth_domain::rbac::{Action, SystemResource};
 use serde::Deserialize;
 
 use crate::error::{ApiError, HarborResult};
@@ -41,7 +42,7 @@ pub async fn ping_oidc(
     principal: Principal,
     HarborJson(endpoint): HarborJson<OidcEndpoint>,
 ) -> HarborResult<StatusCode> {
-    principal.require_sysadmin()?;
+    principal.require_system(SystemResource::Configuration, Action::Update)?;
     if let Err(why) = state.oidc.ping(&endpoint.url, endpoint.verify_cert).await {
         tracing::info!(error = %why, "OIDC ping failed");
         return Err(ApiError::bad_request("failed to verify connection").into());

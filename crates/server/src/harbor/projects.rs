@@ -173,7 +173,7 @@ pub async fn list_projects(
         .store
         .projects()
         .list(
-            projects::viewer(&principal),
+            projects::project_list_viewer(&principal),
             &filter,
             principal.user().map(|u| u.id),
         )

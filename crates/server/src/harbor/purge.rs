@@ -7,6 +7,7 @@ use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::http::header::LOCATION;
 use axum::response::{IntoResponse, Response};
+use berth_domain::rbac::{Action, SystemResource};
 use berth_domain::time::ZERO_TIME;
 use berth_store::repo::jobs::Execution;
 use serde_json::{Value, json};
@@ -47,8 +48,13 @@ fn execution_json(execution: &Execution) -> Value {
 
 /// Starts a purge now, or sets or removes the schedule, as `body` asks; the
 /// id of the purge started (0 for a schedule, as Harbor answers).
-async fn kick(state: &AppState, principal: &Principal, body: &[u8]) -> Result<i64, ApiError> {
-    principal.require_sysadmin()?;
+async fn kick(
+    state: &AppState,
+    principal: &Principal,
+    action: Action,
+    body: &[u8],
+) -> Result<i64, ApiError> {
+    principal.require_system(SystemResource::PurgeAuditLog, action)?;
     let given: Value = serde_json::from_slice(body)
         .map_err(|e| ApiError::bad_request(format!("invalid schedule body: {e}")))?;
     if !given.get("schedule").is_some_and(Value::is_object) {
@@ -76,7 +82,7 @@ pub async fn create_purge_schedule(
     principal: Principal,
     HarborBytes(body): HarborBytes,
 ) -> HarborResult<Response> {
-    let id = kick(&state, &principal, &body).await?;
+    let id = kick(&state, &principal, Action::Create, &body).await?;
     Ok((
         StatusCode::CREATED,
         [(LOCATION, format!("/api/v2.0/system/purgeaudit/{id}"))],
@@ -90,7 +96,7 @@ pub async fn update_purge_schedule(
     principal: Principal,
     HarborBytes(body): HarborBytes,
 ) -> HarborResult<StatusCode> {
-    kick(&state, &principal, &body).await?;
+    kick(&state, &principal, Action::Update, &body).await?;
     Ok(StatusCode::OK)
 }
 

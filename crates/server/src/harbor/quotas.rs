@@ -1,6 +1,7 @@
 //! Harbor's quota API (`/quotas`): each project's storage limit and usage, read
 //! and changed by system administrators. A quota's id is its project's id.
 
+use berth_domain::rbac::{Action, SystemResource};
 use std::collections::BTreeMap;
 
 use axum::Json;
@@ -70,7 +71,7 @@ pub async fn list_quotas(
     principal: Principal,
     query: HarborQuery,
 ) -> HarborResult<Response> {
-    principal.require_sysadmin()?;
+    principal.require_system(SystemResource::Quota, Action::List)?;
     let filter = QuotaFilter {
         reference: query.string("reference"),
         reference_id: query.string("reference_id"),
@@ -88,7 +89,7 @@ pub async fn get_quota(
     principal: Principal,
     Path(id): Path<String>,
 ) -> HarborResult<Json<Quota>> {
-    principal.require_sysadmin()?;
+    principal.require_system(SystemResource::Quota, Action::Read)?;
     let row = state
         .store
         .quotas()
@@ -112,7 +113,7 @@ pub async fn update_quota(
     Path(id): Path<String>,
     body: LaterJson<QuotaUpdateReq>,
 ) -> HarborResult<StatusCode> {
-    principal.require_sysadmin()?;
+    principal.require_system(SystemResource::Quota, Action::Update)?;
     let quota = quota_id(&id)?;
     let hard = body
         .parse()?

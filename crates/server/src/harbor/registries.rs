@@ -10,6 +10,7 @@ use axum::response::{IntoResponse, Response};
 use berth_domain::model::registry::{
     self, HEALTHY, Registry, RegistrySettings, RegistryType, SecretChange,
 };
+use berth_domain::rbac::{Action, SystemResource};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{ApiError, HarborResult};
@@ -221,7 +222,7 @@ pub async fn create_registry(
     query: HarborQuery,
     HarborJson(req): HarborJson<RegistryReq>,
 ) -> HarborResult<Response> {
-    principal.require_sysadmin()?;
+    principal.require_system(SystemResource::Registry, Action::Create)?;
     let ca_certificate = checked_ca(req.ca_certificate.unwrap_or_default())?;
     let name = req.name.unwrap_or_default();
     registry::validate_name(&name)?;
@@ -257,7 +258,7 @@ pub async fn list_registries(
     principal: Principal,
     query: HarborQuery,
 ) -> HarborResult<Response> {
-    principal.require_sysadmin()?;
+    principal.require_system(SystemResource::Registry, Action::List)?;
     let paging = query.paging()?;
     let name = query.string("name");
     let (total, registries) = state
@@ -275,7 +276,7 @@ pub async fn get_registry(
     principal: Principal,
     Path(id): Path<String>,
 ) -> HarborResult<Json<RegistryWire>> {
-    principal.require_sysadmin()?;
+    principal.require_system(SystemResource::Registry, Action::Read)?;
     let registry = registry_for(&state, &id).await?;
     Ok(Json(registry_wire(&registry, true)))
 }
@@ -290,7 +291,7 @@ pub async fn update_registry(
     Path(id): Path<String>,
     body: LaterJson<RegistryUpdate>,
 ) -> HarborResult<StatusCode> {
-    principal.require_sysadmin()?;
+    principal.require_system(SystemResource::Registry, Action::Update)?;
     let registry = registry_for(&state, &id).await?;
     let req = body.parse()?;
     let mut settings = registry.settings.clone();
@@ -339,7 +340,7 @@ pub async fn delete_registry(
     principal: Principal,
     Path(id): Path<String>,
 ) -> HarborResult<StatusCode> {
-    principal.require_sysadmin()?;
+    principal.require_system(SystemResource::Registry, Action::Delete)?;
     let registry = registry_for(&state, &id).await?;
     if !registries::delete(&state, &principal, registry.id).await? {
         return Err(ApiError::not_found(format!("registry {} not found", registry.id)).into());
@@ -357,7 +358,7 @@ pub async fn ping_registry(
     principal: Principal,
     HarborJson(req): HarborJson<RegistryPing>,
 ) -> HarborResult<StatusCode> {
-    principal.require_sysadmin()?;
+    principal.require_system(SystemResource::Registry, Action::Read)?;
     let (mut settings, mut secret) = match req.id {
         Some(id) => {
             let registry = state
@@ -407,7 +408,7 @@ pub async fn get_registry_info(
     principal: Principal,
     Path(id): Path<String>,
 ) -> HarborResult<Json<serde_json::Value>> {
-    principal.require_sysadmin()?;
+    principal.require_system(SystemResource::Registry, Action::Read)?;
     let registry = registry_for(&state, &id).await?;
     let kind = registry::parse_type(&registry.settings.kind)?;
     let mut filters = vec![
@@ -429,6 +430,6 @@ pub async fn get_registry_info(
 pub async fn list_registry_provider_types(
     principal: Principal,
 ) -> HarborResult<Json<Vec<&'static str>>> {
-    principal.require_sysadmin()?;
+    principal.require_system(SystemResource::ReplicationAdapter, Action::List)?;
     Ok(Json(RegistryType::ALL.map(RegistryType::name).to_vec()))
 }

@@ -3,6 +3,7 @@
 //! administrators manage policies that copy artifacts to or from another
 //! registry, start and stop their runs, and read the runs' tasks and logs.
 
+use berth_domain::rbac::{Action, SystemResource};
 use std::collections::HashMap;
 use std::collections::hash_map::Entry;
 
@@ -197,7 +198,7 @@ pub async fn list_replication_policies(
     principal: Principal,
     query: HarborQuery,
 ) -> HarborResult<Response> {
-    principal.require_sysadmin()?;
+    principal.require_system(SystemResource::ReplicationPolicy, Action::List)?;
     let paging = query.paging()?;
     let name = query.string("name");
     let (total, policies) = state
@@ -219,7 +220,7 @@ pub async fn create_replication_policy(
     principal: Principal,
     body: LaterJson<PolicyReq>,
 ) -> HarborResult<Response> {
-    principal.require_sysadmin()?;
+    principal.require_system(SystemResource::ReplicationPolicy, Action::Create)?;
     let policy = body.parse()?.into_policy();
     let id = replication::create(&state, &principal, policy).await?;
     Ok((
@@ -238,7 +239,7 @@ pub async fn get_replication_policy(
     principal: Principal,
     Path(id): Path<String>,
 ) -> HarborResult<Json<Value>> {
-    principal.require_sysadmin()?;
+    principal.require_system(SystemResource::ReplicationPolicy, Action::Read)?;
     let policy = replication::get(&state, &principal, id_of(&id)?).await?;
     let registries = registries_of(&state, std::slice::from_ref(&policy)).await?;
     Ok(Json(policy_json(&state, &policy, &registries)))
@@ -251,7 +252,7 @@ pub async fn update_replication_policy(
     Path(id): Path<String>,
     body: LaterJson<PolicyReq>,
 ) -> HarborResult<StatusCode> {
-    principal.require_sysadmin()?;
+    principal.require_system(SystemResource::ReplicationPolicy, Action::Update)?;
     let id = id_of(&id)?;
     let policy = body.parse()?.into_policy();
     replication::update(&state, &principal, id, policy).await?;
@@ -264,7 +265,7 @@ pub async fn delete_replication_policy(
     principal: Principal,
     Path(id): Path<String>,
 ) -> HarborResult<StatusCode> {
-    principal.require_sysadmin()?;
+    principal.require_system(SystemResource::ReplicationPolicy, Action::Delete)?;
     replication::delete(&state, &principal, id_of(&id)?).await?;
     Ok(StatusCode::OK)
 }
@@ -379,7 +380,7 @@ pub async fn list_replication_executions(
     principal: Principal,
     query: HarborQuery,
 ) -> HarborResult<Response> {
-    principal.require_sysadmin()?;
+    principal.require_system(SystemResource::Replication, Action::List)?;
     let paging = query.paging()?;
     let policy_id = match query.get("policy_id") {
         Some(text) => Some(path_int("policy_id", text)?),
@@ -419,9 +420,9 @@ pub async fn start_replication(
     query: HarborQuery,
     body: LaterJson<StartReq>,
 ) -> HarborResult<Response> {
-    principal.require_sysadmin()?;
+    principal.require_system(SystemResource::Replication, Action::Create)?;
     let req = body.parse()?;
-    let policy = replication::get(&state, &principal, req.policy_id).await?;
+    let policy = replication::get_to_start(&state, &principal, req.policy_id).await?;
     // Harbor's legacy scheduler calls this with `?trigger=scheduled`.
     let trigger = if query.get("trigger") == Some(model::SCHEDULED) {
         "SCHEDULE"
@@ -445,7 +446,7 @@ pub async fn get_replication_execution(
     principal: Principal,
     Path(id): Path<String>,
 ) -> HarborResult<Json<Value>> {
-    principal.require_sysadmin()?;
+    principal.require_system(SystemResource::Replication, Action::Read)?;
     let execution = execution_for(&state, &id).await?;
     let counts = state
         .store
@@ -462,7 +463,7 @@ pub async fn stop_replication(
     principal: Principal,
     Path(id): Path<String>,
 ) -> HarborResult<StatusCode> {
-    principal.require_sysadmin()?;
+    principal.require_system(SystemResource::Replication, Action::Create)?;
     let execution = execution_for(&state, &id).await?;
     state.store.jobs().stop(execution.id).await?;
     Ok(StatusCode::OK)
@@ -476,7 +477,7 @@ pub async fn list_replication_tasks(
     Path(id): Path<String>,
     query: HarborQuery,
 ) -> HarborResult<Response> {
-    principal.require_sysadmin()?;
+    principal.require_system(SystemResource::Replication, Action::List)?;
     let execution = execution_for(&state, &id).await?;
     let paging = query.paging()?;
     let statuses = query
@@ -501,7 +502,7 @@ pub async fn get_replication_log(
     principal: Principal,
     Path((id, task_id)): Path<(String, String)>,
 ) -> HarborResult<Response> {
-    principal.require_sysadmin()?;
+    principal.require_system(SystemResource::Replication, Action::Read)?;
     let execution = execution_for(&state, &id).await?;
     let tid = path_int("task_id", &task_id)?;
     let jobs = state.store.jobs();
@@ -525,7 +526,7 @@ pub async fn get_replication_log(
 /// `GET /replication/adapterinfos`: how each registry type's endpoint is
 /// entered (Docker Hub's is fixed).
 pub async fn list_registry_provider_infos(principal: Principal) -> HarborResult<Json<Value>> {
-    principal.require_sysadmin()?;
+    principal.require_system(SystemResource::ReplicationAdapter, Action::List)?;
     let mut out = Map::new();
     for kind in RegistryType::ALL {
         let info = match kind {

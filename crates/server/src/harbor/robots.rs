@@ -15,7 +15,7 @@ use berth_domain::model::robot::{
 };
 use berth_domain::model::{Configuration, ProjectRef};
 use berth_domain::query::QueryValue;
-use berth_domain::rbac::{Action, Resource};
+use berth_domain::rbac::{Action, Resource, SystemResource};
 use berth_store::repo::robots::{NewRobot, RobotLevel};
 use serde::{Deserialize, Serialize};
 
@@ -198,7 +198,8 @@ fn generate_secret() -> String {
 }
 
 /// The access to a project robot's project that `action` on robots needs;
-/// system robots are for system administrators.
+/// for system robots, the system permission (system administrators, and
+/// robots given it).
 async fn require_robot_access(
     state: &AppState,
     principal: &Principal,
@@ -207,7 +208,7 @@ async fn require_robot_access(
 ) -> Result<Option<ProjectAccess>, ApiError> {
     match project {
         None => {
-            principal.require_sysadmin()?;
+            principal.require_system(SystemResource::Robot, action)?;
             Ok(None)
         }
         Some(project) => {
@@ -226,6 +227,7 @@ async fn require_robot_access(
 /// its maker in that project.
 async fn resolve_permissions(
     state: &AppState,
+    principal: &Principal,
     requested: Vec<RequestedPermission>,
     maker: Option<&ProjectAccess>,
 ) -> Result<Vec<RobotPermission>, ApiError> {
@@ -251,9 +253,13 @@ async fn resolve_permissions(
                 }
             }
         };
-        if let Some(maker) = maker
-            && let Some(access) = permission.access.iter().find(|a| !maker.holds(a))
-        {
+        let held = |a: &RobotAccess| match (maker, principal) {
+            (Some(maker), _) => maker.holds(a),
+            // A robot making a system robot grants only what it holds there.
+            (None, Principal::Robot(robot)) => robot.robot.holds_in(&scope, a),
+            (None, _) => true,
+        };
+        if let Some(access) = permission.access.iter().find(|a| !held(a)) {
             return Err(ApiError::forbidden(format!(
                 "the caller does not hold {}:{} to grant it",
                 access.resource, access.action
@@ -297,7 +303,7 @@ pub async fn create_robot(
     }
     let project = project_of(&req.level, &req.permissions);
     let access = require_robot_access(&state, &principal, project, Action::Create).await?;
-    let permissions = resolve_permissions(&state, requested, access.as_ref()).await?;
+    let permissions = resolve_permissions(&state, &principal, requested, access.as_ref()).await?;
     let config = state.store.configurations().load().await?;
     let duration = lifetime_days(&config, req.duration);
     let expires_at = robot::expiry(berth_domain::time::unix_now(), duration);
@@ -421,13 +427,18 @@ async fn robot_for(
     let access = require_robot_access(state, principal, project, action).await?;
     // Changing a robot, its secret included, is acting with its power: the
     // caller must hold every access it has.
+    let held = |scope: &RobotScope, a: &RobotAccess| match (&access, principal) {
+        (Some(access), _) => access.holds(a),
+        (None, Principal::Robot(caller)) => caller.robot.holds_in(scope, a),
+        (None, _) => true,
+    };
     if action != Action::Read
-        && let Some(access) = &access
         && let Some(stronger) = robot
             .permissions
             .iter()
-            .flat_map(|p| &p.access)
-            .find(|a| !access.holds(a))
+            .flat_map(|p| p.access.iter().map(move |a| (&p.scope, a)))
+            .find(|(scope, a)| !held(scope, a))
+            .map(|(_, a)| a)
     {
         return Err(ApiError::forbidden(format!(
             "the robot holds {}:{}, which the caller does not",
@@ -484,7 +495,7 @@ pub async fn update_robot(
     {
         return Err(ApiError::bad_request("bad request permission").into());
     }
-    let permissions = resolve_permissions(&state, requested, access.as_ref()).await?;
+    let permissions = resolve_permissions(&state, &principal, requested, access.as_ref()).await?;
     if duration != robot.duration {
         let duration = lifetime_days(&config, duration);
         let created = berth_domain::time::parse_timestamp(&robot.created_at)

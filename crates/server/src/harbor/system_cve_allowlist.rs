@@ -6,6 +6,7 @@ use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
 use berth_domain::model::CveAllowlist;
+use berth_domain::rbac::{Action, SystemResource};
 use berth_domain::time::ZERO_TIME;
 use serde::Serialize;
 
@@ -89,7 +90,7 @@ pub async fn put_system_cve_allowlist(
     principal: Principal,
     HarborJson(body): HarborJson<CveAllowlistReq>,
 ) -> HarborResult<StatusCode> {
-    principal.require_sysadmin()?;
+    principal.require_system(SystemResource::Configuration, Action::Update)?;
     let list = CveAllowlist {
         expires_at: body.expires_at,
         items: allowlist_items(body.items, "items")?,

@@ -4,6 +4,7 @@
 
 use axum::Json;
 use axum::extract::State;
+use berth_domain::rbac::{Action, SystemResource};
 use serde::Serialize;
 
 use crate::error::{ApiError, HarborResult};
@@ -64,7 +65,7 @@ pub async fn get_volumes(
     State(state): State<AppState>,
     principal: Principal,
 ) -> HarborResult<Json<SystemInfo>> {
-    principal.require_sysadmin()?;
+    principal.require_system(SystemResource::SystemVolumes, Action::Read)?;
     let capacity = state.registry.blobs.capacity().await.map_err(|e| {
         ApiError::internal(format!("the blob storage's capacity cannot be read: {e}"))
     })?;

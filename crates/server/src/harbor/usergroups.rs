@@ -9,6 +9,7 @@ use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use berth_domain::model::UserGroup;
 use berth_domain::model::group::{GROUP_TYPE_HTTP, GROUP_TYPE_LDAP, GROUP_TYPE_OIDC};
+use berth_domain::rbac::{Action, SystemResource};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
@@ -77,7 +78,7 @@ pub async fn list_user_groups(
     principal: Principal,
     query: HarborQuery,
 ) -> HarborResult<Response> {
-    principal.require_sysadmin()?;
+    principal.require_system(SystemResource::UserGroup, Action::List)?;
     let paging = query.paging()?;
     let config = state.store.configurations().load().await?;
     let mode = config.string("auth_mode");
@@ -107,7 +108,7 @@ pub async fn create_user_group(
     principal: Principal,
     body: LaterJson<UserGroupReq>,
 ) -> HarborResult<Response> {
-    principal.require_sysadmin()?;
+    principal.require_system(SystemResource::UserGroup, Action::Create)?;
     let req = body.parse()?;
     if req.group_name.is_empty() {
         return Err(ApiError::bad_request("the group name should be provided").into());
@@ -196,7 +197,7 @@ pub async fn get_user_group(
     principal: Principal,
     Path(id): Path<String>,
 ) -> HarborResult<Json<Value>> {
-    principal.require_sysadmin()?;
+    principal.require_system(SystemResource::UserGroup, Action::Read)?;
     let id = group_id(&id)?;
     let group = state
         .store
@@ -214,7 +215,7 @@ pub async fn update_user_group(
     Path(id): Path<String>,
     body: LaterJson<UserGroupReq>,
 ) -> HarborResult<StatusCode> {
-    principal.require_sysadmin()?;
+    principal.require_system(SystemResource::UserGroup, Action::Update)?;
     let id = group_id(&id)?;
     let req = body.parse()?;
     if req.group_name.is_empty() {
@@ -233,7 +234,7 @@ pub async fn delete_user_group(
     principal: Principal,
     Path(id): Path<String>,
 ) -> HarborResult<StatusCode> {
-    principal.require_sysadmin()?;
+    principal.require_system(SystemResource::UserGroup, Action::Delete)?;
     let id = group_id(&id)?;
     if !state.store.groups().delete(id).await? {
         return Err(not_found(id).into());

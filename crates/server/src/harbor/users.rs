@@ -4,7 +4,8 @@ use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use berth_domain::model::User;
+use berth_domain::model::{ProjectRef, User};
+use berth_domain::rbac::{self, Action, Resource, SystemResource};
 use berth_store::repo::users::UserFilter;
 use serde::{Deserialize, Serialize};
 
@@ -13,7 +14,7 @@ use crate::extract::Principal;
 use crate::extract::harbor::{HarborJson, HarborQuery, paged, path_int};
 use crate::operations::{Routes, Surface};
 use crate::service::oidc;
-use crate::service::users::{self, LocalUser, require_self_or_admin, user_not_found};
+use crate::service::users::{self, LocalUser, require_self_or, user_not_found};
 use crate::state::AppState;
 
 /// Harbor's UserResp; empty strings are omitted as go-swagger does.
@@ -96,6 +97,7 @@ pub async fn get_current_user_info(
     }
     let user = principal.require_user()?;
     let mut resp = UserResp::from(user);
+    resp.admin_role_in_auth = user.admin_role_in_auth;
     resp.oidc_user_meta = oidc::user_meta(&state, user.id)
         .await?
         .map(|link| OidcUserMeta {
@@ -134,21 +136,23 @@ fn parse_user_id(text: &str) -> Result<i64, ApiError> {
     path_int("user_id", text)
 }
 
-/// The user `{user_id}` names, for that user or an administrator, with the caller.
-async fn user_for_self_or_admin<'p>(
+/// The user `{user_id}` names, for that user or a caller who may do
+/// `action` on users.
+async fn user_for_self_or(
     state: &AppState,
-    principal: &'p Principal,
+    principal: &Principal,
     user_id: &str,
-) -> Result<(&'p User, User), ApiError> {
+    action: Action,
+) -> Result<User, ApiError> {
     let id = parse_user_id(user_id)?;
-    let caller = require_self_or_admin(principal, id)?;
+    require_self_or(principal, id, action)?;
     let user = state
         .store
         .users()
         .find_by_id(id)
         .await?
         .ok_or_else(|| user_not_found(id))?;
-    Ok((caller, user))
+    Ok(user)
 }
 
 /// Harbor's UserCreationReq.
@@ -191,7 +195,7 @@ pub async fn list_users(
     principal: Principal,
     query: HarborQuery,
 ) -> HarborResult<Response> {
-    principal.require_sysadmin()?;
+    principal.require_system(SystemResource::User, Action::List)?;
     let filter = UserFilter {
         query: query.query()?,
         sort: query.sort()?,
@@ -234,8 +238,12 @@ pub async fn get_user(
     principal: Principal,
     Path(user_id): Path<String>,
 ) -> HarborResult<Json<UserResp>> {
-    let (_, user) = user_for_self_or_admin(&state, &principal, &user_id).await?;
-    Ok(Json(UserResp::from(&user)))
+    let user = user_for_self_or(&state, &principal, &user_id, Action::Read).await?;
+    let mut resp = UserResp::from(&user);
+    // Harbor tells the directory's role to the user only.
+    resp.admin_role_in_auth =
+        principal.user().is_some_and(|me| me.id == user.id) && user.admin_role_in_auth;
+    Ok(Json(resp))
 }
 
 /// Harbor's UserProfile.
@@ -256,7 +264,7 @@ pub async fn update_user_profile(
     Path(user_id): Path<String>,
     HarborJson(req): HarborJson<UserProfile>,
 ) -> HarborResult<StatusCode> {
-    let (_, user) = user_for_self_or_admin(&state, &principal, &user_id).await?;
+    let user = user_for_self_or(&state, &principal, &user_id, Action::Update).await?;
     let email = req.email.or(user.email.clone()).unwrap_or_default();
     let realname = req.realname.or(user.realname.clone()).unwrap_or_default();
     let comment = req.comment.or(user.comment.clone()).unwrap_or_default();
@@ -303,7 +311,7 @@ pub async fn set_user_sys_admin(
     HarborJson(req): HarborJson<UserSysAdminFlag>,
 ) -> HarborResult<StatusCode> {
     let id = parse_user_id(&user_id)?;
-    principal.require_sysadmin()?;
+    principal.require_system(SystemResource::User, Action::Update)?;
     let flag = req.sysadmin_flag.unwrap_or(false);
     users::set_sysadmin(&state, &principal, id, flag).await?;
     Ok(StatusCode::OK)
@@ -321,71 +329,82 @@ pub async fn delete_user(
 }
 
 /// `GET /users/current/permissions?scope&relative`: what the caller may do,
-/// as Harbor's `{resource, action}` pairs: in a project (`/project/{id}` or
-/// `/project/{name}`, by the caller's roles, the project's publicity or the
-/// robot's permissions) or in the system (`/system`, the default: everything
-/// for system administrators, creating projects for others when the
-/// configuration lets everyone). `relative=true` names resources within
-/// the scope (`repository` for `/project/1/repository`).
+/// as Harbor's `{resource, action}` pairs, over the namespace `scope` is in:
+/// a project (`/project/{id}` or `/project/{name}`, and any resource under
+/// it, by the caller's roles, the project's publicity or the robot's
+/// permissions) or the system (`/system...`, the default: everything for
+/// system administrators, what a robot's system permissions grant, creating
+/// projects for other users when the configuration lets everyone).
+/// Resources are absolute; `relative=true` gives them relative to `scope`
+/// (`.` for the scope itself) and leaves out those not under it, as Harbor's
+/// `RelativeTo` does.
 pub async fn get_current_user_permissions(
     State(state): State<AppState>,
     principal: Principal,
     query: HarborQuery,
 ) -> HarborResult<Json<Vec<serde_json::Value>>> {
-    use berth_domain::model::ProjectRef;
-    use berth_domain::rbac::{self, Action, Resource};
     principal.require_authenticated()?;
     let scope = query
         .get("scope")
         .filter(|s| !s.is_empty())
         .unwrap_or("/system")
-        .trim_end_matches('/')
         .to_string();
     let relative = query.bool("relative", false);
-    let mut pairs: Vec<(String, String)> = Vec::new();
-    if let Some(project) = scope.strip_prefix("/project/") {
-        let reference = project
+    // Every (resource, action) of the scope's namespace the caller holds,
+    // resources absolute.
+    let mut held: Vec<(String, &'static str)> = Vec::new();
+    if let Some(rest) = scope.strip_prefix("/project/") {
+        let reference = rest.split('/').next().unwrap_or_default();
+        let project = reference
             .parse::<i64>()
-            .map_or_else(|_| ProjectRef::Name(project.to_string()), ProjectRef::Id);
-        if let Some(found) = state.store.projects().find(&reference).await? {
+            .map_or_else(|_| ProjectRef::Name(reference.to_string()), ProjectRef::Id);
+        if let Some(found) = state.store.projects().find(&project).await? {
             let access = crate::access::project_access(&state, principal.actor(), found).await?;
+            let namespace = format!("/project/{reference}");
             for resource in Resource::ALL {
                 for action in Action::ALL {
                     if rbac::project_policy(resource, action) && access.allows(resource, action) {
                         let name = match resource {
-                            Resource::Project => "",
-                            other => other.name(),
+                            Resource::Project => namespace.clone(),
+                            other => format!("{namespace}/{}", other.name()),
                         };
-                        pairs.push((name.to_string(), action.name().to_string()));
+                        held.push((name, action.name()));
                     }
                 }
             }
         }
-    } else if scope == "/system" {
-        let sysadmin = principal.actor().is_sysadmin();
+    } else if scope.starts_with("/system") {
         let config = state.store.configurations().load().await?;
         let everyone_creates = config.string("project_creation_restriction") != "adminonly";
         for (resource, actions) in rbac::SYSTEM_POLICIES {
-            for action in *actions {
-                let granted = sysadmin
-                    || (*resource == "project"
-                        && (*action == "create" && everyone_creates || *action == "list"));
-                if granted && !matches!(principal, Principal::Robot(_)) {
-                    pairs.push((resource.to_string(), action.to_string()));
+            for &action in *actions {
+                let granted = match &principal {
+                    Principal::Robot(robot) => robot.robot.allows_system(resource, action),
+                    _ if principal.is_sysadmin() => true,
+                    _ => {
+                        *resource == "project"
+                            && (action == "create" && everyone_creates || action == "list")
+                    }
+                };
+                if granted {
+                    held.push((format!("/system/{resource}"), action));
                 }
             }
         }
     }
     Ok(Json(
-        pairs
-            .into_iter()
-            .map(|(resource, action)| {
-                let resource = match (relative, resource.is_empty()) {
-                    (true, _) => resource,
-                    (false, true) => scope.clone(),
-                    (false, false) => format!("{scope}/{resource}"),
+        held.into_iter()
+            .filter_map(|(resource, action)| {
+                let resource = if relative {
+                    let rest = resource.strip_prefix(scope.as_str())?;
+                    match rest.strip_prefix('/').unwrap_or(rest) {
+                        "" => ".".to_string(),
+                        rest => rest.to_string(),
+                    }
+                } else {
+                    resource
                 };
-                serde_json::json!({"resource": resource, "action": action})
+                Some(serde_json::json!({"resource": resource, "action": action}))
             })
             .collect(),
     ))

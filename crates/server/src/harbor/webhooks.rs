@@ -611,7 +611,7 @@ pub async fn last_trigger(
     Path(project): Path<String>,
 ) -> HarborResult<axum::Json<Vec<Value>>> {
     let access = caller
-        .require(&state, &project, Resource::NotificationPolicy, Action::List)
+        .require(&state, &project, Resource::NotificationPolicy, Action::Read)
         .await?;
     let webhooks = state.store.webhooks();
     let (_, mut policies) = webhooks

@@ -89,7 +89,11 @@ pub fn page_with_status(
         Some(s) => format!(
             r#"<nav><a href="/harbor/projects">Projects</a>{admin}</nav>
 <form class="signout" method="post" action="/harbor/sign-out">{csrf}<a class="who" href="/harbor/profile" id="current_user">{name}</a> <button type="submit" id="log_out">Sign out</button></form>"#,
-            admin = if s.user.sysadmin { ADMIN_LINKS } else { "" },
+            admin = if s.user.is_sysadmin() {
+                ADMIN_LINKS
+            } else {
+                ""
+            },
             csrf = csrf_field(s),
             name = esc(&s.user.username),
         ),

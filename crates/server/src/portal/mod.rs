@@ -101,7 +101,7 @@ impl PortalUser {
 
     /// Passes system administrators; everyone else gets the 403 page.
     pub fn require_admin(&self) -> Result<(), PortalError> {
-        if self.0.user.sysadmin {
+        if self.0.user.is_sysadmin() {
             Ok(())
         } else {
             Err(PortalError::api(

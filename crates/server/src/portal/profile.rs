@@ -66,7 +66,7 @@ async fn show_profile(
         username = esc(&user.username),
         email = esc(user.email.as_deref().unwrap_or("")),
         realname = esc(user.realname.as_deref().unwrap_or("")),
-        admin = if user.sysadmin { "yes" } else { "no" },
+        admin = if user.is_sysadmin() { "yes" } else { "no" },
     );
     Ok(html::page("Profile", Some(session), &main).into_response())
 }

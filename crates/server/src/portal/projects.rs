@@ -82,7 +82,7 @@ async fn list_projects(
             .get(&project.id)
             .map(|ids| ids.iter().filter_map(|&id| Role::from_id(id)).collect())
             .unwrap_or_default();
-        let may_delete = session.user.sysadmin
+        let may_delete = session.user.is_sysadmin()
             || roles
                 .iter()
                 .any(|&r| rbac::role_allows(r, Resource::Project, Action::Delete));

@@ -87,11 +87,15 @@ impl Caller {
         }
     }
 
-    /// Whether the caller may list the catalog (system administrators).
+    /// Whether the caller may list the catalog: system administrators, and
+    /// robots with the system `catalog` `read` permission (Harbor's check of
+    /// Basic credentials; its token service grants the scope to
+    /// administrators only).
     pub fn may_list_catalog(&self) -> bool {
         match self {
-            Self::Anonymous | Self::Robot(_) => false,
-            Self::User(user) => user.sysadmin,
+            Self::Anonymous => false,
+            Self::Robot(robot) => robot.robot.allows_system("catalog", "read"),
+            Self::User(user) => user.is_sysadmin(),
             Self::Token(claims) => claims.allows("registry", "catalog", "*"),
         }
     }

@@ -61,7 +61,7 @@ async fn author_of(state: &AppState, article: &Article) -> RestResult<Option<Use
 
 /// `authorOrAdmin`: the caller wrote the article or is an administrator.
 fn author_or_admin(caller: &User, article: &Article) -> RestResult<()> {
-    if caller.id == article.user_id || caller.sysadmin {
+    if caller.id == article.user_id || caller.is_sysadmin() {
         Ok(())
     } else {
         Err(ApiError::unauthorized().into())

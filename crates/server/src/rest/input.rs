@@ -327,7 +327,7 @@ impl RestInput {
     /// `token({required: true, roles: ['admin']})`: a non-admin gets 401 too.
     pub async fn require_admin(&self, state: &AppState) -> Result<Arc<User>, ApiError> {
         let user = self.require_user(state).await?;
-        if user.sysadmin {
+        if user.is_sysadmin() {
             Ok(user)
         } else {
             Err(ApiError::unauthorized())

@@ -164,7 +164,7 @@ pub async fn update_user(
 ) -> RestResult<Json<UserView>> {
     let caller = input.require_user(&state).await?;
     let target = target_user(&state, id.0.as_deref(), &caller).await?;
-    if caller.id != target.id && !caller.sysadmin {
+    if caller.id != target.id && !caller.is_sysadmin() {
         return Err(ApiError {
             detail: Some(RestMessage::new("You can't change other user's data").to_json()),
             ..ApiError::unauthorized()

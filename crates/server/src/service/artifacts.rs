@@ -14,7 +14,7 @@ use berth_store::repo::manifests::{DeleteManifest, PutManifest};
 use super::content::{self, manifest_record};
 use super::repositories::find_artifact;
 use crate::access::require_project;
-use crate::error::{ApiError, ErrorKind};
+use crate::error::{ApiError, ErrorKind, HarborCode};
 use crate::extract::Principal;
 use crate::state::AppState;
 
@@ -49,7 +49,8 @@ pub async fn delete(
         DeleteManifest::Referenced => Err(ApiError::new(
             ErrorKind::Precondition,
             "the deleting artifact is referenced by others",
-        )),
+        )
+        .with_code(HarborCode::ViolateForeignKeyConstraint)),
     }
 }
 
@@ -231,7 +232,7 @@ impl Copy<'_> {
             )
             .await;
             record.pushed_by = announce.then(|| self.by.to_string());
-            match content::put_manifest(self.state, &record).await? {
+            match content::copy_manifest(self.state, &record).await? {
                 PutManifest::Stored(_) => Ok(()),
                 PutManifest::MissingBlob(missing) | PutManifest::MissingChild(missing) => Err(
                     ApiError::not_found(format!("{missing} of {digest} is missing")),

@@ -3,6 +3,7 @@
 //! `audit_retention_hour` of the event types `include_event_types` lists
 //! (or counting them, in a dry run).
 
+use berth_domain::rbac::{Action, SystemResource};
 use std::time::Duration;
 
 use berth_domain::query::Paging;
@@ -132,13 +133,17 @@ fn pair(event_type: &str) -> Option<(String, String)> {
     Some((operation.to_string(), resource.to_string()))
 }
 
+/// The actions of Harbor's createPurgeSchedule and updatePurgeSchedule,
+/// either of which purges now or sets the schedule.
+const STARTERS: &[Action] = &[Action::Create, Action::Update];
+
 /// Starts a purge now (administrators); its execution's id.
 pub async fn start(
     state: &AppState,
     principal: &Principal,
     parameters: &Parameters,
 ) -> Result<i64, ApiError> {
-    principal.require_sysadmin()?;
+    principal.require_system_any(SystemResource::PurgeAuditLog, STARTERS)?;
     let new = NewExecution {
         vendor_type: VENDOR_TYPE.into(),
         vendor_id: 0,
@@ -177,7 +182,7 @@ pub async fn set_schedule(
     parameters: &Parameters,
     given: &Map<String, Value>,
 ) -> Result<(), ApiError> {
-    principal.require_sysadmin()?;
+    principal.require_system_any(SystemResource::PurgeAuditLog, STARTERS)?;
     // What each run gets is the checked parameters; what the schedule shows
     // is what was given (Harbor shows the parameters as posted).
     let mut shown = given.clone();
@@ -198,7 +203,7 @@ pub async fn schedule(
     state: &AppState,
     principal: &Principal,
 ) -> Result<Option<Schedule>, ApiError> {
-    principal.require_sysadmin()?;
+    principal.require_system(SystemResource::PurgeAuditLog, Action::Read)?;
     Ok(state.store.jobs().schedule(VENDOR_TYPE, 0).await?)
 }
 
@@ -208,7 +213,7 @@ pub async fn history(
     principal: &Principal,
     paging: Paging,
 ) -> Result<(i64, Vec<Execution>), ApiError> {
-    principal.require_sysadmin()?;
+    principal.require_system(SystemResource::PurgeAuditLog, Action::List)?;
     Ok(state
         .store
         .jobs()
@@ -222,7 +227,12 @@ pub async fn execution(
     principal: &Principal,
     id: i64,
 ) -> Result<Execution, ApiError> {
-    principal.require_sysadmin()?;
+    principal.require_system(SystemResource::PurgeAuditLog, Action::Read)?;
+    purge(state, id).await
+}
+
+/// Purge `id`, whoever asks.
+async fn purge(state: &AppState, id: i64) -> Result<Execution, ApiError> {
     match state.store.jobs().execution(id).await? {
         Some(e) if e.vendor_type == VENDOR_TYPE => Ok(e),
         _ => Err(ApiError::not_found(format!(
@@ -246,7 +256,8 @@ pub async fn log(state: &AppState, principal: &Principal, id: i64) -> Result<Str
 
 /// Stops purge `id` (administrators): a finished one stays as it ended.
 pub async fn stop(state: &AppState, principal: &Principal, id: i64) -> Result<(), ApiError> {
-    execution(state, principal, id).await?;
+    principal.require_system(SystemResource::PurgeAuditLog, Action::Stop)?;
+    purge(state, id).await?;
     state.store.jobs().stop(id).await?;
     Ok(())
 }

@@ -2,6 +2,7 @@
 
 use berth_domain::model::configuration::{ConfigType, find_key, validate_item};
 use berth_domain::model::{ConfigValue, Configuration};
+use berth_domain::rbac::{Action, SystemResource};
 use serde_json::{Map, Value};
 
 use crate::error::ApiError;
@@ -76,7 +77,7 @@ pub async fn update(
     principal: &Principal,
     body: &Map<String, Value>,
 ) -> Result<(), ApiError> {
-    principal.require_sysadmin()?;
+    principal.require_system(SystemResource::Configuration, Action::Update)?;
     if body.is_empty() {
         return Err(ApiError::bad_request("Missing configure item"));
     }

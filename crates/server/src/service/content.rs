@@ -2,6 +2,7 @@
 //! config back from the blob store, for every writer of manifests (a push, a
 //! proxy fetch, a copy) and every reader of image details.
 
+use berth_domain::TagChange;
 use berth_domain::oci::manifest::{Descriptor, image_extra_attrs};
 use berth_domain::oci::{Digest, Manifest};
 use berth_store::repo::manifests::{DeleteManifest, NewManifest, NewReference, PutManifest};
@@ -170,7 +171,34 @@ pub async fn delete_tag(
 /// A push refused or taken near the project's storage quota is announced
 /// to webhooks (`QUOTA_EXCEED`, `QUOTA_WARNING`).
 pub async fn put_manifest(state: &AppState, new: &NewManifest) -> Result<PutManifest, ApiError> {
+    put(state, new, TagChange::Push).await
+}
+
+/// [`put_manifest`] for a copy: moving a tag an immutable rule protects is
+/// refused as an update of it, as Harbor's copy refuses it.
+pub async fn copy_manifest(state: &AppState, new: &NewManifest) -> Result<PutManifest, ApiError> {
+    put(state, new, TagChange::Update).await
+}
+
+/// The manifest write, a protected tag it would move refused as `moving`.
+async fn put(
+    state: &AppState,
+    new: &NewManifest,
+    moving: TagChange,
+) -> Result<PutManifest, ApiError> {
     let outcome = match state.store.registry().put_manifest(new).await {
+        Err(berth_store::StoreError::Domain(berth_domain::DomainError::Immutable {
+            repository,
+            tag,
+            ..
+        })) => {
+            return Err(berth_domain::DomainError::Immutable {
+                repository,
+                tag,
+                change: moving,
+            }
+            .into());
+        }
         Err(berth_store::StoreError::Domain(berth_domain::DomainError::QuotaExceeded {
             adding,
             used,

@@ -1,6 +1,7 @@
 //! Garbage collection: starting a run in the background and its history.
 
 use berth_domain::cron::Cron;
+use berth_domain::rbac::{Action, SystemResource};
 use berth_store::StoreError;
 use berth_store::repo::gc::{
     GcOptions, GcRun, GcStats, RunningGc, estimate_garbage, run_garbage_collection,
@@ -35,7 +36,7 @@ fn stopped(run: &GcRun) -> bool {
 /// Asks run `id` to stop at its next step (administrators); one that ended
 /// stays as it ended, as in Harbor. 404 when there is no such run.
 pub async fn stop(state: &AppState, principal: &Principal, id: i64) -> Result<(), ApiError> {
-    principal.require_sysadmin()?;
+    principal.require_system(SystemResource::GarbageCollection, Action::Stop)?;
     match state.store.stop_gc_run(id).await? {
         Some(_) => Ok(()),
         None => Err(ApiError::not_found(format!("execution {id} not found"))),
@@ -154,6 +155,10 @@ impl GcParameters {
     }
 }
 
+/// The actions of Harbor's createGCSchedule and updateGCSchedule, either of
+/// which starts a run or sets the schedule.
+const STARTERS: &[Action] = &[Action::Create, Action::Update];
+
 /// Starts a manual run in the background (administrators; not in read-only
 /// mode, unless a dry run, which only counts what a run would remove); its
 /// id. A run already going is a 409.
@@ -162,7 +167,7 @@ pub async fn start(
     principal: &Principal,
     parameters: GcParameters,
 ) -> Result<i64, ApiError> {
-    principal.require_sysadmin()?;
+    principal.require_system_any(SystemResource::GarbageCollection, STARTERS)?;
     if !parameters.dry_run && state.configuration().await?.flag("read_only") {
         return Err(crate::read_only::refusal());
     }
@@ -211,7 +216,7 @@ pub async fn history(
     principal: &Principal,
     limit: i64,
 ) -> Result<Vec<GcRun>, ApiError> {
-    principal.require_sysadmin()?;
+    principal.require_system(SystemResource::GarbageCollection, Action::List)?;
     Ok(state.store.gc_runs(limit).await?)
 }
 
@@ -337,7 +342,7 @@ pub async fn set_schedule(
     plan: &Plan,
     parameters: Value,
 ) -> Result<(), ApiError> {
-    principal.require_sysadmin()?;
+    principal.require_system_any(SystemResource::GarbageCollection, STARTERS)?;
     if check_parameters(&parameters)?.dry_run && *plan != Plan::None {
         return Err(ApiError::bad_request(
             "dry_run applies to a manual run: a scheduled collection removes what it finds",
@@ -352,7 +357,7 @@ pub async fn schedule(
     state: &AppState,
     principal: &Principal,
 ) -> Result<Option<Schedule>, ApiError> {
-    principal.require_sysadmin()?;
+    principal.require_system(SystemResource::GarbageCollection, Action::Read)?;
     Ok(state.store.jobs().schedule(VENDOR_TYPE, 0).await?)
 }
 

@@ -3,6 +3,7 @@
 //! job type, stopping tasks, pausing queues and schedules. System
 //! administrators only.
 
+use berth_domain::rbac::{Action, SystemResource};
 use berth_domain::time;
 use berth_store::repo::jobs::{SCHEDULER, Schedule, Task};
 
@@ -110,7 +111,7 @@ const SEEN_WITHIN: i64 = 6 * HEARTBEAT.as_secs() as i64;
 
 /// The instances heard from lately, and those running a task.
 pub async fn pools(state: &AppState, principal: &Principal) -> Result<Vec<Pool>, ApiError> {
-    principal.require_sysadmin()?;
+    principal.require_system(SystemResource::JobServiceMonitor, Action::List)?;
     let jobs = state.store.jobs();
     let seen = jobs.workers(&time::now_plus_seconds(-SEEN_WITHIN)).await?;
     let running = jobs.running().await?;
@@ -176,7 +177,7 @@ const IDLE_KINDS: [&str; 6] = [
 /// Every job type's queue (those Berth runs, Harbor's others, and the
 /// scheduler's), by name.
 pub async fn queues(state: &AppState, principal: &Principal) -> Result<Vec<Queue>, ApiError> {
-    principal.require_sysadmin()?;
+    principal.require_system(SystemResource::JobServiceMonitor, Action::List)?;
     let jobs = state.store.jobs();
     let waiting = jobs.queues().await?;
     let paused = jobs.paused_types().await?;
@@ -225,7 +226,7 @@ pub async fn act_on_queue(
     job_type: &str,
     action: QueueAction,
 ) -> Result<(), ApiError> {
-    principal.require_sysadmin()?;
+    principal.require_system(SystemResource::JobServiceMonitor, Action::Stop)?;
     let job_type = job_type.to_ascii_uppercase();
     let jobs = state.store.jobs();
     let kinds: Vec<&str> = match job_type.as_str() {
@@ -257,7 +258,7 @@ pub async fn act_on_queue(
 /// Stops task `id` (`all`: every running task); one that is not running is
 /// left alone.
 pub async fn stop_job(state: &AppState, principal: &Principal, id: &str) -> Result<(), ApiError> {
-    principal.require_sysadmin()?;
+    principal.require_system(SystemResource::JobServiceMonitor, Action::Stop)?;
     let jobs = state.store.jobs();
     if id.eq_ignore_ascii_case("all") {
         for task in jobs.running().await? {
@@ -288,7 +289,7 @@ pub async fn job_log(
     principal: &Principal,
     id: &str,
 ) -> Result<String, ApiError> {
-    principal.require_sysadmin()?;
+    principal.require_system(SystemResource::JobServiceMonitor, Action::List)?;
     let jobs = state.store.jobs();
     let id = job_id(id)?;
     match jobs.task(id).await? {
@@ -299,7 +300,7 @@ pub async fn job_log(
 
 /// Every schedule, by id.
 pub async fn schedules(state: &AppState, principal: &Principal) -> Result<Vec<Schedule>, ApiError> {
-    principal.require_sysadmin()?;
+    principal.require_system(SystemResource::JobServiceMonitor, Action::List)?;
     Ok(state.store.jobs().schedules().await?)
 }
 

@@ -2,6 +2,7 @@
 //! settings given over the stored ones.
 
 use berth_auth::ldap::{self, DirectoryError};
+use berth_domain::rbac::{Action, SystemResource};
 use serde::Deserialize;
 
 use crate::directory;
@@ -60,7 +61,7 @@ pub async fn ping(
     principal: &Principal,
     conf: LdapConf,
 ) -> Result<Result<(), String>, ApiError> {
-    principal.require_sysadmin()?;
+    principal.require_system(SystemResource::Configuration, Action::Read)?;
     let config = state.store.configurations().load().await?;
     let mut settings = directory::settings(&config);
     let stored_url = settings.url.clone();

@@ -9,6 +9,7 @@ use berth_auth::secret::{constant_time_eq, random_alphanumeric};
 use berth_domain::model::group::GROUP_TYPE_OIDC;
 use berth_domain::model::user::{validate_password, validate_username};
 use berth_domain::model::{ADMIN_USER_ID, User};
+use berth_domain::rbac::{Action, SystemResource};
 use berth_domain::time::{unix_millis, unix_now};
 use berth_store::repo::oidc::{NewOidcUser, OidcUser};
 use serde::{Deserialize, Serialize};
@@ -252,9 +253,8 @@ pub async fn set_cli_secret(
             format!("unable to update CLI secret under authmode: {mode}"),
         ));
     }
-    let caller = principal.require_user()?;
-    if caller.id != user_id && !caller.sysadmin {
-        return Err(ApiError::forbidden(caller.username.clone()));
+    if principal.user().is_none_or(|caller| caller.id != user_id) {
+        principal.require_system(SystemResource::User, Action::Update)?;
     }
     let secret = if secret.is_empty() {
         new_secret()

@@ -4,8 +4,8 @@
 use berth_domain::model::metadata;
 use berth_domain::model::project::{MAX_STORAGE_LIMIT, validate_project_name};
 use berth_domain::model::registry::RegistryType;
-use berth_domain::model::{NewProject, Project, ProjectRef};
-use berth_domain::rbac::{Action, Resource};
+use berth_domain::model::{ADMIN_USER_ID, NewProject, Project, ProjectRef};
+use berth_domain::rbac::{Action, Resource, SystemResource};
 use berth_store::repo::projects::Viewer;
 use serde_json::Value;
 
@@ -43,10 +43,22 @@ impl NewProjectSpec {
 /// The viewer of lists for a principal.
 pub fn viewer(principal: &Principal) -> Viewer {
     match principal {
-        Principal::User(u) if u.sysadmin => Viewer::Admin,
+        Principal::User(u) if u.is_sysadmin() => Viewer::Admin,
         Principal::User(u) => Viewer::User(u.id),
         Principal::Robot(r) => Viewer::Robot(r.robot.id),
         Principal::Anonymous => Viewer::Anonymous,
+    }
+}
+
+/// The viewer of listProjects: as [`viewer`], except that a robot with the
+/// system `project` `list` permission sees every project, as Harbor shows
+/// them to whoever holds it.
+pub fn project_list_viewer(principal: &Principal) -> Viewer {
+    match principal {
+        Principal::Robot(_) if principal.can(SystemResource::Project, Action::List) => {
+            Viewer::Admin
+        }
+        _ => viewer(principal),
     }
 }
 
@@ -111,12 +123,24 @@ pub async fn create(
             "Only system level robot can create project",
         ));
     }
-    let user = principal.require_user()?;
+    principal.require_authenticated()?;
+    // A robot's project is owned by the built-in administrator, as Harbor
+    // gives it to the first one.
+    let owner = match principal.user() {
+        Some(user) => user.clone(),
+        None => state
+            .store
+            .users()
+            .find_by_id(ADMIN_USER_ID)
+            .await?
+            .ok_or_else(|| ApiError::internal("the built-in admin is missing"))?,
+    };
+    let admin = principal.can(SystemResource::Project, Action::Create);
     let config = state.store.configurations().load().await?;
-    if config.string("project_creation_restriction") == "adminonly" && !user.sysadmin {
+    if config.string("project_creation_restriction") == "adminonly" && !admin {
         return Err(ApiError::forbidden("Only system admin can create project"));
     }
-    if req.registry_id.is_some() && !user.sysadmin {
+    if req.registry_id.is_some() && !admin {
         return Err(ApiError::forbidden(
             "Only system admin can create proxy cache project",
         ));
@@ -124,7 +148,7 @@ pub async fn create(
     let mut storage_limit = -1;
     if config.flag("quota_per_project_enable") {
         storage_limit = match req.storage_limit {
-            Some(limit) if limit != 0 && user.sysadmin => limit,
+            Some(limit) if limit != 0 && admin => limit,
             _ => config.int("storage_per_project"),
         };
     }
@@ -164,12 +188,12 @@ pub async fn create(
         .create(
             &NewProject {
                 name,
-                owner_id: user.id,
+                owner_id: owner.id,
                 metadata: validated,
                 storage_limit,
                 registry_id,
             },
-            &user.username,
+            principal.audit_name(),
         )
         .await?;
     state.deliver_events();

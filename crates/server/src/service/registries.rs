@@ -4,6 +4,7 @@
 //! tried) by Harbor's `/registries`, the one surface that manages them.
 
 use berth_domain::model::registry::{Registry, RegistrySettings, SecretChange};
+use berth_domain::rbac::{Action, SystemResource};
 
 use crate::error::ApiError;
 use crate::extract::Principal;
@@ -16,11 +17,12 @@ pub async fn create(
     settings: &RegistrySettings,
     secret: &str,
 ) -> Result<Registry, ApiError> {
-    let user = principal.require_sysadmin()?;
+    principal.require_system(SystemResource::Registry, Action::Create)?;
+    let by = principal.audit_name();
     let created = state
         .store
         .registries()
-        .create(settings, secret, &user.username)
+        .create(settings, secret, by)
         .await?;
     state.deliver_events();
     Ok(created)
@@ -35,11 +37,12 @@ pub async fn update(
     settings: &RegistrySettings,
     secret: &SecretChange,
 ) -> Result<bool, ApiError> {
-    let user = principal.require_sysadmin()?;
+    principal.require_system(SystemResource::Registry, Action::Update)?;
+    let by = principal.audit_name();
     let done = state
         .store
         .registries()
-        .update(id, settings, secret, &user.username)
+        .update(id, settings, secret, by)
         .await?;
     state.deliver_events();
     Ok(done)
@@ -48,8 +51,9 @@ pub async fn update(
 /// Deletes registry `id`; `false` when it is gone, 412 while a project uses
 /// it. Records `registry.deleted`.
 pub async fn delete(state: &AppState, principal: &Principal, id: i64) -> Result<bool, ApiError> {
-    let user = principal.require_sysadmin()?;
-    let done = state.store.registries().delete(id, &user.username).await?;
+    principal.require_system(SystemResource::Registry, Action::Delete)?;
+    let by = principal.audit_name();
+    let done = state.store.registries().delete(id, by).await?;
     state.deliver_events();
     Ok(done)
 }

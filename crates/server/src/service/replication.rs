@@ -23,6 +23,7 @@
 //! nothing. A pull-based run writes here, so it does not run in read-only
 //! mode.
 
+use berth_domain::rbac::{Action, SystemResource};
 use std::collections::HashMap;
 
 use berth_domain::cron::Cron;
@@ -351,9 +352,9 @@ pub async fn create(
     principal: &Principal,
     mut policy: Policy,
 ) -> Result<i64, ApiError> {
-    let user = principal.require_sysadmin()?;
+    principal.require_system(SystemResource::ReplicationPolicy, Action::Create)?;
     let schedule = check(state, &policy).await?;
-    policy.creator = user.username.clone();
+    policy.creator = principal.audit_name().to_string();
     let id = state.store.replication().create(&policy).await?;
     apply_schedule(state, id, policy.enabled, schedule).await?;
     Ok(id)
@@ -366,7 +367,7 @@ pub async fn update(
     id: i64,
     policy: Policy,
 ) -> Result<(), ApiError> {
-    principal.require_sysadmin()?;
+    principal.require_system(SystemResource::ReplicationPolicy, Action::Update)?;
     if state.store.replication().get(id).await?.is_none() {
         return Err(not_found(id));
     }
@@ -379,7 +380,7 @@ pub async fn update(
 
 /// Deletes policy `id` with its runs (administrators only); 412 while a run goes on.
 pub async fn delete(state: &AppState, principal: &Principal, id: i64) -> Result<(), ApiError> {
-    principal.require_sysadmin()?;
+    principal.require_system(SystemResource::ReplicationPolicy, Action::Delete)?;
     if !state.store.replication().delete(id).await? {
         return Err(not_found(id));
     }
@@ -388,7 +389,23 @@ pub async fn delete(state: &AppState, principal: &Principal, id: i64) -> Result<
 
 /// Policy `id` (administrators only).
 pub async fn get(state: &AppState, principal: &Principal, id: i64) -> Result<Policy, ApiError> {
-    principal.require_sysadmin()?;
+    principal.require_system(SystemResource::ReplicationPolicy, Action::Read)?;
+    state
+        .store
+        .replication()
+        .get(id)
+        .await?
+        .ok_or_else(|| not_found(id))
+}
+
+/// Policy `id`, for a run the caller starts (replication `create`, as
+/// Harbor's startReplication asks: reading the policy is not needed).
+pub async fn get_to_start(
+    state: &AppState,
+    principal: &Principal,
+    id: i64,
+) -> Result<Policy, ApiError> {
+    principal.require_system(SystemResource::Replication, Action::Create)?;
     state
         .store
         .replication()

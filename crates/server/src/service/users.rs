@@ -4,6 +4,7 @@
 
 use berth_domain::model::user::{validate_password, validate_profile, validate_username};
 use berth_domain::model::{ADMIN_USER_ID, NewUser, User};
+use berth_domain::rbac::{Action, SystemResource};
 
 use crate::error::ApiError;
 use crate::extract::Principal;
@@ -30,14 +31,15 @@ pub fn user_not_found(id: i64) -> ApiError {
     ApiError::not_found(format!("user {id} not found"))
 }
 
-/// Passes the user themself and system administrators; 401/403 otherwise.
-pub fn require_self_or_admin(principal: &Principal, id: i64) -> Result<&User, ApiError> {
-    let caller = principal.require_user()?;
-    if caller.sysadmin || caller.id == id {
-        Ok(caller)
-    } else {
-        Err(ApiError::forbidden("forbidden"))
+/// Passes user `id` themself (`true`) and callers who may do `action` on
+/// users (`false`: system administrators, robots with that system
+/// permission); 401/403 otherwise, as Harbor's user operations answer.
+pub fn require_self_or(principal: &Principal, id: i64, action: Action) -> Result<bool, ApiError> {
+    if principal.user().is_some_and(|caller| caller.id == id) {
+        return Ok(true);
     }
+    principal.require_system(SystemResource::User, action)?;
+    Ok(false)
 }
 
 /// What the generator-rest `q` searches: the e-mail and the name, normalized as there.
@@ -54,7 +56,7 @@ pub async fn create(
 ) -> Result<User, ApiError> {
     let config = crate::directory::local_users_allowed(state).await?;
     if !config.flag("self_registration") {
-        principal.require_sysadmin()?;
+        principal.require_system(SystemResource::User, Action::Create)?;
     }
     validate_username(&new.username)?;
     validate_profile(&new.email, &new.realname, &new.comment)?;
@@ -86,7 +88,7 @@ pub async fn update_profile(
     realname: &str,
     comment: &str,
 ) -> Result<(), ApiError> {
-    require_self_or_admin(principal, user.id)?;
+    require_self_or(principal, user.id, Action::Update)?;
     crate::directory::locally_modifiable(state, user.id).await?;
     validate_profile(email, realname, comment)?;
     if !state
@@ -116,7 +118,7 @@ pub async fn set_password(
     old: &str,
     new: &str,
 ) -> Result<(), ApiError> {
-    let caller = require_self_or_admin(principal, id)?;
+    let own = require_self_or(principal, id, Action::Update)?;
     crate::directory::locally_modifiable(state, id).await?;
     let user = state
         .store
@@ -125,14 +127,14 @@ pub async fn set_password(
         .await?
         .ok_or_else(|| user_not_found(id))?;
     let stored = user.password_hash.clone().unwrap_or_default();
-    if caller.id == id {
+    if own {
         let matches = !stored.is_empty() && identity::check_password(old, &stored).await?;
         if !matches {
             return Err(ApiError::forbidden("the old password is incorrect"));
         }
     }
     validate_password(new)?;
-    if new == old && caller.id == id {
+    if new == old && own {
         return Err(ApiError::bad_request(
             "the new password can not be same with the old one",
         ));
@@ -206,7 +208,7 @@ pub async fn set_sysadmin(
     id: i64,
     flag: bool,
 ) -> Result<(), ApiError> {
-    principal.require_sysadmin()?;
+    principal.require_system(SystemResource::User, Action::Update)?;
     if id == ADMIN_USER_ID && !flag {
         return Err(ApiError::forbidden(
             "the built-in admin cannot lose its administrator role",
@@ -222,8 +224,8 @@ pub async fn set_sysadmin(
 /// deleteUser's rules: administrators mark a user deleted, not themselves
 /// nor the built-in admin.
 pub async fn delete(state: &AppState, principal: &Principal, id: i64) -> Result<(), ApiError> {
-    let caller = principal.require_sysadmin()?;
-    if id == caller.id || id == ADMIN_USER_ID {
+    principal.require_system(SystemResource::User, Action::Delete)?;
+    if principal.user().is_some_and(|caller| caller.id == id) || id == ADMIN_USER_ID {
         return Err(ApiError::forbidden(format!(
             "the user {id} cannot be deleted"
         )));

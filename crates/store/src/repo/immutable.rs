@@ -1,10 +1,10 @@
 //! Immutable tag rules per project, and the check every path that moves or
 //! deletes a tag runs inside its own transaction.
 
-use berth_domain::DomainError;
 use berth_domain::model::immutable::{ImmutableRule, MAX_RULES_PER_PROJECT, Protection};
 use berth_domain::query::Paging;
 use berth_domain::time;
+use berth_domain::{DomainError, TagChange};
 
 use crate::Store;
 use crate::error::StoreResult;
@@ -64,20 +64,13 @@ pub(crate) async fn protection_of(
     Ok(Protection::new(&rules_of(conn, project_id).await?))
 }
 
-/// Harbor's refusal of a change to tag `tag` of `repository`.
-fn immutable(repository: &str, tag: &str) -> crate::StoreError {
-    DomainError::Precondition(format!(
-        "Failed to process request due to '{repository}:{tag}' configured as immutable."
-    ))
-    .into()
-}
-
-/// Refuses (`Precondition`, Harbor's message) when a rule of the project of
+/// Refuses (`Immutable`, naming `change`) when a rule of the project of
 /// repository `repository_id` protects one of `tags`.
 pub(crate) async fn check_mutable(
     conn: &mut sqlx::AnyConnection,
     repository_id: i64,
     tags: &[String],
+    change: TagChange,
 ) -> StoreResult<()> {
     if tags.is_empty() {
         return Ok(());
@@ -93,12 +86,18 @@ pub(crate) async fn check_mutable(
     let protection = protection_of(conn, project_id).await?;
     let within = berth_domain::oci::within_project(&name);
     match tags.iter().find(|tag| protection.protects(within, tag)) {
-        Some(tag) => Err(immutable(&name, tag)),
+        Some(tag) => Err(DomainError::Immutable {
+            repository: name,
+            tag: tag.clone(),
+            change,
+        }
+        .into()),
         None => Ok(()),
     }
 }
 
-/// [`check_mutable`] for every tag of artifact `artifact_id`.
+/// [`check_mutable`] for every tag of artifact `artifact_id`, which is to be
+/// deleted.
 pub(crate) async fn check_artifact_mutable(
     conn: &mut sqlx::AnyConnection,
     artifact_id: i64,
@@ -109,7 +108,7 @@ pub(crate) async fn check_artifact_mutable(
         .fetch_all(&mut *conn)
         .await?;
     let tags: Vec<String> = tags.into_iter().map(|(name,)| name).collect();
-    check_mutable(conn, repository_id, &tags).await
+    check_mutable(conn, repository_id, &tags, TagChange::Delete).await
 }
 
 /// Access to immutable tag rules.

@@ -1,6 +1,7 @@
 //! Manifests as the distribution API stores and serves them: artifacts with
 //! their blobs, index references and tags, referrers, and pull bookkeeping.
 
+use berth_domain::TagChange;
 use berth_domain::model::Project;
 use berth_domain::oci::Reference;
 use berth_domain::time;
@@ -513,7 +514,8 @@ impl Registry<'_> {
             .fetch_optional(&mut *tx)
             .await?;
             if current.is_some_and(|(digest,)| digest != m.digest) {
-                check_mutable(&mut tx, repository_id, std::slice::from_ref(tag)).await?;
+                let tags = std::slice::from_ref(tag);
+                check_mutable(&mut tx, repository_id, tags, TagChange::Push).await?;
             }
             sqlx::query(
                 "INSERT INTO tags (repository_id, artifact_id, name, push_time, pull_time) \
@@ -648,7 +650,13 @@ impl Registry<'_> {
             return Ok(false);
         };
         lock_repository(self.0, &mut tx, repository_id).await?;
-        check_mutable(&mut tx, repository_id, &[tag.to_string()]).await?;
+        check_mutable(
+            &mut tx,
+            repository_id,
+            &[tag.to_string()],
+            TagChange::Delete,
+        )
+        .await?;
         let done = match on {
             None => sqlx::query("DELETE FROM tags WHERE repository_id = $1 AND name = $2")
                 .bind(repository_id)

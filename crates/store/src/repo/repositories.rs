@@ -1,9 +1,9 @@
 //! Repositories as the management API lists them, with artifact counts.
 
-use berth_domain::DomainError;
 use berth_domain::model::Repository;
 use berth_domain::query::{Paging, Query, SortKey};
 use berth_domain::time;
+use berth_domain::{DomainError, TagChange};
 
 use crate::Store;
 use crate::error::StoreResult;
@@ -191,7 +191,7 @@ impl Repositories<'_> {
             .fetch_all(&mut *tx)
             .await?;
         let tags: Vec<String> = tags.into_iter().map(|(name,)| name).collect();
-        crate::repo::immutable::check_mutable(&mut tx, id, &tags).await?;
+        crate::repo::immutable::check_mutable(&mut tx, id, &tags, TagChange::Delete).await?;
         // What its artifacts use, to release once they are gone.
         let used: Vec<(i64, i64)> = sqlx::query_as(
             "SELECT DISTINCT a.project_id, ab.blob_id FROM artifact_blobs ab \

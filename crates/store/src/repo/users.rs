@@ -10,7 +10,8 @@ use crate::error::{StoreResult, conflict_on_unique};
 use crate::repo::flag;
 
 const USER_COLUMNS: &str = "id, username, email, realname, picture, comment, password_hash, \
-    auth_version, tokens_valid_after, sysadmin, origin, ldap_dn, created_at, updated_at";
+    auth_version, tokens_valid_after, sysadmin, admin_role_in_auth, origin, ldap_dn, created_at, \
+    updated_at";
 
 #[derive(sqlx::FromRow)]
 struct UserRow {
@@ -24,6 +25,7 @@ struct UserRow {
     auth_version: i64,
     tokens_valid_after: i64,
     sysadmin: i64,
+    admin_role_in_auth: i64,
     origin: String,
     ldap_dn: Option<String>,
     created_at: String,
@@ -43,6 +45,7 @@ impl From<UserRow> for User {
             auth_version: row.auth_version,
             tokens_valid_after: row.tokens_valid_after,
             sysadmin: flag(row.sysadmin),
+            admin_role_in_auth: flag(row.admin_role_in_auth),
             origin: UserOrigin::parse(&row.origin),
             ldap_dn: row.ldap_dn,
             created_at: row.created_at,
@@ -251,7 +254,7 @@ impl Users<'_> {
         let mut tx = self.0.begin_write().await?;
         let done = sqlx::query(
             "UPDATE users SET deleted = 1, email = NULL, password_hash = NULL, picture = NULL, \
-             sysadmin = 0, keywords = '', auth_version = auth_version + 1, updated_at = $1, \
+             sysadmin = 0, admin_role_in_auth = 0, keywords = '', auth_version = auth_version + 1, updated_at = $1, \
              tokens_valid_after = CASE WHEN tokens_valid_after >= $3 THEN tokens_valid_after + 1 \
              ELSE $3 END WHERE id = $2 AND deleted = 0",
         )
@@ -524,6 +527,24 @@ impl Users<'_> {
              tokens_valid_after = CASE WHEN tokens_valid_after >= $4 THEN tokens_valid_after + 1 ELSE $4 END WHERE id = $3 AND deleted = 0",
         )
         .bind(i64::from(sysadmin))
+        .bind(time::now())
+        .bind(id)
+        .bind(time::unix_now())
+        .execute(&self.0.pool)
+        .await?;
+        Ok(done.rows_affected() == 1)
+    }
+
+    /// Records whether a directory user holds the directory's administrator
+    /// role (Harbor's `admin_role_in_auth`); bumps `auth_version` as a change
+    /// of the flag does. `false` if no such user.
+    pub async fn set_admin_role_in_auth(&self, id: i64, admin: bool) -> StoreResult<bool> {
+        let done = sqlx::query(
+            "UPDATE users SET admin_role_in_auth = $1, auth_version = auth_version + 1, \
+             updated_at = $2, tokens_valid_after = CASE WHEN tokens_valid_after >= $4 \
+             THEN tokens_valid_after + 1 ELSE $4 END WHERE id = $3 AND deleted = 0",
+        )
+        .bind(i64::from(admin))
         .bind(time::now())
         .bind(id)
         .bind(time::unix_now())

@@ -298,8 +298,25 @@ backend_test!(
         let unknown = app.get("/api/v2.0/users/current").basic("nobody", "x").send().await;
         assert_eq!(unknown.status, StatusCode::UNAUTHORIZED);
 
+        // Members of ldap_group_admin_dn are administrators by the directory's
+        // role, as Harbor reports it; their flag stays as it was.
         let carol = app.get("/api/v2.0/users/current").basic("carol", "carol-pw").send().await;
-        assert_eq!(carol.json()["sysadmin_flag"], true, "members of ldap_group_admin_dn are administrators");
+        assert_eq!(carol.json()["sysadmin_flag"], false, "{}", carol.text());
+        assert_eq!(carol.json()["admin_role_in_auth"], true, "{}", carol.text());
+        let carol_id = carol.json()["user_id"].as_i64().unwrap();
+        let by_admin = app.get(&format!("/api/v2.0/users/{carol_id}")).admin().send().await;
+        assert_eq!(by_admin.json()["sysadmin_flag"], false, "{}", by_admin.text());
+        assert_eq!(by_admin.json()["admin_role_in_auth"], false, "told to the user only");
+        let own = app.get(&format!("/api/v2.0/users/{carol_id}")).basic("carol", "carol-pw").send().await;
+        assert_eq!(own.json()["admin_role_in_auth"], true, "{}", own.text());
+        assert_eq!(body["admin_role_in_auth"], false, "alice is in no administrator group");
+        // And they act as administrators: system operations, every project.
+        let users = app.get("/api/v2.0/users").basic("carol", "carol-pw").send().await;
+        assert_eq!(users.status, StatusCode::OK, "{}", users.text());
+        let res = app.get("/api/v2.0/configurations").basic("carol", "carol-pw").send().await;
+        assert_eq!(res.status, StatusCode::OK, "{}", res.text());
+        let users = app.get("/api/v2.0/users").basic("alice", "alice-pw").send().await;
+        assert_eq!(users.status, StatusCode::FORBIDDEN, "{}", users.text());
         let admin = app.get("/api/v2.0/users/current").admin().send().await;
         assert_eq!(admin.status, StatusCode::OK, "admin stays local");
     }

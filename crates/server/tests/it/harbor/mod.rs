@@ -23,6 +23,7 @@ pub(crate) mod registries;
 mod registry_content;
 mod replication;
 mod retention;
+mod robot_permissions;
 mod robots;
 mod search_statistics;
 mod signin_security;

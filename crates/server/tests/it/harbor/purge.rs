@@ -220,12 +220,12 @@ backend_test!(
         let audit_logs = app.store().audit_logs();
         audit_logs.record(&[entry("create", "artifact", 30)]).await.unwrap();
         let parameters = json!({"audit_retention_hour": 24, "include_event_types": "create_artifact", "dry_run": false});
-        let every = json!({"schedule": {"type": "Custom", "cron": "* * * * * *"}, "parameters": parameters});
+        let every = json!({"schedule": {"type": "Custom", "cron": "0 * * * * *"}, "parameters": parameters});
         let res = app.post(SCHEDULE).admin().json(&every).send().await;
         assert_eq!(res.status, StatusCode::CREATED, "{}", res.text());
         let res = app.put("/api/v2.0/configurations").admin().json(&json!({"read_only": true})).send().await;
         assert_eq!(res.status, StatusCode::OK, "{}", res.text());
-        tokio::time::sleep(Duration::from_millis(1100)).await;
+        app.make_schedules_due().await;
         assert_eq!(work(&app).await, 1);
         let history = app.get("/api/v2.0/system/purgeaudit").admin().send().await.json();
         assert_eq!(history[0]["job_status"], "Success", "{history}");

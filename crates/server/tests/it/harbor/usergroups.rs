@@ -126,7 +126,7 @@ backend_test!(
         let url = format!("/api/v2.0/users/current/permissions?scope=/project/{id}&relative=true");
         let guest = pairs(&app.get(&url).basic("guest", PASSWORD).send().await.json());
         assert!(guest.contains(&("repository".into(), "pull".into())), "{guest:?}");
-        assert!(guest.contains(&("".into(), "read".into())), "the project itself: {guest:?}");
+        assert!(guest.contains(&(".".into(), "read".into())), "the project itself: {guest:?}");
         assert!(!guest.contains(&("repository".into(), "push".into())), "{guest:?}");
         let admin = pairs(&app.get(&url).admin().send().await.json());
         assert!(admin.contains(&("repository".into(), "push".into())) && admin.len() > guest.len());

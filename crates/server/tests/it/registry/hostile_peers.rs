@@ -493,10 +493,10 @@ backend_test!(
     async fn a_pull_replication_does_not_write_in_read_only_mode(app) {
         let image = Image::new(b"a layer");
         let peer = Peer::start(image.served(&["app"], whole(image.layer.clone()))).await;
-        let policy = pull_policy(&app, &peer, json!({"type": "scheduled", "trigger_settings": {"cron": "* * * * * *"}})).await;
+        let policy = pull_policy(&app, &peer, json!({"type": "scheduled", "trigger_settings": {"cron": "0 * * * * *"}})).await;
         let res = app.put("/api/v2.0/configurations").admin().json(&json!({"read_only": true})).send().await;
         assert_eq!(res.status, StatusCode::OK, "{}", res.text());
-        tokio::time::sleep(Duration::from_millis(1100)).await;
+        app.make_schedules_due().await;
         berth::workers::run_due(&app.state, "test").await.unwrap();
         let runs = app.get(&format!("/api/v2.0/replication/executions?policy_id={policy}")).admin().send().await.json();
         let run = &runs[0];
