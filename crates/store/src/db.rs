@@ -18,8 +18,8 @@ use crate::wal::{AUTOCHECKPOINT_PAGES, Checkpointer, HARD_LIMIT};
 
 /// Makes the SQLite database file at `path` readable by its owner only: a new
 /// one is created empty with mode 0600 (SQLite opens an empty file as an
-/// empty database, and gives its `-wal` and `-shm` files the database's
-/// mode), an existing one that others may read is restricted. It holds
+/// empty database, and gives the files of its log the database's mode), an
+/// existing one that others may read is restricted. It holds
 /// password hashes and sealed secrets; SQLite alone would create it 0644.
 fn keep_private(path: &std::path::Path) -> StoreResult<()> {
     #[cfg(unix)]
@@ -35,18 +35,11 @@ fn keep_private(path: &std::path::Path) -> StoreResult<()> {
             Err(err) if err.kind() == std::io::ErrorKind::AlreadyExists => {
                 // By path only (`stat`, `chmod`): a descriptor of a database
                 // file closed beside SQLite drops its locks (see `wal.rs`).
-                let mut log = path.as_os_str().to_owned();
-                log.push("-wal");
-                let mut index = path.as_os_str().to_owned();
-                index.push("-shm");
-                for file in [path, log.as_ref(), index.as_ref()] {
-                    let Ok(metadata) = std::fs::metadata(file) else {
-                        continue;
-                    };
-                    if metadata.permissions().mode() & 0o077 != 0 {
-                        std::fs::set_permissions(file, std::fs::Permissions::from_mode(0o600))?;
-                        tracing::info!(path = %file.display(), "restricted a database file to its owner (mode 0600)");
-                    }
+                // Its log and index are made anew with its mode once the last
+                // connection closes.
+                if std::fs::metadata(path)?.permissions().mode() & 0o077 != 0 {
+                    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))?;
+                    tracing::info!(path = %path.display(), "restricted the database file to its owner (mode 0600)");
                 }
             }
             // A directory that does not exist: SQLite says so as it opens.
@@ -407,4 +400,38 @@ pub(crate) enum Locking {
     Update,
     /// Against changes and deletion only (the rows will be referred to).
     Share,
+}
+
+#[cfg(test)]
+mod tests {
+    use std::os::unix::fs::PermissionsExt;
+
+    use super::*;
+
+    fn mode(path: &std::path::Path) -> u32 {
+        std::fs::metadata(path).unwrap().permissions().mode() & 0o777
+    }
+
+    /// A new SQLite database is its owner's alone, and so is its log; one
+    /// that others could read is restricted when it is opened.
+    #[tokio::test]
+    async fn the_database_file_is_private() {
+        let dir = tempfile::tempdir().unwrap();
+        let (new, old) = (dir.path().join("new.db"), dir.path().join("old.db"));
+        let store = Store::connect(&format!("sqlite://{}?mode=rwc", new.display()))
+            .await
+            .unwrap();
+        store.migrate().await.unwrap();
+        assert_eq!(mode(&new), 0o600);
+        assert_eq!(mode(&dir.path().join("new.db-wal")), 0o600, "the log");
+        store.close().await;
+
+        std::fs::write(&old, b"").unwrap();
+        std::fs::set_permissions(&old, std::fs::Permissions::from_mode(0o644)).unwrap();
+        let store = Store::connect(&format!("sqlite://{}?mode=rwc", old.display()))
+            .await
+            .unwrap();
+        assert_eq!(mode(&old), 0o600);
+        store.close().await;
+    }
 }
