@@ -379,10 +379,18 @@ mod tests {
         );
         // Harbor keeps types that name no event (its UI once sent
         // `push,pull`); they match nothing when the purge runs.
-        let kept = parse(json!({"audit_retention_hour": 1, "include_event_types": "push,pull"})).unwrap();
-        assert_eq!(kept.event_types, vec!["push".to_string(), "pull".to_string()]);
+        let kept =
+            parse(json!({"audit_retention_hour": 1, "include_event_types": "push,pull"})).unwrap();
+        assert_eq!(
+            kept.event_types,
+            vec!["push".to_string(), "pull".to_string()]
+        );
         let filter = kept.filter(0);
-        assert!(filter.kinds.is_empty() && !filter.others, "{:?}", filter.kinds);
+        assert!(
+            filter.kinds.is_empty() && !filter.others,
+            "{:?}",
+            filter.kinds
+        );
     }
 
     #[test]
