@@ -8,6 +8,15 @@
 //! few seconds. Requests are labelled by method, status code and operation
 //! (the route table's operationId, never a raw path), so the label sets stay
 //! bounded whatever paths clients send.
+//!
+//! Harbor's job service figures are counted where the work happens: this
+//! instance's pool (`harbor_jobservice_info`) when its workers start, each
+//! attempt at a task as it ends (`harbor_jobservice_task_total` and the
+//! process time, a summary without quantiles); the queues, schedules and
+//! running tasks (`harbor_task_*`) are read with the other database figures.
+//! `/v2/` requests also feed distribution's `registry_http_requests_total`
+//! and its request and response size histograms. Go's runtime series
+//! (`go_*`) have no equivalent in a Rust process and are not served.
 
 mod exporter;
 mod jobs;
