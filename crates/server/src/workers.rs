@@ -213,6 +213,9 @@ pub fn wake() {
 pub async fn run(state: AppState, lease: Duration, workers: JobWorkers) {
     let owner: Arc<str> = owner().into();
     let started = berth_domain::time::now();
+    state
+        .metrics
+        .jobservice_started(&owner, workers.lanes().map(|(_, count)| count).sum());
     for (lane, count) in workers.lanes().filter(|(_, count)| *count > 0) {
         tokio::spawn(run_lane(state.clone(), owner.clone(), lane, count, lease));
     }
@@ -298,14 +301,19 @@ async fn run_claimed(
     task: &Task,
     lease: Duration,
 ) -> Result<(), berth_store::StoreError> {
+    let started = std::time::Instant::now();
     let outcome = run_task(state, owner, task, lease).await;
-    if let Some(outcome) = outcome
-        && !state.store.jobs().finish(task.id, owner, &outcome).await?
-    {
-        tracing::warn!(
-            task = task.id,
-            "a job task was taken over before it finished"
-        );
+    if let Some(outcome) = outcome {
+        if state.store.jobs().finish(task.id, owner, &outcome).await? {
+            state
+                .metrics
+                .task_finished(&task.vendor_type, &outcome, started.elapsed());
+        } else {
+            tracing::warn!(
+                task = task.id,
+                "a job task was taken over before it finished"
+            );
+        }
     }
     Ok(())
 }

@@ -13,6 +13,7 @@ use berth_domain::model::Configuration;
 use berth_store::StoreError;
 use berth_store::repo::statistics::ProjectFigures;
 
+use super::jobs::JobFigures;
 use crate::state::AppState;
 
 /// How long the figures read from the database are served before they are read again.
@@ -147,11 +148,12 @@ async fn read(state: &AppState) -> Reading {
     let started = Instant::now();
     let statistics = state.store.statistics();
     let configurations = state.store.configurations();
-    let (components, projects, uploads, config) = tokio::join!(
+    let (components, projects, uploads, config, jobs) = tokio::join!(
         crate::service::health::check_components(state),
         statistics.project_figures(),
         statistics.open_uploads(),
         configurations.load(),
+        job_figures(state),
     );
     let queried = started.elapsed();
     let text = render(Figures {
@@ -159,6 +161,7 @@ async fn read(state: &AppState) -> Reading {
         projects,
         uploads,
         config,
+        jobs,
     });
     tracing::debug!(
         millis = started.elapsed().as_secs_f64() * 1000.0,
@@ -175,6 +178,23 @@ struct Figures {
     projects: Result<Vec<ProjectFigures>, StoreError>,
     uploads: Result<i64, StoreError>,
     config: Result<Configuration, StoreError>,
+    jobs: Result<JobFigures, StoreError>,
+}
+
+/// The queues (by the ready-tasks index), the running tasks (by the same
+/// index) and the count of schedules.
+async fn job_figures(state: &AppState) -> Result<JobFigures, StoreError> {
+    let jobs = state.store.jobs();
+    let (queues, running, scheduled) = tokio::join!(
+        crate::service::jobservice::all_queues(state),
+        jobs.running(),
+        jobs.schedule_count(),
+    );
+    Ok(JobFigures {
+        queues: queues?,
+        running: running?,
+        scheduled: scheduled?,
+    })
 }
 
 /// The text of a reading.
@@ -184,6 +204,7 @@ fn render(figures: Figures) -> Reading {
         projects,
         uploads,
         config,
+        jobs,
     } = figures;
     let mut out = String::new();
     let mut per_project = String::new();
@@ -244,6 +265,10 @@ fn render(figures: Figures) -> Reading {
             text.sample("berth_blob_upload_sessions", &[], count);
         }
         Err(err) => tracing::warn!(error = %err, "metrics: counting the upload sessions failed"),
+    }
+    match jobs {
+        Ok(jobs) => super::jobs::render(&mut text, &jobs),
+        Err(err) => tracing::warn!(error = %err, "metrics: reading the job queues failed"),
     }
     Reading {
         aggregate: Arc::from(out),

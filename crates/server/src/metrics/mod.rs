@@ -8,8 +8,18 @@
 //! few seconds. Requests are labelled by method, status code and operation
 //! (the route table's operationId, never a raw path), so the label sets stay
 //! bounded whatever paths clients send.
+//!
+//! Harbor's job service figures are counted where the work happens: this
+//! instance's pool (`harbor_jobservice_info`) when its workers start, each
+//! attempt at a task as it ends (`harbor_jobservice_task_total` and the
+//! process time, a summary without quantiles); the queues, schedules and
+//! running tasks (`harbor_task_*`) are read with the other database figures.
+//! `/v2/` requests also feed distribution's `registry_http_requests_total`
+//! and its request and response size histograms. Go's runtime series
+//! (`go_*`) have no equivalent in a Rust process and are not served.
 
 mod exporter;
+mod jobs;
 mod process;
 mod record;
 
@@ -54,6 +64,20 @@ pub struct HttpLabels {
     pub operation: std::sync::Arc<str>,
 }
 
+/// The labels of distribution's `registry_http_requests_total`.
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct CodeMethod {
+    code: u16,
+    method: &'static str,
+}
+
+/// The labels of a registry request's or response's size.
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct SizeLabels {
+    method: &'static str,
+    operation: std::sync::Arc<str>,
+}
+
 /// How a GC run ended.
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct GcLabels {
@@ -71,6 +95,16 @@ fn duration_histogram() -> Histogram {
 
 type DurationFamily = Family<HttpLabels, Histogram, fn() -> Histogram>;
 
+/// Upper bounds of the request and response size buckets, in bytes: 256
+/// bytes to 1 GiB, by fours.
+fn size_histogram() -> Histogram {
+    Histogram::new(prometheus_client::metrics::histogram::exponential_buckets(
+        256.0, 4.0, 12,
+    ))
+}
+
+type SizeFamily = Family<SizeLabels, Histogram, fn() -> Histogram>;
+
 /// The live metrics of one application.
 #[derive(Debug)]
 pub struct Metrics {
@@ -78,6 +112,12 @@ pub struct Metrics {
     requests: Family<HttpLabels, Counter>,
     durations: DurationFamily,
     registry_durations: DurationFamily,
+    registry_requests: Family<CodeMethod, Counter>,
+    registry_request_sizes: SizeFamily,
+    registry_response_sizes: SizeFamily,
+    jobservice_info: Family<jobs::InfoLabels, Gauge>,
+    tasks: Family<jobs::TaskLabels, Counter>,
+    task_times: jobs::ProcessTimes,
     in_flight: Gauge,
     blob_bytes_in: Counter,
     blob_bytes_out: Counter,
@@ -114,6 +154,36 @@ impl Metrics {
             "registry_http_request_duration_seconds",
             "The time until the response headers of /v2/ requests, by method, status code and operation",
             registry_durations.clone(),
+        );
+        let registry_requests = Family::<CodeMethod, Counter>::default();
+        registry.register(
+            "registry_http_requests",
+            "The number of /v2/ requests, by status code and method",
+            registry_requests.clone(),
+        );
+        let registry_request_sizes: SizeFamily = Family::new_with_constructor(size_histogram);
+        registry.register(
+            "registry_http_request_size_bytes",
+            "The sizes of /v2/ request bodies, in bytes, by method and operation",
+            registry_request_sizes.clone(),
+        );
+        let registry_response_sizes: SizeFamily = Family::new_with_constructor(size_histogram);
+        registry.register(
+            "registry_http_response_size_bytes",
+            "The sizes of /v2/ response bodies, in bytes, by method and operation",
+            registry_response_sizes.clone(),
+        );
+        let jobservice_info = Family::<jobs::InfoLabels, Gauge>::default();
+        registry.register(
+            "harbor_jobservice_info",
+            "the information of jobservice",
+            jobservice_info.clone(),
+        );
+        let tasks = Family::<jobs::TaskLabels, Counter>::default();
+        registry.register(
+            "harbor_jobservice_task",
+            "The number of processed tasks",
+            tasks.clone(),
         );
         let in_flight = Gauge::default();
         registry.register(
@@ -156,6 +226,12 @@ impl Metrics {
             requests,
             durations,
             registry_durations,
+            registry_requests,
+            registry_request_sizes,
+            registry_response_sizes,
+            jobservice_info,
+            tasks,
+            task_times: jobs::ProcessTimes::default(),
             in_flight,
             blob_bytes_in,
             blob_bytes_out,
@@ -180,6 +256,35 @@ impl Metrics {
         }
     }
 
+    /// Notes that this instance's job workers started: `pool` (`host:pid`)
+    /// with `workers` workers in all (`harbor_jobservice_info`).
+    pub fn jobservice_started(&self, pool: &str, workers: usize) {
+        let node = pool.rsplit_once(':').map_or(pool, |(host, _)| host);
+        self.jobservice_info
+            .get_or_create(&jobs::InfoLabels {
+                node: node.to_string(),
+                pool: pool.to_string(),
+                workers: workers.to_string(),
+            })
+            .set(1);
+    }
+
+    /// Notes an attempt at a task of `vendor_type` that ended here as
+    /// `outcome` after `took`.
+    pub fn task_finished(
+        &self,
+        vendor_type: &str,
+        outcome: &berth_store::repo::jobs::Outcome,
+        took: std::time::Duration,
+    ) {
+        let labels = jobs::TaskLabels {
+            r#type: vendor_type.to_string(),
+            status: jobs::status_of(outcome),
+        };
+        self.tasks.get_or_create(&labels).inc();
+        self.task_times.observe(labels, took);
+    }
+
     /// Drops the figures read from the database (kept for [`EXPORTER_TTL`]):
     /// the next scrape reads them again.
     pub fn forget_cached(&self) {
@@ -197,6 +302,7 @@ impl Metrics {
         {
             tracing::error!(error = %err, "encoding the metrics failed");
         }
+        self.task_times.render(&mut exporter::Text(&mut out));
         sampled(state, &mut out);
         process::sample(&mut exporter::Text(&mut out));
         out.push_str(&cached.aggregate);

@@ -4,6 +4,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use axum::body::Body;
+use axum::body::HttpBody as _;
 use axum::extract::{MatchedPath, Request, State};
 use axum::http::Method;
 use axum::middleware::Next;
@@ -11,8 +12,9 @@ use axum::response::Response;
 use http_body_util::BodyExt;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::Histogram;
 
-use super::HttpLabels;
+use super::{CodeMethod, HttpLabels, SizeLabels};
 use crate::operations::{OperationIndex, V2_CATCH_ALL, oci_route};
 use crate::state::AppState;
 
@@ -95,6 +97,55 @@ fn counted(body: Body, counter: Counter) -> Body {
     }))
 }
 
+/// Observes the bytes of a body into a histogram once, when dropped.
+struct Size {
+    bytes: u64,
+    histogram: Histogram,
+}
+
+impl Size {
+    /// Adds `bytes` (a method, so that a closure calling it takes the whole
+    /// value, and observes when that closure is dropped).
+    fn add(&mut self, bytes: usize) {
+        self.bytes += bytes as u64;
+    }
+}
+
+impl Drop for Size {
+    fn drop(&mut self) {
+        #[expect(
+            clippy::cast_precision_loss,
+            reason = "a histogram's observations are floats"
+        )]
+        self.histogram.observe(self.bytes as f64);
+    }
+}
+
+/// `body` with its size observed into `histogram`: at once when the body
+/// says its exact length (the body is kept, and with it its length for the
+/// `Content-Length` header), else when it is dropped (read to its end, or
+/// not: what was transferred).
+fn sized(body: Body, histogram: Histogram) -> Body {
+    if let Some(exact) = body.size_hint().exact() {
+        #[expect(
+            clippy::cast_precision_loss,
+            reason = "a histogram's observations are floats"
+        )]
+        histogram.observe(exact as f64);
+        return body;
+    }
+    let mut size = Size {
+        bytes: 0,
+        histogram,
+    };
+    Body::new(body.map_frame(move |frame| {
+        if let Some(data) = frame.data_ref() {
+            size.add(data.len());
+        }
+        frame
+    }))
+}
+
 /// Counts and times the request under its method, status code and operation.
 pub async fn record(State(recorder): State<Recorder>, request: Request, next: Next) -> Response {
     let started = Instant::now();
@@ -117,12 +168,30 @@ pub async fn record(State(recorder): State<Recorder>, request: Request, next: Ne
     } else {
         request
     };
+    let sizes = SizeLabels {
+        method: method_label(&method),
+        operation: operation.clone(),
+    };
+    let request = if is_registry {
+        let histogram = metrics.registry_request_sizes.get_or_create(&sizes).clone();
+        request.map(|body| sized(body, histogram))
+    } else {
+        request
+    };
     let _uploading = uploading.then(|| InFlight::enter(&metrics.uploads_in_flight));
 
     let mut response = next.run(request).await;
     let code = response.status();
     if &*operation == "get_blob" && code.is_success() {
         response = response.map(|body| counted(body, metrics.blob_bytes_out.clone()));
+    }
+
+    if is_registry {
+        let histogram = metrics
+            .registry_response_sizes
+            .get_or_create(&sizes)
+            .clone();
+        response = response.map(|body| sized(body, histogram));
     }
 
     let seconds = started.elapsed().as_secs_f64();
@@ -134,6 +203,13 @@ pub async fn record(State(recorder): State<Recorder>, request: Request, next: Ne
     metrics.requests.get_or_create(&labels).inc();
     metrics.durations.get_or_create(&labels).observe(seconds);
     if is_registry {
+        metrics
+            .registry_requests
+            .get_or_create(&CodeMethod {
+                code: labels.code,
+                method: labels.method,
+            })
+            .inc();
         metrics
             .registry_durations
             .get_or_create(&labels)

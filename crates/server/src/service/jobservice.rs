@@ -5,6 +5,7 @@
 
 use berth_domain::rbac::{Action, SystemResource};
 use berth_domain::time;
+use berth_store::StoreError;
 use berth_store::repo::jobs::{SCHEDULER, Schedule, Task};
 
 use crate::error::ApiError;
@@ -178,6 +179,11 @@ const IDLE_KINDS: [&str; 6] = [
 /// scheduler's), by name.
 pub async fn queues(state: &AppState, principal: &Principal) -> Result<Vec<Queue>, ApiError> {
     principal.require_system(SystemResource::JobServiceMonitor, Action::List)?;
+    Ok(all_queues(state).await?)
+}
+
+/// [`queues`] without the permission check (for the metrics).
+pub async fn all_queues(state: &AppState) -> Result<Vec<Queue>, StoreError> {
     let jobs = state.store.jobs();
     let waiting = jobs.queues().await?;
     let paused = jobs.paused_types().await?;

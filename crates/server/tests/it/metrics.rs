@@ -421,3 +421,129 @@ backend_test!(
         assert!(String::from_utf8_lossy(&body).contains("project_name=\"secret-team\""));
     }
 );
+
+/// Starts a dry-run audit purge (one task waiting in `PURGE_AUDIT_LOG`).
+async fn purge(app: &TestApp) {
+    let body = json!({"schedule": {"type": "Manual"}, "parameters": {"audit_retention_hour": 1, "include_event_types": "pull_artifact", "dry_run": true}});
+    let res = app
+        .post("/api/v2.0/system/purgeaudit/schedule")
+        .admin()
+        .json(&body)
+        .send()
+        .await;
+    assert_eq!(res.status, StatusCode::CREATED, "{}", res.text());
+}
+
+backend_test!(
+    /// Harbor's job service and exporter task families, and distribution's
+    /// request counts and sizes, after pushes, a pull and job runs.
+    async fn harbor_job_and_registry_families_follow_pushes_and_jobs(app) {
+        // This instance's workers: no lane that takes the test's tasks.
+        let workers: berth::workers::JobWorkers =
+            "webhook=3,replication=0,retention=0,gc=0,audit-purge=0".parse().unwrap();
+        tokio::spawn(berth::workers::run(app.state.clone(), berth::workers::LEASE, workers));
+
+        let layer = b"sized layer bytes".as_slice();
+        push_image(&app, "library/sized", "v1", &[layer]).await;
+        let blob = app
+            .get(&format!("/v2/library/sized/blobs/{}", digest_of(layer)))
+            .admin()
+            .send()
+            .await;
+        assert_eq!(blob.status, StatusCode::OK);
+        let res = app
+            .post("/api/v2.0/system/gc/schedule")
+            .admin()
+            .json(&json!({"schedule": {"type": "Custom", "cron": "0 0 * * * *"}}))
+            .send()
+            .await;
+        assert_eq!(res.status, StatusCode::CREATED, "{}", res.text());
+        purge(&app).await;
+        purge(&app).await;
+
+        let mut samples = Vec::new();
+        for _ in 0..100 {
+            app.state.metrics.forget_cached();
+            samples = scrape(&app).await;
+            if value(&samples, "harbor_jobservice_info", &[]) > 0.0 {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+        let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap();
+        let pool = format!("{}:{}", host.trim(), std::process::id());
+        assert_eq!(
+            value(
+                &samples,
+                "harbor_jobservice_info",
+                &[("node", host.trim()), ("pool", &pool), ("workers", "3")]
+            ),
+            1.0
+        );
+        let queue = |samples: &[Sample], kind: &str| {
+            value(samples, "harbor_task_queue_size", &[("type", kind)])
+        };
+        assert_eq!(queue(&samples, "PURGE_AUDIT_LOG"), 2.0);
+        assert_eq!(queue(&samples, "GARBAGE_COLLECTION"), 0.0);
+        assert!(samples.iter().any(|s| s.name == "harbor_task_queue_latency"
+            && s.labels.get("type").map(String::as_str) == Some("PURGE_AUDIT_LOG")));
+        assert_eq!(value(&samples, "harbor_task_scheduled_total", &[]), 1.0);
+
+        // distribution's request count, by code and method, and sizes.
+        // The blobs went up in monolithic POSTs, the manifest in a PUT.
+        for (method, code, requests) in [("POST", "201", 2.0), ("PUT", "201", 1.0), ("GET", "200", 1.0)] {
+            let labels = [("method", method), ("code", code)];
+            assert_eq!(value(&samples, "registry_http_requests_total", &labels), requests, "{labels:?}");
+        }
+        let size = |name: &str, operation: &str| {
+            value(&samples, name, &[("method", "GET"), ("operation", operation)])
+        };
+        assert_eq!(size("registry_http_response_size_bytes_count", "get_blob"), 1.0);
+        assert_eq!(
+            size("registry_http_response_size_bytes_sum", "get_blob"),
+            layer.len() as f64
+        );
+        let manifest = |name: &str| {
+            value(&samples, name, &[("method", "PUT"), ("operation", "put_manifest")])
+        };
+        assert_eq!(manifest("registry_http_request_size_bytes_count"), 1.0);
+        assert!(manifest("registry_http_request_size_bytes_sum") > 100.0);
+        assert_eq!(
+            value(
+                &samples,
+                "registry_http_request_size_bytes_bucket",
+                &[("operation", "put_manifest"), ("le", "+Inf")]
+            ),
+            1.0
+        );
+
+        // The tasks run and are counted as they end; one more is taken by another instance.
+        assert_eq!(berth::workers::run_due(&app.state, "test").await.unwrap(), 2);
+        purge(&app).await;
+        let taken = app
+            .store()
+            .jobs()
+            .claim("node-b:7", &["PURGE_AUDIT_LOG"], berth::workers::LEASE)
+            .await
+            .unwrap();
+        assert!(taken.is_some());
+        app.state.metrics.forget_cached();
+        let after = scrape(&app).await;
+        assert_eq!(queue(&after, "PURGE_AUDIT_LOG"), 0.0);
+        let task = [("type", "PURGE_AUDIT_LOG"), ("status", "Success")];
+        assert_eq!(value(&after, "harbor_jobservice_task_total", &task), 2.0);
+        assert_eq!(
+            value(&after, "harbor_jobservice_task_process_time_seconds_count", &task),
+            2.0
+        );
+        assert!(value(&after, "harbor_jobservice_task_process_time_seconds_sum", &task) > 0.0);
+        assert_eq!(
+            value(
+                &after,
+                "harbor_task_concurrency",
+                &[("type", "PURGE_AUDIT_LOG"), ("pool", "node-b:7")]
+            ),
+            1.0
+        );
+    }
+);

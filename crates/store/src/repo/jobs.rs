@@ -630,6 +630,14 @@ impl Jobs<'_> {
         .await?)
     }
 
+    /// How many schedules there are (one aggregate, for the metrics).
+    pub async fn schedule_count(&self) -> StoreResult<i64> {
+        let (count,): (i64,) = sqlx::query_as("SELECT COUNT(*) FROM job_schedules")
+            .fetch_one(&self.0.pool)
+            .await?;
+        Ok(count)
+    }
+
     /// Pauses or resumes the queue of `vendor_type` (its tasks wait; a task
     /// running goes on), or, for [`SCHEDULER`], every schedule.
     pub async fn set_paused(&self, vendor_type: &str, paused: bool) -> StoreResult<()> {
