@@ -576,23 +576,7 @@ impl Artifacts<'_> {
             }
             None => Total::Count,
         };
-        let (rows, total): (Vec<ArtifactRow>, i64) = sql
-            .fetch_keyed_page(
-                &self.0.pool,
-                Keyed {
-                    columns: ARTIFACT_COLUMNS,
-                    from: "artifacts a JOIN repositories r ON r.id = a.repository_id",
-                    key: "a.id",
-                },
-                &order,
-                paging,
-                total,
-            )
-            .await?;
-        Ok((
-            rows.into_iter().map(Artifact::from).collect::<Vec<_>>(),
-            total,
-        ))
+        self.fetch_page(sql, &order, paging, total).await
     }
 
     /// One page of the artifacts of every repository of project `project_id`
@@ -621,6 +605,18 @@ impl Artifacts<'_> {
             Backend::Sqlite => Total::CountAlong,
             Backend::Postgres => Total::Count,
         };
+        self.fetch_page(sql, &order, paging, total).await
+    }
+
+    /// One page of the artifacts `sql` (a `FROM ... WHERE ...` over `a`)
+    /// selects, in `order`, and their total as `total` says to count it.
+    async fn fetch_page(
+        &self,
+        sql: Sql,
+        order: &str,
+        paging: Paging,
+        total: Total,
+    ) -> StoreResult<(Vec<Artifact>, i64)> {
         let (rows, total): (Vec<ArtifactRow>, i64) = sql
             .fetch_keyed_page(
                 &self.0.pool,
@@ -629,7 +625,7 @@ impl Artifacts<'_> {
                     from: "artifacts a JOIN repositories r ON r.id = a.repository_id",
                     key: "a.id",
                 },
-                &order,
+                order,
                 paging,
                 total,
             )

@@ -471,21 +471,23 @@ async fn remove_claimed_blob(
 }
 
 /// The untagged artifacts `delete_untagged` deletes, by repository: as tag
-/// retention weighs artifacts (no accessory, no child an index refers to), those
-/// without a tag. Two queries a repository.
+/// retention weighs artifacts (no accessory, no child an index refers to),
+/// those without a tag. One query whatever the number of repositories.
 async fn untagged_artifacts(store: &Store) -> StoreResult<Vec<(String, Vec<i64>)>> {
-    let mut found = Vec::new();
-    for (id, name) in store.replication().repositories().await? {
-        let ids: Vec<i64> = store
-            .retentions()
-            .candidates(id)
-            .await?
-            .into_iter()
-            .filter(|c| c.tags.is_empty())
-            .map(|c| c.id)
-            .collect();
-        if !ids.is_empty() {
-            found.push((name, ids));
+    let rows: Vec<(String, i64)> = sqlx::query_as(
+        "SELECT r.name, a.id FROM artifacts a JOIN repositories r ON r.id = a.repository_id \
+         WHERE a.accessory_type IS NULL \
+         AND NOT EXISTS (SELECT 1 FROM tags t WHERE t.artifact_id = a.id) \
+         AND NOT EXISTS (SELECT 1 FROM artifact_references ar WHERE ar.child_id = a.id) \
+         ORDER BY r.name, a.id",
+    )
+    .fetch_all(&store.pool)
+    .await?;
+    let mut found: Vec<(String, Vec<i64>)> = Vec::new();
+    for (repository, id) in rows {
+        match found.last_mut() {
+            Some((last, ids)) if *last == repository => ids.push(id),
+            _ => found.push((repository, vec![id])),
         }
     }
     Ok(found)

@@ -522,29 +522,30 @@ impl Users<'_> {
 
     /// Grants or revokes system administration; bumps `auth_version`. `false` if no such user.
     pub async fn set_sysadmin(&self, id: i64, sysadmin: bool) -> StoreResult<bool> {
-        let done = sqlx::query(
-            "UPDATE users SET sysadmin = $1, auth_version = auth_version + 1, updated_at = $2, \
-             tokens_valid_after = CASE WHEN tokens_valid_after >= $4 THEN tokens_valid_after + 1 ELSE $4 END WHERE id = $3 AND deleted = 0",
-        )
-        .bind(i64::from(sysadmin))
-        .bind(time::now())
-        .bind(id)
-        .bind(time::unix_now())
-        .execute(&self.0.pool)
-        .await?;
-        Ok(done.rows_affected() == 1)
+        self.set_role_flag(id, RoleFlag::Sysadmin, sysadmin).await
     }
 
     /// Records whether a directory user holds the directory's administrator
     /// role (Harbor's `admin_role_in_auth`); bumps `auth_version` as a change
     /// of the flag does. `false` if no such user.
     pub async fn set_admin_role_in_auth(&self, id: i64, admin: bool) -> StoreResult<bool> {
-        let done = sqlx::query(
-            "UPDATE users SET admin_role_in_auth = $1, auth_version = auth_version + 1, \
-             updated_at = $2, tokens_valid_after = CASE WHEN tokens_valid_after >= $4 \
-             THEN tokens_valid_after + 1 ELSE $4 END WHERE id = $3 AND deleted = 0",
-        )
-        .bind(i64::from(admin))
+        self.set_role_flag(id, RoleFlag::AdminRoleInAuth, admin)
+            .await
+    }
+
+    /// Sets the role flag `flag` of user `id` to `value`, bumping
+    /// `auth_version` and ending the tokens issued before; `false` if no such user.
+    async fn set_role_flag(&self, id: i64, flag: RoleFlag, value: bool) -> StoreResult<bool> {
+        let column = match flag {
+            RoleFlag::Sysadmin => "sysadmin",
+            RoleFlag::AdminRoleInAuth => "admin_role_in_auth",
+        };
+        let done = sqlx::query(sqlx::AssertSqlSafe(format!(
+            "UPDATE users SET {column} = $1, auth_version = auth_version + 1, updated_at = $2, \
+             tokens_valid_after = CASE WHEN tokens_valid_after >= $4 THEN tokens_valid_after + 1 ELSE $4 END \
+             WHERE id = $3 AND deleted = 0"
+        )))
+        .bind(i64::from(value))
         .bind(time::now())
         .bind(id)
         .bind(time::unix_now())
@@ -562,4 +563,13 @@ impl Users<'_> {
                 .await?;
         Ok(count)
     }
+}
+
+/// The role flags of a user row that [`Users::set_role_flag`] sets.
+#[derive(Debug, Clone, Copy)]
+enum RoleFlag {
+    /// `sysadmin`: Harbor's system administrator flag.
+    Sysadmin,
+    /// `admin_role_in_auth`: the directory's administrator role.
+    AdminRoleInAuth,
 }
